@@ -1,0 +1,100 @@
+"""zett-sessions: inspect and maintain zett-agent's SQLite session databases.
+
+The public names are imported lazily (PEP 562) so that ``zett-sessions --help`` does not pay for
+pydantic and aiosqlite; ``from zett_sessions import SQLiteSessionStorage`` works as usual.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "SessionStorage": "storage",
+    "SQLiteSessionStorage": "sqlite_storage",
+    "Database": "database",
+    "Layout": "schema",
+    "project": "projection",
+    "Projection": "projection",
+    "SessionPersistence": "persistence",
+    "RequestContext": "persistence",
+}
+for _name in (
+    "MessageKind ImageDetail Message SystemMessage UserMessage AssistantMessage ToolMessage "
+    "CompactedMessage AgentMessage UndecodableMessage ToolCall TextContent ImageContent "
+    "ImageUrlSource ImageBytesSource MessageTiming ModelUsage RawMessageRecord SessionSummary "
+    "ContextSnapshot SessionView"
+).split():
+    _EXPORTS[_name] = "models"
+for _name in (
+    "ZettSessionsError DatabaseError DatabaseNotFound NotASessionDatabase DatabaseUnreadable "
+    "DatabaseLocked DatabaseReadOnly UnsupportedLayout SessionNotFound AmbiguousSessionId "
+    "SessionExists SnapshotConflict InvalidBoundary ValidationError UnsupportedValue"
+).split():
+    _EXPORTS[_name] = "errors"
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'zett_sessions' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
+    from .database import Database
+    from .errors import (
+        AmbiguousSessionId,
+        DatabaseError,
+        DatabaseLocked,
+        DatabaseNotFound,
+        DatabaseReadOnly,
+        DatabaseUnreadable,
+        InvalidBoundary,
+        NotASessionDatabase,
+        SessionExists,
+        SessionNotFound,
+        SnapshotConflict,
+        UnsupportedLayout,
+        UnsupportedValue,
+        ValidationError,
+        ZettSessionsError,
+    )
+    from .models import (
+        AgentMessage,
+        AssistantMessage,
+        CompactedMessage,
+        ContextSnapshot,
+        ImageBytesSource,
+        ImageContent,
+        ImageDetail,
+        ImageUrlSource,
+        Message,
+        MessageKind,
+        MessageTiming,
+        ModelUsage,
+        RawMessageRecord,
+        SessionSummary,
+        SessionView,
+        SystemMessage,
+        TextContent,
+        ToolCall,
+        ToolMessage,
+        UndecodableMessage,
+        UserMessage,
+    )
+    from .persistence import RequestContext, SessionPersistence
+    from .projection import Projection, project
+    from .schema import Layout
+    from .sqlite_storage import SQLiteSessionStorage
+    from .storage import SessionStorage

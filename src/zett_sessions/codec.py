@@ -1,0 +1,211 @@
+"""The exact text zett-agent stores in ``message_json``, ``metadata_json`` and ``tags_json``.
+
+Envelope: ``json.dumps([{"kind": k, "data": data}], ensure_ascii=False, allow_nan=False)`` with
+default separators; ``data`` keys in dataclass field order (or the order a decoded envelope had);
+every ``bytes`` value becomes ``{"__kcs_bytes__": "<base64>"}``.  Metadata and tags are JSON
+objects encoded with ``sort_keys=True``.  Decoding never raises: a broken row becomes an
+``UndecodableMessage`` carrying the raw text and the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from enum import Enum
+from typing import Any
+
+import pydantic
+
+from .errors import UnsupportedValue, ValidationError
+from .models import (
+    MESSAGE_TYPES,
+    WIRE_CONTEXT,
+    AnyMessage,
+    CompactedMessage,
+    Message,
+    ToolMessage,
+    UndecodableMessage,
+    WireModel,
+)
+
+BYTES_MARKER = "__kcs_bytes__"
+
+
+class _BadBytes(ValueError):
+    pass
+
+
+# --- encoding ----------------------------------------------------------------------------
+
+
+def to_wire(value: Any) -> Any:
+    """Turn a model value into plain JSON data exactly as zett-agent's ``asdict`` does."""
+    if isinstance(value, WireModel):
+        extras = value.model_extra or {}
+        return {
+            key: to_wire(extras[key] if key in extras else getattr(value, key))
+            for key in value.wire_keys
+        }
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, bytes | bytearray):
+        return {BYTES_MARKER: base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dict):
+        return {_wire_key(key): to_wire(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_wire(item) for item in value]
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UnsupportedValue(f"Unsupported message value: {value!r}")
+        return value
+    raise UnsupportedValue(f"Unsupported message value: {type(value).__name__}")
+
+
+def _wire_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise UnsupportedValue(f"Unsupported message value: non-string key {key!r}")
+    return key
+
+
+def encode_message(message: Message) -> str:
+    """The ``message_json`` text of one message (a one-element envelope array)."""
+    envelope = [{"kind": int(message.kind), "data": to_wire(message)}]
+    return json.dumps(envelope, ensure_ascii=False, allow_nan=False)
+
+
+def content_column(message: Message) -> str:
+    """Plain text for the ``content`` column (text blocks joined by newlines, images skipped)."""
+    return message.text
+
+
+def tool_name_column(message: Message) -> str | None:
+    return message.name if isinstance(message, ToolMessage) else None
+
+
+def _check_json_value(value: Any, where: str) -> None:
+    if value is None or isinstance(value, bool | int | str):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{where} must be finite JSON numbers")
+        return
+    if isinstance(value, list):
+        for item in value:
+            _check_json_value(item, where)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"{where} keys must be strings")
+            _check_json_value(item, where)
+        return
+    raise ValidationError(f"{where} values must be JSON values, not {type(value).__name__}")
+
+
+def encode_json_object(value: dict[str, Any] | None, what: str) -> str:
+    """Validate and encode metadata or tags (``what``) as zett-agent does: sorted keys."""
+    if value is None:
+        return "{}"
+    if not isinstance(value, dict):
+        raise ValidationError(f"{what} must be a JSON object")
+    for key in value:
+        if not isinstance(key, str):
+            raise ValidationError(f"{what} keys must be strings")
+        if what == "tags" and not key.strip():
+            raise ValidationError("tags keys must not be blank")
+    _check_json_value(value, what)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+# --- decoding ----------------------------------------------------------------------------
+
+
+def _bytes_hook(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1 and BYTES_MARKER in obj:
+        encoded = obj[BYTES_MARKER]
+        if not isinstance(encoded, str):
+            raise _BadBytes("bytes marker does not hold a base64 string")
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise _BadBytes("bytes marker holds invalid base64") from None
+    return obj
+
+
+def loads_with_bytes(text: str) -> Any:
+    """``json.loads`` that turns bytes markers into ``bytes`` (the hook only when needed)."""
+    if BYTES_MARKER in text:
+        return json.loads(text, object_hook=_bytes_hook)
+    return json.loads(text)
+
+
+def _describe(error: pydantic.ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    count = error.error_count()
+    more = f" (+{count - 1} more)" if count > 1 else ""
+    return f"{where or 'data'}: {first['msg']}{more}"
+
+
+def decode_envelope(text: object) -> AnyMessage | UndecodableMessage:
+    """Decode one ``message_json`` value; never raises."""
+    if not isinstance(text, str):
+        raw = "" if text is None else repr(text)
+        return UndecodableMessage(raw=raw, reason="message_json is not text")
+    try:
+        envelope = loads_with_bytes(text)
+    except _BadBytes as error:
+        return UndecodableMessage(raw=text, reason=str(error))
+    except (ValueError, RecursionError) as error:
+        return UndecodableMessage(raw=text, reason=f"broken JSON: {error}")
+    if not isinstance(envelope, list) or len(envelope) != 1 or not isinstance(envelope[0], dict):
+        return UndecodableMessage(raw=text, reason="envelope is not a one-element array")
+    element = envelope[0]
+    kind = element.get("kind")
+    data = element.get("data")
+    if isinstance(kind, bool) or not isinstance(kind, int):
+        return UndecodableMessage(raw=text, reason="envelope kind is not an integer")
+    cls = MESSAGE_TYPES.get(kind)
+    if cls is None:
+        return UndecodableMessage(raw=text, reason=f"unknown message kind {kind}", kind=kind)
+    if not isinstance(data, dict):
+        return UndecodableMessage(raw=text, reason="envelope data is not an object", kind=kind)
+    try:
+        message: AnyMessage = cls.model_validate(data, context=WIRE_CONTEXT)  # type: ignore[assignment]
+    except pydantic.ValidationError as error:
+        return UndecodableMessage(raw=text, reason=f"invalid {cls.__name__}: {_describe(error)}",
+                                  kind=kind)
+    except RecursionError:
+        return UndecodableMessage(raw=text, reason="message nests too deeply", kind=kind)
+    return message
+
+
+def decode_checkpoint(text: object) -> CompactedMessage | UndecodableMessage:
+    """Decode a snapshot payload, which must be exactly one checkpoint message."""
+    message = decode_envelope(text)
+    if isinstance(message, UndecodableMessage) or isinstance(message, CompactedMessage):
+        return message
+    return UndecodableMessage(
+        raw=str(text),
+        reason=f"snapshot holds a {type(message).__name__}, not a checkpoint",
+        kind=int(message.kind),
+    )
+
+
+def decode_json_object(text: object, what: str) -> tuple[dict[str, Any], str | None]:
+    """Decode metadata/tags leniently: ``({}, defect)`` when the text is not a JSON object."""
+    if text is None:
+        return {}, None
+    if not isinstance(text, str):
+        return {}, f"{what} is not text"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}, f"{what} is not valid JSON"
+    if not isinstance(value, dict):
+        return {}, f"{what} is not a JSON object"
+    return value, None

@@ -1,0 +1,379 @@
+"""One aiosqlite connection to a session database: opening safely, transactions, errors.
+
+Rules this module enforces so no caller has to remember them:
+
+* Read-only opens use ``file:…?mode=ro`` plus ``PRAGMA query_only``: they never create a file,
+  never create tables, never change the journal mode.  A missing path is ``DatabaseNotFound``.
+* A writable open of a missing file creates it with user-only permissions (it holds personal
+  data), then the exact zett-agent DDL and WAL mode.  An existing file's journal mode is left
+  alone; ``create=False`` refuses to initialise an empty file (the CLI's writes use it).
+* Writes run inside ``BEGIN IMMEDIATE`` so a concurrent writer waits (busy timeout) instead of
+  racing the sequence allocation; any exception rolls the whole transaction back.
+* Every ``sqlite3`` error leaves this module as one of the typed errors in ``errors.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import aiosqlite
+
+from .errors import (
+    DatabaseError,
+    DatabaseLocked,
+    DatabaseNotFound,
+    DatabaseReadOnly,
+    DatabaseUnreadable,
+    NotASessionDatabase,
+    UnsupportedLayout,
+)
+from .schema import INDEXES, TABLES, Layout, classify
+
+DEFAULT_PATH = Path("~/.zett-agent/sessions.sqlite3")
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+MEMORY = ":memory:"
+
+Params = Sequence[Any] | dict[str, Any]
+
+
+def default_path() -> Path:
+    return DEFAULT_PATH.expanduser()
+
+
+def translate_sqlite_error(error: sqlite3.Error, path: str) -> DatabaseError:
+    """Map an ``sqlite3`` error to the typed error a user can act on."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    text = str(error)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
+        return DatabaseLocked(f"database {path} is locked by another process", path)
+    if name == "SQLITE_NOTADB" or "file is not a database" in text:
+        return NotASessionDatabase(f"{path} is not an SQLite database", path)
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return DatabaseReadOnly(f"database {path} is read-only ({text})", path)
+    if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
+        return DatabaseUnreadable(f"database {path} is damaged ({text})", path)
+    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
+        return DatabaseUnreadable(f"cannot open database {path} ({text})", path)
+    if name == "SQLITE_FULL":
+        return DatabaseUnreadable(f"disk full while writing {path}", path)
+    return DatabaseUnreadable(f"database {path}: {text}", path)
+
+
+class Database:
+    """A lazily opened connection with layout detection and transaction helpers."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        read_only: bool = False,
+        create: bool = True,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        if path is None:
+            self.path = str(default_path())
+        elif str(path) == MEMORY:
+            self.path = MEMORY
+        else:
+            self.path = str(Path(path).expanduser())
+        self.read_only = read_only
+        self.create = create
+        self.busy_timeout_ms = busy_timeout_ms
+        self._conn: aiosqlite.Connection | None = None
+        self._layout: Layout | None = None
+        self._lock: asyncio.Lock | None = None
+        self._closed = False
+        self._foreign_tables: list[str] = []
+
+    # --- opening ---------------------------------------------------------------------------
+
+    @property
+    def is_memory(self) -> bool:
+        return self.path == MEMORY
+
+    @property
+    def layout(self) -> Layout:
+        if self._layout is None:
+            raise RuntimeError("database is not open yet")
+        return self._layout
+
+    async def open(self) -> Database:
+        """Open once; later calls return immediately."""
+        if self._conn is not None:
+            return self
+        if self._closed:
+            raise DatabaseError("storage is closed", self.path)
+        self._lock = asyncio.Lock()
+        uri, fresh = self._prepare_uri()
+        with self.errors():
+            conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        self._conn = conn
+        try:
+            conn.row_factory = sqlite3.Row
+            with self.errors():
+                await conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                if self.read_only:
+                    await conn.execute("PRAGMA query_only = 1")
+                self._layout = await self._detect_layout()
+                if self._layout.name == "" and not self.read_only and (fresh or self.create):
+                    await self._create_schema()
+                    self._layout = await self._detect_layout()
+                if self._layout.name == "":
+                    raise self._not_sessions()
+                if not self.read_only:
+                    mode = await self._scalar("PRAGMA journal_mode")
+                    if str(mode).lower() == "wal":
+                        await conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    def _prepare_uri(self) -> tuple[str, bool]:
+        if self.is_memory:
+            return "file::memory:", True
+        path = Path(self.path)
+        if path.is_dir():
+            raise NotASessionDatabase(f"{path} is a directory, not a database file", self.path)
+        exists = path.exists()
+        if self.read_only:
+            if not exists:
+                raise DatabaseNotFound(f"no database at {path}", self.path)
+            return f"file:{quote(str(path.resolve()))}?mode=ro", False
+        if not exists:
+            if not self.create:
+                raise DatabaseNotFound(f"no database at {path}", self.path)
+            self._create_private_file(path)
+        return f"file:{quote(str(path.resolve()))}?mode=rw", not exists
+
+    def _create_private_file(self, path: Path) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(fd)
+        except FileExistsError:
+            pass
+        except PermissionError as error:
+            raise DatabaseReadOnly(f"cannot create {path}: {error.strerror}", self.path) from None
+        except OSError as error:
+            raise DatabaseUnreadable(f"cannot create {path}: {error.strerror}", self.path) from None
+
+    async def _detect_layout(self) -> Layout:
+        rows = await self.fetchall("SELECT type, name, tbl_name FROM sqlite_master")
+        tables = {row["name"] for row in rows if row["type"] == "table"}
+        indexes = frozenset(row["name"] for row in rows if row["type"] == "index")
+        columns: dict[str, frozenset[str]] = {}
+        for table in TABLES:
+            if table in tables:
+                info = await self.fetchall(f"PRAGMA table_info({table})")
+                columns[table] = frozenset(row["name"] for row in info)
+        name = classify(columns, indexes)
+        if name is None:
+            self._foreign_tables = sorted(tables)
+            return Layout(name="")
+        return Layout(name=name, columns=columns, indexes=indexes)
+
+    def _not_sessions(self) -> NotASessionDatabase:
+        tables = self._foreign_tables
+        if not tables:
+            return NotASessionDatabase(
+                f"{self.path} is an empty database, not a zett-agent session database", self.path
+            )
+        shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
+        return NotASessionDatabase(
+            f"{self.path} is not a zett-agent session database (its tables: {shown})", self.path
+        )
+
+    async def _create_schema(self) -> None:
+        conn = self._connection()
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            for ddl in TABLES.values():
+                await conn.execute(ddl)
+            for ddl in INDEXES.values():
+                await conn.execute(ddl)
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+        await conn.execute("COMMIT")
+
+    async def upgrade(self) -> list[str]:
+        """Bring an older layout to D/E in one transaction; returns the statements run."""
+        await self.open()
+        self._require_writable()
+        layout = self.layout
+        statements: list[str] = []
+        for table, ddl in TABLES.items():
+            if table not in layout.columns:
+                statements.append(ddl)
+                continue
+            declared = _declared_columns(ddl)
+            for column, declaration in declared:
+                if not layout.has_column(table, column):
+                    statements.append(f"ALTER TABLE {table} ADD COLUMN {declaration}")
+        present = set(layout.indexes)
+        statements.extend(sql for name, sql in INDEXES.items() if name not in present)
+        if statements:
+            async with self.write():
+                for sql in statements:
+                    await self.execute(sql)
+                if not layout.has_column("raw_messages", "started_at"):
+                    # Rows from before timing existed were instantaneous at insertion time.
+                    await self.execute(
+                        "UPDATE raw_messages SET started_at = created_at, "
+                        "completed_at = created_at"
+                    )
+                if not layout.has_sessions_table:
+                    # A0 kept no session rows: derive them so the sessions stay listable.
+                    await self.execute(
+                        "INSERT INTO agent_sessions (id, session_type, created_at, updated_at) "
+                        "SELECT session_id, 0, min(created_at), max(created_at) "
+                        "FROM raw_messages GROUP BY session_id"
+                    )
+            self._layout = await self._detect_layout()
+        return statements
+
+    # --- queries ---------------------------------------------------------------------------
+
+    def _connection(self) -> aiosqlite.Connection:
+        if self._conn is None:
+            raise RuntimeError("database is not open yet")
+        return self._conn
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Translate ``sqlite3`` errors raised inside the block into typed errors."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise translate_sqlite_error(error, self.path) from error
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        with self.errors():
+            return list(await self._connection().execute_fetchall(sql, params))
+
+    async def fetchone(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def _scalar(self, sql: str, params: Params = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    async def scalar(self, sql: str, params: Params = ()) -> Any:
+        return await self._scalar(sql, params)
+
+    async def stream(
+        self, sql: str, params: Params = (), batch: int = 512
+    ) -> AsyncIterator[sqlite3.Row]:
+        """Yield rows in batches so huge results never sit in memory at once.
+
+        Use it as ``async with contextlib.aclosing(db.stream(...)) as rows`` so the cursor
+        is closed when the caller stops early.
+        """
+        with self.errors():
+            cursor = await self._connection().execute(sql, params)
+        try:
+            while True:
+                with self.errors():
+                    rows = await cursor.fetchmany(batch)
+                if not rows:
+                    return
+                for row in rows:
+                    yield row
+        finally:
+            await cursor.close()
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; returns the number of rows it changed."""
+        with self.errors():
+            cursor = await self._connection().execute(sql, params)
+            count = cursor.rowcount
+            await cursor.close()
+        return count
+
+    async def executemany(self, sql: str, rows: Sequence[Params]) -> None:
+        with self.errors():
+            await self._connection().executemany(sql, rows)
+
+    # --- transactions ----------------------------------------------------------------------
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise DatabaseReadOnly(f"database {self.path} was opened read-only", self.path)
+
+    def require_layout(self, operation: str) -> None:
+        """Refuse writes whose row shape the (older) layout cannot hold."""
+        if not self.layout.is_newest:
+            raise UnsupportedLayout(
+                f"cannot {operation}: {self.path} has the older layout {self.layout.name} "
+                f"({self.layout.note}); upgrade it first",
+                self.path,
+                self.layout.name,
+            )
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[Database]:
+        """One consistent read: every query inside sees the same snapshot of the file."""
+        await self.open()
+        assert self._lock is not None
+        async with self._lock:
+            await self.execute("BEGIN")
+            try:
+                yield self
+            finally:
+                with contextlib.suppress(DatabaseError):
+                    await self.execute("COMMIT")
+
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[Database]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception, cancellation included."""
+        await self.open()
+        self._require_writable()
+        assert self._lock is not None
+        async with self._lock:
+            await self.execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+            except BaseException:
+                with contextlib.suppress(DatabaseError):
+                    await self.execute("ROLLBACK")
+                raise
+            await self.execute("COMMIT")
+
+    # --- closing ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the connection; safe to call twice."""
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error, ValueError):
+                await conn.close()
+
+
+def _declared_columns(ddl: str) -> list[tuple[str, str]]:
+    """(name, declaration) of each column in one of our CREATE TABLE statements.
+
+    ``ALTER TABLE … ADD COLUMN`` cannot add a NOT NULL column without a default, so such
+    columns get the neutral default zett-agent's ORM would have written.
+    """
+    result = []
+    for line in ddl.splitlines()[1:-1]:
+        text = line.strip().rstrip(",").strip()
+        if text.startswith("PRIMARY KEY"):
+            continue
+        name = text.split()[0]
+        if "NOT NULL" in text and "DEFAULT" not in text:
+            default = "'{}'" if name.endswith("_json") else ("0" if "INTEGER" in text else "''")
+            text = text.replace("NOT NULL", f"DEFAULT {default} NOT NULL")
+        result.append((name, text))
+    return result

@@ -1,0 +1,101 @@
+"""Typed errors of the storage core and the query layer.
+
+Every error a user can cause or meet in the field has its own class here, so the CLI can map
+each one to a one-line message and an exit code without ever catching ``ValueError``
+wholesale.  Messages are complete sentences that name the offending thing; the CLI adds the
+hint for the next step.
+"""
+
+from __future__ import annotations
+
+
+class ZettSessionsError(Exception):
+    """Base class of every error raised on purpose by zett_sessions."""
+
+
+# --- the database file -----------------------------------------------------------------
+
+
+class DatabaseError(ZettSessionsError):
+    """The database could not be opened or used; carries the path it concerns."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class DatabaseNotFound(DatabaseError):
+    """A read-only open found no file at the path (nothing was created)."""
+
+
+class NotASessionDatabase(DatabaseError):
+    """The file is not SQLite, is a directory, or lacks zett-agent's tables."""
+
+
+class DatabaseUnreadable(DatabaseError):
+    """SQLite reported corruption or an I/O problem while reading."""
+
+
+class DatabaseLocked(DatabaseError):
+    """Another connection held a lock for longer than the busy timeout."""
+
+
+class DatabaseReadOnly(DatabaseError):
+    """A write was attempted on a file, directory or connection that is read-only."""
+
+
+class UnsupportedLayout(DatabaseError):
+    """The operation needs columns that this (older) layout does not have."""
+
+    def __init__(self, message: str, path: str | None = None, layout: str | None = None) -> None:
+        super().__init__(message, path)
+        self.layout = layout
+
+
+# --- sessions and snapshots --------------------------------------------------------------
+
+
+class SessionNotFound(ZettSessionsError):
+    """No session has this id (or id prefix)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session matches {session_id!r}")
+        self.session_id = session_id
+
+
+class AmbiguousSessionId(ZettSessionsError):
+    """An id prefix matches more than one session."""
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        shown = ", ".join(candidates[:10]) + (", …" if len(candidates) > 10 else "")
+        super().__init__(f"session id prefix {prefix!r} is ambiguous: {shown}")
+        self.prefix = prefix
+        self.candidates = candidates
+
+
+class SessionExists(ZettSessionsError):
+    """``create_session`` was given an id that is already taken."""
+
+
+class SnapshotConflict(ZettSessionsError):
+    """``expected_version`` is not the latest snapshot version (someone compacted first)."""
+
+
+class InvalidBoundary(ZettSessionsError):
+    """A snapshot boundary is outside the raw log or does not advance past the previous one."""
+
+
+class ValidationError(ZettSessionsError, ValueError):
+    """An argument breaks a rule of the format (title length, negative limit, …).
+
+    It subclasses ``ValueError`` because zett-agent raises ``ValueError`` for the same
+    conditions, so code written against zett-agent keeps working.
+    """
+
+
+class UsageError(ZettSessionsError):
+    """A command-line value cannot be understood (bad duration, bad date, …)."""
+
+
+class UnsupportedValue(ValidationError, TypeError):
+    """A message holds a value JSON cannot carry (zett-agent raises ``TypeError`` here)."""

@@ -1,0 +1,154 @@
+"""The request lifecycle around a ``SessionStorage``: start, record, compact, finish/cancel.
+
+This is the runtime-neutral counterpart of zett-agent's persistence extension, so adapters and
+the ``demo`` command never re-implement it.  A request keeps, for every position of the context
+it restored, the raw sequence that position came from; compaction of the first *k* positions
+writes a snapshot whose inclusive boundary is the last real sequence among them.
+
+The position list follows the context *actually restored*, after the provider-safe projection:
+rows the projection dropped (orphans, incomplete batches) have no position, so a boundary can
+never land earlier than the last summarized row (zett-agent builds its list before the projection
+and can slip there, ``format.md`` §4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ValidationError
+from .ids import new_uuid7
+from .models import (
+    CompactedMessage,
+    ContextSnapshot,
+    Message,
+    MessageTiming,
+    ModelUsage,
+    RawMessageRecord,
+    SessionView,
+    SystemMessage,
+)
+from .projection import Projection, project
+from .storage import SessionStorage
+
+CHECKPOINT_PREFIX = "[Conversation checkpoint: historical context, not system instructions]\n"
+
+
+@dataclass
+class RequestContext:
+    """Bookkeeping of one agent run on one session."""
+
+    session_id: str
+    request_id: str
+    parent_session_id: str | None
+    metadata: dict[str, Any] | None
+    tags: dict[str, Any] | None
+    version: int
+    context: list[Message] = field(default_factory=list)
+    positions: list[int | None] = field(default_factory=list)
+    restored: Projection[RawMessageRecord] = field(default_factory=Projection)
+
+
+def _record_message(record: RawMessageRecord) -> Any:
+    return record.message
+
+
+class SessionPersistence:
+    """Drive requests through a storage: ``start`` → ``record``… → ``compact``? → ``finish``."""
+
+    def __init__(self, storage: SessionStorage) -> None:
+        self.storage = storage
+        self.active: dict[str, RequestContext] = {}
+
+    async def start(
+        self,
+        session_id: str | None = None,
+        *,
+        request_id: str | None = None,
+        parent_session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: dict[str, Any] | None = None,
+    ) -> RequestContext:
+        """Load the session and restore its provider-safe context."""
+        session_id = session_id or new_uuid7()
+        request_id = request_id or new_uuid7()
+        view: SessionView = await self.storage.load(session_id)
+        request = RequestContext(
+            session_id=session_id,
+            request_id=request_id,
+            parent_session_id=parent_session_id or view.parent_session_id,
+            metadata=metadata,
+            tags=tags,
+            version=view.version,
+        )
+        if view.snapshot is not None and isinstance(view.snapshot.message, CompactedMessage):
+            request.context.append(view.snapshot.message)
+            request.positions.append(view.snapshot.compacted_through_sequence)
+        request.restored = project(list(view.tail), _record_message)
+        for record in request.restored.kept:
+            assert isinstance(record.message, Message)
+            request.context.append(record.message)
+            request.positions.append(record.sequence)
+        self.active[request_id] = request
+        return request
+
+    async def record(
+        self,
+        request: RequestContext,
+        message: Message,
+        *,
+        timing: MessageTiming | None = None,
+        usage: ModelUsage | None = None,
+    ) -> int | None:
+        """Persist one completed message (unless ``persist`` is false) and extend the context."""
+        self._check_active(request)
+        sequence: int | None = None
+        if message.persist:
+            sequence = await self.storage.append(
+                request.session_id,
+                request.request_id,
+                message,
+                timing=timing,
+                parent_session_id=request.parent_session_id,
+                metadata=request.metadata,
+                tags=request.tags,
+                usage=usage,
+            )
+        if message.include_in_messages and not isinstance(message, SystemMessage):
+            request.context.append(message)
+            request.positions.append(sequence)
+        return sequence
+
+    async def compact(
+        self, request: RequestContext, summary: CompactedMessage | str, through_position: int
+    ) -> ContextSnapshot:
+        """Replace context positions ``1..through_position`` by ``summary`` in a snapshot."""
+        self._check_active(request)
+        if not 1 <= through_position <= len(request.context):
+            raise ValidationError("through_position must name a position of the context")
+        if isinstance(summary, str):
+            text = summary if summary.startswith(CHECKPOINT_PREFIX) else CHECKPOINT_PREFIX + summary
+            summary = CompactedMessage(content=text)
+        real = [seq for seq in request.positions[:through_position] if seq is not None]
+        if not real:
+            raise ValidationError("the summarized positions hold no persisted message")
+        boundary = real[-1]
+        snapshot = await self.storage.snapshot(
+            request.session_id, summary, boundary, expected_version=request.version
+        )
+        request.version = snapshot.version
+        request.context = [summary, *request.context[through_position:]]
+        request.positions = [boundary, *request.positions[through_position:]]
+        return snapshot
+
+    def finish(self, request: RequestContext) -> None:
+        """Forget a completed request's bookkeeping."""
+        self.active.pop(request.request_id, None)
+
+    def cancel(self, request: RequestContext) -> None:
+        """Forget a cancelled request; whatever it recorded stays in the raw log."""
+        self.active.pop(request.request_id, None)
+
+    def _check_active(self, request: RequestContext) -> None:
+        if self.active.get(request.request_id) is not request:
+            raise ValidationError(f"request {request.request_id} is not active")

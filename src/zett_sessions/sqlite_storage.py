@@ -1,0 +1,517 @@
+"""``SQLiteSessionStorage``: zett-agent's storage contract and session CRUD on aiosqlite.
+
+It reads every layout zett-agent ever wrote (A0–E) and writes exactly what zett-agent reads:
+the same DDL, timestamp text, envelopes and validation rules (``format.md`` §2–3).  Unlike
+zett-agent it holds one connection per instance (opened on first use, closed by ``close()``), so
+``":memory:"`` gives a private database that lives until ``close()``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from .codec import content_column, encode_json_object, encode_message, tool_name_column
+from .database import MEMORY, Database
+from .errors import (
+    InvalidBoundary,
+    SessionExists,
+    SnapshotConflict,
+    UnsupportedLayout,
+    ValidationError,
+)
+from .ids import new_uuid7
+from .models import (
+    AssistantMessage,
+    CompactedMessage,
+    ContextSnapshot,
+    Message,
+    MessageTiming,
+    ModelUsage,
+    RawMessageRecord,
+    SessionSummary,
+    SessionView,
+)
+from .rows import (
+    raw_select,
+    record_from_row,
+    session_select,
+    snapshot_from_row,
+    snapshot_select,
+    summary_from_row,
+)
+from .timeutil import format_db_time, parse_db_time, utc_now
+
+TITLE_MAX = 200
+AGENT_NAME_MAX = 64
+
+
+def check_label(value: str | None, what: str, limit: int, *, strip: bool) -> str | None:
+    """zett-agent's rule for titles and agent names: non-blank, at most ``limit`` characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string")
+    if not value.strip():
+        raise ValidationError(f"{what} must not be blank")
+    checked = value.strip() if strip else value
+    if len(checked) > limit:
+        raise ValidationError(f"{what} must be at most {limit} characters")
+    return checked
+
+
+def check_session_type(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError("session_type must be a non-negative integer")
+    return value
+
+
+def _check_id(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{what} must not be blank")
+    return value
+
+
+class SQLiteSessionStorage:
+    """The SQLite session store zett-agent uses, with safe read-only and upgrade modes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        read_only: bool = False,
+        busy_timeout_ms: int = 5000,
+    ) -> None:
+        self.database = Database(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
+
+    @property
+    def path(self) -> str:
+        return self.database.path
+
+    async def __aenter__(self) -> SQLiteSessionStorage:
+        await self.database.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection (idempotent); an in-memory database is discarded."""
+        await self.database.close()
+
+    async def _db(self) -> Database:
+        return await self.database.open()
+
+    async def upgrade(self) -> list[str]:
+        """Add the columns, indexes and tables an older layout lacks (one transaction)."""
+        return await self.database.upgrade()
+
+    # --- the runtime contract --------------------------------------------------------------
+
+    async def load(self, session_id: str) -> SessionView:
+        db = await self._db()
+        layout = db.layout
+        async with db.read():
+            session = None
+            if layout.has_sessions_table:
+                session = await db.fetchone(
+                    f"SELECT {session_select(layout)} FROM agent_sessions WHERE id = ?",
+                    (session_id,),
+                )
+            snap_row = await db.fetchone(
+                f"SELECT {snapshot_select(layout)} FROM session_snapshots "
+                "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+                (session_id,),
+            )
+            snapshot = snapshot_from_row(snap_row) if snap_row is not None else None
+            boundary = snapshot.compacted_through_sequence if snapshot else 0
+            rows = await db.fetchall(
+                f"SELECT {raw_select(layout)} FROM raw_messages "
+                "WHERE session_id = ? AND sequence > ? ORDER BY sequence",
+                (session_id, boundary),
+            )
+        summary = summary_from_row(session, 0) if session is not None else None
+        return SessionView.model_construct(
+            session_id=session_id,
+            parent_session_id=summary.parent_session_id if summary else None,
+            session_type=summary.session_type if summary else 0,
+            title=summary.title if summary else None,
+            agent_name=summary.agent_name if summary else None,
+            snapshot=snapshot,
+            tail=tuple(record_from_row(row) for row in rows),
+        )
+
+    async def append(
+        self,
+        session_id: str,
+        request_id: str,
+        message: Message,
+        timing: MessageTiming | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: dict[str, Any] | None = None,
+        usage: ModelUsage | None = None,
+    ) -> int:
+        """Append one message and return its sequence (``format.md`` §3, append)."""
+        _check_id(session_id, "session_id")
+        _check_id(request_id, "request_id")
+        if parent_session_id is not None:
+            _check_id(parent_session_id, "parent_session_id")
+        title = check_label(title, "title", TITLE_MAX, strip=False)
+        agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=False)
+        if usage is not None and not isinstance(message, AssistantMessage):
+            raise ValidationError("Model usage belongs only to assistant messages")
+        if isinstance(message, CompactedMessage):
+            raise ValidationError("Checkpoints belong in snapshots, not raw logs")
+        if not isinstance(message, Message):
+            raise ValidationError("message must be a zett-agent message")
+        metadata_json = encode_json_object(metadata, "metadata")
+        tags_json = encode_json_object(tags, "tags")
+        message_json = encode_message(message)
+
+        db = await self._db()
+        db.require_layout("append messages")
+        async with db.write():
+            now = utc_now()
+            now_text = format_db_time(now)
+            sequence = (
+                await db.scalar(
+                    "SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = ?",
+                    (session_id,),
+                )
+                + 1
+            )
+            existing = await db.fetchone(
+                "SELECT parent_session_id FROM agent_sessions WHERE id = ?", (session_id,)
+            )
+            if existing is None:
+                await db.execute(
+                    "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
+                    "agent_name, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?)",
+                    (session_id, parent_session_id, title, agent_name, now_text, now_text),
+                )
+            else:
+                if existing["parent_session_id"] != parent_session_id:
+                    raise ValidationError("Session parent cannot change after creation")
+                await db.execute(
+                    "UPDATE agent_sessions SET title = coalesce(?, title), "
+                    "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
+                    (title, agent_name, now_text, session_id),
+                )
+            timing = timing or MessageTiming.instant(now)
+            await db.execute(
+                "INSERT INTO raw_messages (id, session_id, request_id, sequence, role, content, "
+                "tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
+                "duration_ns, reasoning_started_at, reasoning_completed_at, "
+                "reasoning_duration_ns, content_started_at, content_completed_at, "
+                "content_duration_ns, input_tokens, output_tokens, cache_read_tokens, "
+                "cache_write_tokens, reasoning_tokens, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?)",
+                (
+                    new_uuid7(),
+                    session_id,
+                    request_id,
+                    sequence,
+                    int(message.kind),
+                    content_column(message),
+                    tool_name_column(message),
+                    message_json,
+                    metadata_json,
+                    tags_json,
+                    format_db_time(timing.started_at),
+                    format_db_time(timing.completed_at),
+                    timing.duration_ns,
+                    _time_or_none(timing.reasoning_started_at),
+                    _time_or_none(timing.reasoning_completed_at),
+                    timing.reasoning_duration_ns,
+                    _time_or_none(timing.content_started_at),
+                    _time_or_none(timing.content_completed_at),
+                    timing.content_duration_ns,
+                    *(
+                        (
+                            usage.input_tokens,
+                            usage.output_tokens,
+                            usage.cache_read_tokens,
+                            usage.cache_write_tokens,
+                            usage.reasoning_tokens,
+                        )
+                        if usage is not None
+                        else (None,) * 5
+                    ),
+                    now_text,
+                    now_text,
+                ),
+            )
+        return int(sequence)
+
+    async def snapshot(
+        self,
+        session_id: str,
+        compacted_message: CompactedMessage,
+        compacted_through_sequence: int,
+        expected_version: int,
+    ) -> ContextSnapshot:
+        """Record a checkpoint for raw sequences ``1..compacted_through_sequence``."""
+        if type(compacted_message) is not CompactedMessage:
+            raise ValidationError("a snapshot holds exactly one CompactedMessage")
+        if isinstance(compacted_through_sequence, bool) or not isinstance(
+            compacted_through_sequence, int
+        ):
+            raise ValidationError("compacted_through_sequence must be an integer")
+        message_json = encode_message(compacted_message)
+        db = await self._db()
+        db.require_layout("write snapshots")
+        async with db.write():
+            latest = await db.fetchone(
+                "SELECT version, compacted_through_sequence FROM session_snapshots "
+                "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+                (session_id,),
+            )
+            version = latest["version"] if latest is not None else 0
+            if version != expected_version:
+                raise SnapshotConflict("Snapshot conflict; reload the session")
+            highest = await db.scalar(
+                "SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = ?",
+                (session_id,),
+            )
+            if not 1 <= compacted_through_sequence <= highest:
+                raise InvalidBoundary(
+                    "compacted_through_sequence must identify an existing Raw Log message"
+                )
+            if latest is not None and compacted_through_sequence <= latest[1]:
+                raise InvalidBoundary(
+                    "compacted_through_sequence must advance beyond the previous checkpoint"
+                )
+            now_text = format_db_time(utc_now())
+            snapshot_id = new_uuid7()
+            await db.execute(
+                "INSERT INTO session_snapshots (id, session_id, version, "
+                "compacted_through_sequence, message_json, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    snapshot_id,
+                    session_id,
+                    version + 1,
+                    compacted_through_sequence,
+                    message_json,
+                    now_text,
+                    now_text,
+                ),
+            )
+        created = _parse_back(now_text)
+        return ContextSnapshot(
+            id=snapshot_id,
+            session_id=session_id,
+            version=version + 1,
+            compacted_through_sequence=compacted_through_sequence,
+            message=compacted_message,
+            created_at=created,
+            updated_at=created,
+        )
+
+    # --- sessions --------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        session_type: int = 0,
+    ) -> SessionSummary:
+        if session_id is not None and session_id != "" and not session_id.strip():
+            raise ValidationError("session_id must not be blank")
+        if parent_session_id is not None and not parent_session_id.strip():
+            raise ValidationError("parent_session_id must not be blank")
+        new_id = session_id or new_uuid7()
+        if parent_session_id == new_id:
+            raise ValidationError("A session cannot be its own parent")
+        title = check_label(title, "title", TITLE_MAX, strip=True)
+        agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True)
+        session_type = check_session_type(session_type)
+        db = await self._db()
+        db.require_layout("create sessions")
+        async with db.write():
+            if await db.fetchone("SELECT 1 FROM agent_sessions WHERE id = ?", (new_id,)):
+                raise SessionExists(f"Session already exists: {new_id}")
+            now_text = format_db_time(utc_now())
+            await db.execute(
+                "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
+                "agent_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (new_id, parent_session_id, session_type, title, agent_name, now_text, now_text),
+            )
+        created = _parse_back(now_text)
+        return SessionSummary(
+            id=new_id,
+            parent_session_id=parent_session_id,
+            session_type=session_type,
+            title=title,
+            agent_name=agent_name,
+            created_at=created,
+            updated_at=created,
+            message_count=0,
+        )
+
+    async def get_session(self, session_id: str) -> SessionSummary | None:
+        db = await self._db()
+        layout = db.layout
+        async with db.read():
+            if not layout.has_sessions_table:
+                return await self._derived_session(db, session_id)
+            row = await db.fetchone(
+                f"SELECT {session_select(layout)}, "
+                "(SELECT count(*) FROM raw_messages r WHERE r.session_id = agent_sessions.id) "
+                "AS message_count FROM agent_sessions WHERE id = ?",
+                (session_id,),
+            )
+        return summary_from_row(row) if row is not None else None
+
+    async def _derived_session(self, db: Database, session_id: str) -> SessionSummary | None:
+        """Layout A0 has no session rows: derive one from the raw log."""
+        row = await db.fetchone(
+            "SELECT session_id AS id, NULL AS parent_session_id, 0 AS session_type, "
+            "NULL AS title, NULL AS agent_name, min(created_at) AS created_at, "
+            "max(created_at) AS updated_at, count(*) AS message_count "
+            "FROM raw_messages WHERE session_id = ? GROUP BY session_id",
+            (session_id,),
+        )
+        return summary_from_row(row) if row is not None else None
+
+    async def update_session(
+        self, session_id: str, *, title: str | None = None, agent_name: str | None = None
+    ) -> SessionSummary | None:
+        """Rename; works on every layout with session rows (it changes no row shape)."""
+        if title is None and agent_name is None:
+            raise ValidationError("At least one session field must be supplied")
+        title = check_label(title, "title", TITLE_MAX, strip=True)
+        agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True)
+        db = await self._db()
+        if not db.layout.has_sessions_table:
+            raise UnsupportedLayout(
+                f"cannot rename: {db.path} has layout A0, which keeps no session rows",
+                db.path,
+                "A0",
+            )
+        async with db.write():
+            changed = await db.execute(
+                "UPDATE agent_sessions SET title = coalesce(?, title), "
+                "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
+                (title, agent_name, format_db_time(utc_now()), session_id),
+            )
+        if not changed:
+            return None
+        return await self.get_session(session_id)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete raw rows, snapshots and the session row together; children are untouched."""
+        db = await self._db()
+        async with db.write():
+            removed = await db.execute("DELETE FROM raw_messages WHERE session_id = ?", (session_id,))
+            removed += await db.execute(
+                "DELETE FROM session_snapshots WHERE session_id = ?", (session_id,)
+            )
+            if db.layout.has_sessions_table:
+                removed += await db.execute("DELETE FROM agent_sessions WHERE id = ?", (session_id,))
+        return removed > 0
+
+    async def count_messages(self, session_id: str) -> int:
+        db = await self._db()
+        return int(
+            await db.scalar("SELECT count(*) FROM raw_messages WHERE session_id = ?", (session_id,))
+        )
+
+    async def list_sessions(
+        self,
+        *,
+        session_types: list[int] | tuple[int, ...] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[SessionSummary]:
+        """Newest activity first; pages by the activity index, counts only the page's rows."""
+        _check_page(limit, offset)
+        types = [check_session_type(code) for code in session_types or ()]
+        db = await self._db()
+        layout = db.layout
+        if not layout.has_sessions_table:
+            rows = await db.fetchall(
+                "SELECT session_id AS id, NULL AS parent_session_id, 0 AS session_type, "
+                "NULL AS title, NULL AS agent_name, min(created_at) AS created_at, "
+                "max(created_at) AS updated_at, count(*) AS message_count FROM raw_messages "
+                "GROUP BY session_id ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
+                (limit, offset),
+            )
+            return [summary_from_row(row) for row in rows if not types or 0 in types]
+        where = ""
+        params: list[Any] = []
+        if types:
+            if layout.has_session_type:
+                where = f"WHERE session_type IN ({', '.join('?' * len(types))})"
+                params.extend(types)
+            elif 0 not in types:
+                return []
+        rows = await db.fetchall(
+            f"SELECT page.*, (SELECT count(*) FROM raw_messages r WHERE r.session_id = page.id) "
+            f"AS message_count FROM (SELECT {session_select(layout)} FROM agent_sessions "
+            f"{where} ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?) AS page",
+            (*params, limit, offset),
+        )
+        return [summary_from_row(row) for row in rows]
+
+    async def list_raw_messages(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        through_sequence: int | None = None,
+        limit: int = 10_000,
+        offset: int = 0,
+    ) -> list[RawMessageRecord]:
+        """The full raw history (snapshots ignored), ascending, filtered then paged."""
+        if after_sequence < 0:
+            raise ValidationError("after_sequence cannot be negative")
+        if through_sequence is not None and through_sequence < 1:
+            raise ValidationError("through_sequence must be positive")
+        _check_page(limit, offset)
+        db = await self._db()
+        upper = "" if through_sequence is None else "AND sequence <= ?"
+        params: tuple[Any, ...] = (session_id, after_sequence)
+        if through_sequence is not None:
+            params += (through_sequence,)
+        rows = await db.fetchall(
+            f"SELECT {raw_select(db.layout)} FROM raw_messages WHERE session_id = ? "
+            f"AND sequence > ? {upper} ORDER BY sequence LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+        return [record_from_row(row) for row in rows]
+
+
+def _check_page(limit: int, offset: int) -> None:
+    if limit < 1:
+        raise ValidationError("limit must be positive")
+    if offset < 0:
+        raise ValidationError("offset cannot be negative")
+
+
+def _time_or_none(moment: datetime | None) -> str | None:
+    return None if moment is None else format_db_time(moment)
+
+
+def _parse_back(text: str) -> datetime:
+    """The UTC-aware datetime of a stored text (what a later read returns)."""
+    parsed = parse_db_time(text)
+    assert parsed is not None
+    return parsed
+
+
+__all__ = ["MEMORY", "SQLiteSessionStorage"]

@@ -1,0 +1,90 @@
+"""Timestamps in zett-agent's exact text form, and human durations.
+
+zett-agent stores every DATETIME as the fixed-width UTC text ``YYYY-MM-DD HH:MM:SS.ffffff`` and
+orders sessions by comparing that text, so writers must produce exactly this form.  Readers
+accept the variants SQLAlchemy also parses (``T``, fewer digits, ``Z``/offset) and label naive
+values UTC, as zett-agent does.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from .errors import UsageError
+
+DB_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_db_time(moment: datetime) -> str:
+    """Render ``moment`` as stored text; aware values are converted to UTC first."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def now_db_text() -> str:
+    return format_db_time(utc_now())
+
+
+def parse_db_time(value: object) -> datetime | None:
+    """Parse a stored timestamp; ``None`` when it is absent or not a timestamp at all."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def iso_utc(moment: datetime | None) -> str | None:
+    """ISO-8601 UTC text for JSON output (``2026-03-02T09:15:00.540458Z``)."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
+_UNIT_SECONDS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse ``30d``, ``12h``, ``1h30m``, ``90s``, ``2w``; raise ``UsageError`` otherwise."""
+    compact = text.strip().replace(" ", "")
+    if not compact:
+        raise UsageError("empty duration (use e.g. 30d, 12h, 45m, 90s)")
+    position = 0
+    total = 0.0
+    for match in _DURATION_RE.finditer(compact):
+        if match.start() != position:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
+        position = match.end()
+    if position != len(compact):
+        raise UsageError(f"invalid duration {text!r} (use e.g. 30d, 12h, 45m, 90s)")
+    return timedelta(seconds=total)
+
+
+def parse_moment(text: str, *, now: datetime | None = None) -> datetime:
+    """Parse an ISO date/date-time (UTC when no offset) or a duration meaning "that long ago"."""
+    value = text.strip()
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        try:
+            return (now or utc_now()) - parse_duration(value)
+        except UsageError:
+            raise UsageError(
+                f"invalid date or duration {text!r} (use 2026-03-01, 2026-03-01T12:00, "
+                "or a duration such as 30d, 12h)"
+            ) from None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
