@@ -1,0 +1,106 @@
+"""One boundary between typed errors and the terminal: ``Error: …`` on stderr + an exit code.
+
+Each domain error maps to one line that names what went wrong and suggests the next step.
+Nothing else is caught wholesale: an unexpected exception is reported as an internal error in
+one line, with the traceback only when ``ZETT_SESSIONS_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import NoReturn, ParamSpec, TypeVar
+
+import typer
+
+from .exit_codes import ExitCode
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Refused(Exception):
+    """A destructive command's guard said no (exit 5); the message says which guard."""
+
+
+class StaleRun(Exception):
+    """``tail --stale-after`` decided the run is dead (exit 6)."""
+
+
+def _db_hint(_: BaseException) -> str:
+    return " (choose another file with --db PATH or $ZETT_SESSIONS_DB)"
+
+
+def _classify(error: BaseException) -> tuple[ExitCode, str]:
+    from .. import errors as e
+
+    message = str(error)
+    if isinstance(error, e.DatabaseNotFound):
+        return ExitCode.ERROR, message + _db_hint(error)
+    if isinstance(error, e.NotASessionDatabase):
+        return ExitCode.ERROR, message + _db_hint(error)
+    if isinstance(error, e.DatabaseLocked):
+        return ExitCode.ERROR, message + " (waited for the busy timeout; try again or raise " \
+            "--busy-timeout)"
+    if isinstance(error, e.DatabaseReadOnly):
+        return ExitCode.ERROR, message + " (check the file's and directory's permissions)"
+    if isinstance(error, e.UnsupportedLayout):
+        return ExitCode.ERROR, message
+    if isinstance(error, e.DatabaseError):
+        return ExitCode.ERROR, message + " (run `zett-sessions verify --deep` for details)"
+    if isinstance(error, e.AmbiguousSessionId):
+        return ExitCode.NOT_FOUND, message + " (type more characters of the id)"
+    if isinstance(error, e.SessionNotFound):
+        return ExitCode.NOT_FOUND, message + " (see `zett-sessions list`)"
+    if isinstance(error, e.UsageError | e.ValidationError):
+        return ExitCode.USAGE, message
+    if isinstance(error, Refused):
+        return ExitCode.REFUSED, message
+    if isinstance(error, StaleRun):
+        return ExitCode.STALE, message
+    if isinstance(error, e.ZettSessionsError):
+        return ExitCode.ERROR, message
+    return ExitCode.ERROR, f"internal error: {type(error).__name__}: {error} " \
+        "(set ZETT_SESSIONS_DEBUG=1 for the traceback)"
+
+
+def fail(error: BaseException) -> NoReturn:
+    """Print ``Error: …`` for ``error`` on stderr and exit with its code."""
+    from ..render.sanitize import single_line
+
+    code, message = _classify(error)
+    if os.environ.get("ZETT_SESSIONS_DEBUG") == "1":
+        traceback.print_exception(error, file=sys.stderr)
+    sys.stderr.write(f"Error: {single_line(message)}\n")
+    sys.stderr.flush()
+    raise typer.Exit(int(code))
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a command so any error leaves through ``fail`` (never a traceback)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
+            raise
+        except BrokenPipeError:
+            _silence_broken_pipe()
+            raise typer.Exit(0) from None
+        except Exception as error:  # the one boundary: every error becomes one line
+            fail(error)
+
+    return wrapper
+
+
+def _silence_broken_pipe() -> None:
+    """``… | head`` closed stdout: stop quietly instead of erroring at interpreter exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -1,0 +1,21 @@
+"""The exit-code contract of the whole tool (documented in the README and ``--help``)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ERROR = 1  # database missing, locked, unreadable, not a session database, internal error
+    USAGE = 2  # bad option or argument
+    NOT_FOUND = 3  # session id unknown or ambiguous
+    VERIFY_ERRORS = 4  # verify found error-severity findings
+    REFUSED = 5  # delete refused by a guard (children, max-sessions/percent, no --yes)
+    STALE = 6  # tail --stale-after saw a run that looks dead
+
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 success, 1 database error, 2 usage error, 3 session not found or "
+    "ambiguous, 4 verify found errors, 5 delete refused by a guard, 6 tail saw a dead run."
+)

@@ -1,0 +1,92 @@
+"""The ``zett-sessions`` Typer application: global options and command registration.
+
+Importing this module must stay cheap (``--help`` is timed): command modules import only
+Typer at the top and reach for the core, pydantic and aiosqlite inside their bodies.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from . import (
+    cmd_demo,
+    cmd_info,
+    cmd_list,
+    cmd_rename,
+    cmd_show,
+    cmd_snapshot_info,
+    cmd_tail,
+)
+from .exit_codes import EXIT_CODES_HELP
+from .state import AppState
+
+app = typer.Typer(
+    name="zett-sessions",
+    help="Inspect and maintain zett-agent session databases (SQLite).",
+    epilog=EXIT_CODES_HELP,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"zett-sessions {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            envvar="ZETT_SESSIONS_DB",
+            metavar="PATH",
+            help="Session database [default: ~/.zett-agent/sessions.sqlite3].",
+        ),
+    ] = None,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).")
+    ] = False,
+    no_pager: Annotated[
+        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
+    ] = False,
+    busy_timeout: Annotated[
+        float,
+        typer.Option(
+            "--busy-timeout",
+            min=0,
+            metavar="SECONDS",
+            help="How long to wait for a busy writer before reporting a lock.",
+        ),
+    ] = 5.0,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Inspect and maintain zett-agent session databases (SQLite).
+
+    Example: zett-sessions --db demo.sqlite3 list
+    """
+    ctx.obj = AppState(
+        db=db, color=not no_color, pager=not no_pager, busy_timeout_ms=int(busy_timeout * 1000)
+    )
+
+
+for module in (cmd_list, cmd_show, cmd_tail, cmd_rename, cmd_snapshot_info, cmd_info, cmd_demo):
+    module.register(app)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,58 @@
+"""Parameters shared by several commands, declared once as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="PATH",
+        help="Session database (default: $ZETT_SESSIONS_DB, else ~/.zett-agent/sessions.sqlite3).",
+        show_default=False,
+    ),
+]
+SessionArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="SESSION",
+        help="Session id or any unique prefix of it.",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout (keys in the README).")
+]
+FullOption = Annotated[
+    bool, typer.Option("--full", help="Do not truncate long text; show ids in full.")
+]
+FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="Show session ids in full.")]
+LimitOption = Annotated[
+    int, typer.Option("--limit", "-n", min=1, metavar="N", help="Show at most N rows.")
+]
+OffsetOption = Annotated[int, typer.Option("--offset", min=0, metavar="N", help="Skip N rows.")]
+YesOption = Annotated[
+    bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (needed off a TTY).")
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print the plan and stop; change nothing.")
+]
+AgentOption = Annotated[
+    str | None, typer.Option("--agent", metavar="NAME", help="Only sessions of this agent name.")
+]
+TypeOption = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--type", metavar="N", min=0, help="Only sessions of this session type (repeatable)."
+    ),
+]
+RootsOption = Annotated[
+    bool, typer.Option("--roots", help="Only root sessions (no parent session).")
+]
+TitleOption = Annotated[
+    str | None,
+    typer.Option("--title", metavar="TEXT", help="Only sessions whose title contains TEXT."),
+]

@@ -1,0 +1,139 @@
+"""The one output sink: data on stdout, errors/warnings/hints on stderr, a pager on a TTY.
+
+Consoles are built per command (never at import) so Typer's test runner, which swaps
+``sys.stdout``, sees everything.  Rich markup is switched off on every console: database text is
+only ever rendered through ``rich.text.Text`` after ``sanitize``.  JSON keeps text as UTF-8
+but escapes every control, C1, separator and bidi character, so nothing from the database can
+act on a terminal while ``json.loads`` still round-trips the original text exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.text import Text
+
+
+# Characters a terminal may act on even inside JSON strings: DEL, C1 controls (0x9b is CSI on
+# some terminals), line/paragraph separators and bidi overrides.  JSON already escapes C0.
+_JSON_UNSAFE = {
+    code: f"\\u{code:04x}"
+    for code in (*range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def dumps(document: Any, *, indent: int | None = 2) -> str:
+    """JSON with raw UTF-8 text, but every terminal-active character escaped as ``\\uXXXX``."""
+    return json.dumps(document, ensure_ascii=False, indent=indent, allow_nan=False).translate(
+        _JSON_UNSAFE
+    )
+
+
+class Output:
+    """Where a command's results and messages go."""
+
+    def __init__(self, *, color: bool = True, pager: bool = True) -> None:
+        self.color = color and "NO_COLOR" not in os.environ
+        self.pager_allowed = pager
+        self.out = self._console(sys.stdout)
+        self.err = self._console(sys.stderr)
+
+    def _console(self, file: Any, **extra: Any) -> Console:
+        return Console(
+            file=file,
+            markup=False,
+            highlight=False,
+            emoji=False,
+            no_color=not self.color,
+            **extra,
+        )
+
+    # --- data on stdout --------------------------------------------------------------------
+
+    def print(self, *renderables: RenderableType) -> None:
+        self.out.print(*renderables)
+
+    def line(self, text: str) -> None:
+        """A plain line of already-safe text (ids, numbers) without any rich processing."""
+        sys.stdout.write(text + "\n")
+
+    def json(self, document: Any) -> None:
+        sys.stdout.write(dumps(document) + "\n")
+        sys.stdout.flush()
+
+    def jsonl(self, document: Any) -> None:
+        sys.stdout.write(dumps(document, indent=None) + "\n")
+        sys.stdout.flush()
+
+    # --- messages on stderr ----------------------------------------------------------------
+
+    def warn(self, message: str) -> None:
+        self.err.print(Text("Warning: ", style="bold yellow") + Text(message))
+
+    def hint(self, message: str) -> None:
+        self.err.print(Text(message, style="dim"))
+
+    def note(self, message: str) -> None:
+        self.err.print(Text(message))
+
+    # --- paging ----------------------------------------------------------------------------
+
+    @property
+    def is_terminal(self) -> bool:
+        return sys.stdout.isatty()
+
+    @contextlib.contextmanager
+    def paged(self) -> Iterator[Console]:
+        """A console that streams into ``$PAGER`` (default ``less -FRX``) on a TTY.
+
+        ``-F`` makes less exit at once when everything fits on one screen, so short output
+        behaves as if no pager were involved; off a TTY the plain stdout console is used.
+        """
+        command = self._pager_command()
+        if command is None:
+            yield self.out
+            return
+        env = dict(os.environ)
+        env.setdefault("LESS", "FRX")
+        try:
+            process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, env=env, text=True, encoding="utf-8"
+            )
+        except OSError:
+            yield self.out
+            return
+        assert process.stdin is not None
+        console = self._console(
+            process.stdin,
+            force_terminal=True,
+            color_system=self.out.color_system if self.color else None,
+            width=self.out.width,
+        )
+        try:
+            yield console
+        except BrokenPipeError:
+            pass  # the user quit the pager early
+        finally:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                process.stdin.close()
+            process.wait()
+
+    def _pager_command(self) -> list[str] | None:
+        if not self.pager_allowed or not self.is_terminal:
+            return None
+        configured = os.environ.get("ZETT_SESSIONS_PAGER", os.environ.get("PAGER", ""))
+        if configured.strip() in {"cat", "-"}:
+            return None
+        if configured.strip():
+            return shlex.split(configured)
+        less = shutil.which("less")
+        return [less] if less else None

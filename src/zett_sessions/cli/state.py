@@ -1,0 +1,73 @@
+"""Global options (``ctx.obj``) and the helpers every command uses to reach the database."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+import typer
+
+from .output import Output
+
+if TYPE_CHECKING:
+    from ..database import Database
+
+T = TypeVar("T")
+
+
+@dataclass
+class AppState:
+    """What the global options chose; commands read it through ``app_state(ctx)``."""
+
+    db: str | None = None
+    color: bool = True
+    pager: bool = True
+    busy_timeout_ms: int = 5000
+
+    def db_path(self, override: str | None = None) -> str | None:
+        return override or self.db or os.environ.get("ZETT_SESSIONS_DB") or None
+
+    def output(self) -> Output:
+        return Output(color=self.color, pager=self.pager)
+
+    def reader(self, override: str | None = None) -> Database:
+        """A read-only database handle: never creates, migrates or changes the file."""
+        from ..database import Database
+
+        return Database(
+            self.db_path(override), read_only=True, busy_timeout_ms=self.busy_timeout_ms
+        )
+
+    def writer(self, override: str | None = None) -> Database:
+        """A writable handle on an *existing* session database (never initialises a file)."""
+        from ..database import Database
+
+        return Database(
+            self.db_path(override),
+            read_only=False,
+            create=False,
+            busy_timeout_ms=self.busy_timeout_ms,
+        )
+
+
+def app_state(ctx: typer.Context) -> AppState:
+    root = ctx.find_root()
+    if not isinstance(root.obj, AppState):
+        root.obj = AppState()
+    return root.obj
+
+
+def run_with(db: Database, work: Callable[[Database], Awaitable[T]]) -> T:
+    """Cross into async once: open ``db``, run ``work``, always close."""
+
+    async def main() -> T:
+        try:
+            await db.open()
+            return await work(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(main())

@@ -1,0 +1,180 @@
+"""Session listing for ``list`` (and the policy filters ``delete`` reuses).
+
+A page is taken from the ``(updated_at, id)`` activity index and only its rows are counted
+(messages through ``(session_id, sequence)``, children through the parent index, the snapshot
+version through ``(session_id, version)``), so the first page costs the same at 1k or 5M
+messages.  Filters are plain SQL on ``agent_sessions``; the total for the footer is one count
+over that (small) table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..database import Database
+from ..models import SessionSummary
+from ..rows import session_select, summary_from_row
+from ..timeutil import format_db_time
+
+
+class SessionListing(SessionSummary):
+    """A listed session: the summary plus what the table shows beside it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    snapshot_version: int = 0
+    child_count: int = 0
+
+
+class SessionPage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    sessions: list[SessionListing]
+    total: int
+    offset: int
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions a listing or a retention policy selects (all given filters must hold)."""
+
+    agent: str | None = None
+    types: tuple[int, ...] = ()
+    roots: bool = False
+    children_of: str | None = None
+    active_since: datetime | None = None  # last activity at or after
+    active_before: datetime | None = None  # last activity strictly before
+    title: str | None = None
+    ids: tuple[str, ...] | None = None
+
+    def where(self, db: Database, alias: str = "") -> tuple[str, list[Any]]:
+        """SQL ``WHERE`` clause (or ``""``) and its parameters for ``agent_sessions``."""
+        prefix = f"{alias}." if alias else ""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.agent is not None:
+            clauses.append(f"{prefix}agent_name = ?")
+            params.append(self.agent)
+        if self.types:
+            if db.layout.has_session_type:
+                clauses.append(f"{prefix}session_type IN ({', '.join('?' * len(self.types))})")
+                params.extend(self.types)
+            elif 0 not in self.types:
+                clauses.append("0")  # older layouts: every session is type 0
+        if self.roots:
+            clauses.append(f"{prefix}parent_session_id IS NULL")
+        if self.children_of is not None:
+            clauses.append(f"{prefix}parent_session_id = ?")
+            params.append(self.children_of)
+        if self.active_since is not None:
+            clauses.append(f"{prefix}updated_at >= ?")
+            params.append(format_db_time(self.active_since))
+        if self.active_before is not None:
+            clauses.append(f"{prefix}updated_at < ?")
+            params.append(format_db_time(self.active_before))
+        if self.title is not None:
+            clauses.append(f"{prefix}title LIKE ? ESCAPE '\\'")
+            params.append("%" + _escape_like(self.title) + "%")
+        if self.ids is not None:
+            clauses.append(f"{prefix}id IN (SELECT value FROM json_each(?))")
+            params.append(_json_list(self.ids))
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _json_list(values: tuple[str, ...]) -> str:
+    return json.dumps(list(values))
+
+
+def _page_sql(db: Database, where: str, paged: bool) -> str:
+    layout = db.layout
+    limit = " LIMIT ? OFFSET ?" if paged else ""
+    return (
+        "SELECT page.*, "
+        "(SELECT count(*) FROM raw_messages r WHERE r.session_id = page.id) AS message_count, "
+        "(SELECT max(version) FROM session_snapshots s WHERE s.session_id = page.id) "
+        "AS snapshot_version, "
+        "(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = page.id) "
+        "AS child_count "
+        f"FROM (SELECT {session_select(layout)} FROM agent_sessions{where} "
+        f"ORDER BY updated_at DESC, id DESC{limit}) AS page "
+        "ORDER BY page.updated_at DESC, page.id DESC"
+    )
+
+
+# Layout A0 has no session rows: sessions are derived from the raw log (a scan, but A0 files
+# come from the earliest releases and are small).
+_A0_SQL = (
+    "SELECT * FROM (SELECT session_id AS id, NULL AS parent_session_id, 0 AS session_type, "
+    "NULL AS title, NULL AS agent_name, min(created_at) AS created_at, "
+    "max(created_at) AS updated_at, count(*) AS message_count, "
+    "(SELECT max(version) FROM session_snapshots s WHERE s.session_id = raw_messages.session_id) "
+    "AS snapshot_version, 0 AS child_count FROM raw_messages GROUP BY session_id)"
+)
+
+
+def _listing(row: Any) -> SessionListing:
+    summary = summary_from_row(row)
+    return SessionListing.model_construct(
+        **summary.__dict__,
+        snapshot_version=row["snapshot_version"] or 0,
+        child_count=row["child_count"] or 0,
+    )
+
+
+async def list_sessions(
+    db: Database, filters: SessionFilter, *, limit: int | None, offset: int = 0
+) -> SessionPage:
+    """One page of sessions, newest activity first, with the filtered total."""
+    if not db.layout.has_sessions_table:
+        return await _list_a0(db, filters, limit=limit, offset=offset)
+    where, params = filters.where(db)
+    async with db.read():
+        total = await db.scalar(f"SELECT count(*) FROM agent_sessions{where}", params)
+        paged_params = [*params, limit if limit is not None else -1, offset]
+        rows = await db.fetchall(_page_sql(db, where, True), paged_params)
+    return SessionPage(
+        sessions=[_listing(row) for row in rows], total=int(total), offset=offset, limit=limit
+    )
+
+
+async def iter_sessions(db: Database, filters: SessionFilter) -> AsyncIterator[SessionListing]:
+    """Every selected session, newest first, streamed (for ``--all`` and pipelines)."""
+    if not db.layout.has_sessions_table:
+        page = await _list_a0(db, filters, limit=None, offset=0)
+        for session in page.sessions:
+            yield session
+        return
+    where, params = filters.where(db)
+    async with aclosing(db.stream(_page_sql(db, where, False), params)) as rows:
+        async for row in rows:
+            yield _listing(row)
+
+
+async def _list_a0(
+    db: Database, filters: SessionFilter, *, limit: int | None, offset: int
+) -> SessionPage:
+    where, params = filters.where(db)
+    rows = await db.fetchall(f"{_A0_SQL}{where} ORDER BY updated_at DESC, id DESC", params)
+    selected = [_listing(row) for row in rows]
+    end = None if limit is None else offset + limit
+    return SessionPage(
+        sessions=selected[offset:end], total=len(selected), offset=offset, limit=limit
+    )
+
+
+async def get_listing(db: Database, session_id: str) -> SessionListing | None:
+    """One session with its counts (``None`` when it has no session row)."""
+    page = await list_sessions(db, SessionFilter(ids=(session_id,)), limit=1)
+    return page.sessions[0] if page.sessions else None

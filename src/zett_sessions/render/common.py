@@ -1,0 +1,99 @@
+"""Small pure formatting helpers shared by the renderers (no I/O, no rich markup)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from rich.text import Text
+
+from .sanitize import single_line
+
+_UUID_LIKE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+SHORT_UUID = 13  # "019cadd4-611e": the 48-bit millisecond timestamp of a UUIDv7
+
+
+def short_ids(ids: Iterable[str], full: bool = False) -> dict[str, str]:
+    """Shortest display form per id that is unique among ``ids`` (UUIDs: ≥ 13 chars)."""
+    unique = list(dict.fromkeys(ids))
+    if full:
+        return {value: value for value in unique}
+    result: dict[str, str] = {}
+    for value in unique:
+        if not _UUID_LIKE.match(value):
+            result[value] = value
+            continue
+        length = SHORT_UUID
+        while length < len(value) and any(
+            other != value and other.startswith(value[:length]) for other in unique
+        ):
+            length += 1
+        result[value] = value[:length]
+    return result
+
+
+def relative_time(moment: datetime | None, now: datetime | None = None) -> str:
+    """``just now``, ``5 min ago``, ``3 h ago``, ``12 d ago``; a date when older than 60 days."""
+    if moment is None:
+        return "—"
+    now = now or datetime.now(UTC)
+    seconds = (now - moment).total_seconds()
+    if seconds < 0:
+        return exact_time(moment)
+    if seconds < 45:
+        return "just now"
+    if seconds < 3600:
+        return f"{max(1, round(seconds / 60))} min ago"
+    if seconds < 86400:
+        return f"{round(seconds / 3600)} h ago"
+    if seconds < 60 * 86400:
+        return f"{round(seconds / 86400)} d ago"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def exact_time(moment: datetime | None) -> str:
+    if moment is None:
+        return "—"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def clock_time(moment: datetime | None) -> str:
+    if moment is None:
+        return "--:--:--"
+    return moment.astimezone(UTC).strftime("%H:%M:%S")
+
+
+def human_bytes(size: int | float) -> str:
+    value = float(size)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"
+
+
+def human_duration_ns(duration_ns: int | None) -> str:
+    if duration_ns is None:
+        return ""
+    seconds = duration_ns / 1e9
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def count(value: int) -> str:
+    return f"{value:,}"
+
+
+def safe_cell(value: str | None, limit: int | None = None, placeholder: str = "") -> Text:
+    """A table cell from database text: sanitized, one line, truncated, never markup."""
+    if value is None:
+        return Text(placeholder, style="dim")
+    return Text(single_line(value, limit))

@@ -1,0 +1,111 @@
+"""Renderers for session listings: a rich table, JSON documents, CSV rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ..queries.sessions import SessionListing
+from .common import count, relative_time, safe_cell, short_ids
+from .jsonout import session_json
+from .sanitize import single_line
+
+CSV_FIELDS = (
+    "id",
+    "title",
+    "agent_name",
+    "session_type",
+    "parent_session_id",
+    "message_count",
+    "snapshot_version",
+    "child_count",
+    "created_at",
+    "updated_at",
+)
+
+
+def sessions_table(
+    sessions: list[SessionListing],
+    *,
+    full_ids: bool = False,
+    full: bool = False,
+    now: datetime | None = None,
+    width: int = 100,
+) -> Table:
+    """The ``list`` table; the title gets whatever ``width`` the fixed columns leave."""
+    ids = short_ids((s.id for s in sessions), full=full_ids or full)
+    table = Table(box=None, pad_edge=False, header_style="bold underline")
+    id_width = max((len(value) for value in ids.values()), default=2)
+    table.add_column("ID", no_wrap=True, style="cyan", min_width=id_width)
+    agent_cap = 16 if width >= 100 else 12
+    agent_width = min(agent_cap, max((len(s.agent_name or "—") for s in sessions), default=5))
+    agent_width = max(agent_width, 5)
+    show_created = full or width >= 110  # narrow terminals keep the title readable instead
+    columns = 9 if show_created else 8
+    fixed = id_width + agent_width + 4 * 4 + 10 * (columns - 7) + 2 * (columns - 1)
+    title_width = max(12, width - fixed)
+    table.add_column("Title", no_wrap=not full, max_width=None if full else title_width,
+                     overflow="fold" if full else "ellipsis")
+    table.add_column("Agent", no_wrap=not full, max_width=None if full else agent_width,
+                     overflow="fold" if full else "ellipsis")
+    table.add_column("Type", justify="right", no_wrap=True, min_width=4)
+    table.add_column("Msgs", justify="right", no_wrap=True, min_width=4)
+    table.add_column("Snap", justify="right", no_wrap=True, min_width=4)
+    table.add_column("Kids", justify="right", no_wrap=True, min_width=4)
+    if show_created:
+        table.add_column("Created", no_wrap=True, min_width=10)
+    table.add_column("Updated", no_wrap=True, min_width=10)
+    for session in sessions:
+        parent = Text("↳ ", style="dim") if session.parent_session_id else Text("")
+        cells: list[Text | str] = [
+            Text(ids[session.id]),
+            parent + safe_cell(session.title, None if full else 200, "(untitled)"),
+            safe_cell(session.agent_name, 64, "—"),
+            str(session.session_type),
+            count(session.message_count),
+            f"v{session.snapshot_version}" if session.snapshot_version else "",
+            str(session.child_count) if session.child_count else "",
+        ]
+        if show_created:
+            cells.append(relative_time(session.created_at, now))
+        cells.append(relative_time(session.updated_at, now))
+        table.add_row(*cells)
+    return table
+
+
+def page_footer(shown: int, total: int, offset: int) -> str:
+    if total == 0:
+        return "No sessions."
+    if shown == 0:
+        return f"No sessions at offset {offset:,} (of {total:,})."
+    start = f" (from #{offset + 1:,})" if offset else ""
+    return f"{shown:,} of {total:,} sessions{start}"
+
+
+def sessions_json(sessions: Iterable[SessionListing]) -> list[dict[str, Any]]:
+    return [session_json(session) for session in sessions]
+
+
+def csv_header() -> str:
+    return _csv_line(CSV_FIELDS)
+
+
+def session_csv(session: SessionListing) -> str:
+    document = session_json(session)
+    values = [document.get(name) for name in CSV_FIELDS]
+    return _csv_line(
+        "" if value is None else single_line(value) if isinstance(value, str) else str(value)
+        for value in values
+    )
+
+
+def _csv_line(values: Iterable[Any]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(list(values))
+    return buffer.getvalue().rstrip("\n")
