@@ -177,8 +177,9 @@ def decode_envelope(text: object) -> AnyMessage | UndecodableMessage:
     try:
         message: AnyMessage = cls.model_validate(data, context=WIRE_CONTEXT)  # type: ignore[assignment]
     except pydantic.ValidationError as error:
-        return UndecodableMessage(raw=text, reason=f"invalid {cls.__name__}: {_describe(error)}",
-                                  kind=kind)
+        return UndecodableMessage(
+            raw=text, reason=f"invalid {cls.__name__}: {_describe(error)}", kind=kind
+        )
     except RecursionError:
         return UndecodableMessage(raw=text, reason="message nests too deeply", kind=kind)
     return message
@@ -187,7 +188,7 @@ def decode_envelope(text: object) -> AnyMessage | UndecodableMessage:
 def decode_checkpoint(text: object) -> CompactedMessage | UndecodableMessage:
     """Decode a snapshot payload, which must be exactly one checkpoint message."""
     message = decode_envelope(text)
-    if isinstance(message, UndecodableMessage) or isinstance(message, CompactedMessage):
+    if isinstance(message, UndecodableMessage | CompactedMessage):
         return message
     return UndecodableMessage(
         raw=str(text),

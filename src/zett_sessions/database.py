@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -228,8 +228,7 @@ class Database:
                 if not layout.has_column("raw_messages", "started_at"):
                     # Rows from before timing existed were instantaneous at insertion time.
                     await self.execute(
-                        "UPDATE raw_messages SET started_at = created_at, "
-                        "completed_at = created_at"
+                        "UPDATE raw_messages SET started_at = created_at, completed_at = created_at"
                     )
                 if not layout.has_sessions_table:
                     # A0 kept no session rows: derive them so the sessions stay listable.
@@ -273,7 +272,7 @@ class Database:
 
     async def stream(
         self, sql: str, params: Params = (), batch: int = 512
-    ) -> AsyncIterator[sqlite3.Row]:
+    ) -> AsyncGenerator[sqlite3.Row, None]:
         """Yield rows in batches so huge results never sit in memory at once.
 
         Use it as ``async with contextlib.aclosing(db.stream(...)) as rows`` so the cursor

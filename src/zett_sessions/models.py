@@ -20,7 +20,7 @@ byte, whatever era wrote it.  A row that cannot be decoded at all becomes an
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -52,7 +52,7 @@ class MessageKind(IntEnum):
     AGENT = 6
 
 
-class ImageDetail(str, Enum):
+class ImageDetail(StrEnum):
     AUTO = "auto"
     LOW = "low"
     HIGH = "high"

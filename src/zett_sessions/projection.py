@@ -87,9 +87,7 @@ def project(
             end += 1
         batch = context[index:end]
         calls = Counter(call.id for call in message.tool_calls)
-        results = Counter(
-            msg.tool_call_id for _, msg in batch[1:] if isinstance(msg, ToolMessage)
-        )
+        results = Counter(msg.tool_call_id for _, msg in batch[1:] if isinstance(msg, ToolMessage))
         if calls == results:
             result.kept.extend(entry for entry, _ in batch)
         else:

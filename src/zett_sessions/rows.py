@@ -75,8 +75,13 @@ def _usage(row: sqlite3.Row) -> ModelUsage | None:
     values = [_int_or_none(row[name]) for name in TOKEN_COLUMNS]
     if all(value is None for value in values):
         return None
+    input_tokens, output_tokens, cache_read, cache_write, reasoning = (v or 0 for v in values)
     return ModelUsage.model_construct(
-        **{name: value or 0 for name, value in zip(TOKEN_COLUMNS, values, strict=True)}
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=reasoning,
     )
 
 

@@ -417,12 +417,16 @@ class SQLiteSessionStorage:
         """Delete raw rows, snapshots and the session row together; children are untouched."""
         db = await self._db()
         async with db.write():
-            removed = await db.execute("DELETE FROM raw_messages WHERE session_id = ?", (session_id,))
+            removed = await db.execute(
+                "DELETE FROM raw_messages WHERE session_id = ?", (session_id,)
+            )
             removed += await db.execute(
                 "DELETE FROM session_snapshots WHERE session_id = ?", (session_id,)
             )
             if db.layout.has_sessions_table:
-                removed += await db.execute("DELETE FROM agent_sessions WHERE id = ?", (session_id,))
+                removed += await db.execute(
+                    "DELETE FROM agent_sessions WHERE id = ?", (session_id,)
+                )
         return removed > 0
 
     async def count_messages(self, session_id: str) -> int:

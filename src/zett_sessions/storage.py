@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from .models import CompactedMessage, ContextSnapshot, Message, MessageTiming, ModelUsage, SessionView
+from .models import (
+    CompactedMessage,
+    ContextSnapshot,
+    Message,
+    MessageTiming,
+    ModelUsage,
+    SessionView,
+)
 
 
 @runtime_checkable

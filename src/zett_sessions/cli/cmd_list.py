@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_LIMIT = 20
 
 
-class ListFormat(str, Enum):
+class ListFormat(StrEnum):
     table = "table"
     json = "json"
     jsonl = "jsonl"
@@ -149,9 +149,7 @@ def render_page(
         if page.sessions:
             with out.paged() as console:
                 console.print(
-                    sessions_table(
-                        page.sessions, full_ids=full_ids, full=full, width=console.width
-                    )
+                    sessions_table(page.sessions, full_ids=full_ids, full=full, width=console.width)
                 )
         out.hint(page_footer(len(page.sessions), page.total, page.offset))
 

@@ -43,8 +43,10 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
     if isinstance(error, e.NotASessionDatabase):
         return ExitCode.ERROR, message + _db_hint(error)
     if isinstance(error, e.DatabaseLocked):
-        return ExitCode.ERROR, message + " (waited for the busy timeout; try again or raise " \
-            "--busy-timeout)"
+        return (
+            ExitCode.ERROR,
+            message + " (waited for the busy timeout; try again or raise --busy-timeout)",
+        )
     if isinstance(error, e.DatabaseReadOnly):
         return ExitCode.ERROR, message + " (check the file's and directory's permissions)"
     if isinstance(error, e.UnsupportedLayout):
@@ -63,8 +65,11 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
         return ExitCode.STALE, message
     if isinstance(error, e.ZettSessionsError):
         return ExitCode.ERROR, message
-    return ExitCode.ERROR, f"internal error: {type(error).__name__}: {error} " \
-        "(set ZETT_SESSIONS_DEBUG=1 for the traceback)"
+    return (
+        ExitCode.ERROR,
+        f"internal error: {type(error).__name__}: {error} "
+        "(set ZETT_SESSIONS_DEBUG=1 for the traceback)",
+    )
 
 
 def fail(error: BaseException) -> NoReturn:

@@ -12,6 +12,7 @@ import typer
 
 from .. import __version__
 from . import (
+    cmd_delete,
     cmd_demo,
     cmd_info,
     cmd_list,
@@ -19,6 +20,7 @@ from . import (
     cmd_show,
     cmd_snapshot_info,
     cmd_tail,
+    cmd_verify,
 )
 from .exit_codes import EXIT_CODES_HELP
 from .state import AppState
@@ -83,7 +85,17 @@ def main(
     )
 
 
-for module in (cmd_list, cmd_show, cmd_tail, cmd_rename, cmd_snapshot_info, cmd_info, cmd_demo):
+for module in (
+    cmd_list,
+    cmd_show,
+    cmd_tail,
+    cmd_rename,
+    cmd_delete,
+    cmd_snapshot_info,
+    cmd_verify,
+    cmd_info,
+    cmd_demo,
+):
     module.register(app)
 
 

@@ -22,7 +22,6 @@ from typing import Any
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-
 # Characters a terminal may act on even inside JSON strings: DEL, C1 controls (0x9b is CSI on
 # some terminals), line/paragraph separators and bidi overrides.  JSON already escapes C0.
 _JSON_UNSAFE = {

@@ -50,10 +50,18 @@ def sessions_table(
     columns = 9 if show_created else 8
     fixed = id_width + agent_width + 4 * 4 + 10 * (columns - 7) + 2 * (columns - 1)
     title_width = max(12, width - fixed)
-    table.add_column("Title", no_wrap=not full, max_width=None if full else title_width,
-                     overflow="fold" if full else "ellipsis")
-    table.add_column("Agent", no_wrap=not full, max_width=None if full else agent_width,
-                     overflow="fold" if full else "ellipsis")
+    table.add_column(
+        "Title",
+        no_wrap=not full,
+        max_width=None if full else title_width,
+        overflow="fold" if full else "ellipsis",
+    )
+    table.add_column(
+        "Agent",
+        no_wrap=not full,
+        max_width=None if full else agent_width,
+        overflow="fold" if full else "ellipsis",
+    )
     table.add_column("Type", justify="right", no_wrap=True, min_width=4)
     table.add_column("Msgs", justify="right", no_wrap=True, min_width=4)
     table.add_column("Snap", justify="right", no_wrap=True, min_width=4)

@@ -1,0 +1,9 @@
+"""Placeholder: the `delete` command is being written."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Nothing yet."""
