@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from .complete import complete_session_id
+
 DbOption = Annotated[
     str | None,
     typer.Option(
@@ -21,6 +23,7 @@ SessionArg = Annotated[
         metavar="SESSION",
         help="Session id or any unique prefix of it.",
         show_default=False,
+        autocompletion=complete_session_id,
     ),
 ]
 JsonOption = Annotated[

@@ -1,0 +1,1 @@
+complete --command zett-sessions --no-files --arguments "(env _ZETT_SESSIONS_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) zett-sessions)" --condition "env _ZETT_SESSIONS_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) zett-sessions"
