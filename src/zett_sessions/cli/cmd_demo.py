@@ -1,9 +1,62 @@
-"""Placeholder: the `demo` command is being written."""
+"""``zett-sessions demo [PATH]``: write a realistic sample database to try the other commands on."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from .errors import handle_errors
+from .options import JsonOption
+from .state import app_state
+
+
+@handle_errors
+def demo_command(
+    ctx: typer.Context,
+    path: Annotated[
+        str,
+        typer.Argument(metavar="PATH", help="Where to write the new database."),
+    ] = "zett-demo.sqlite3",
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace PATH if it already exists.")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Write a sample session database (the only command that creates a file).
+
+    It holds a tool round trip, a compacted session, a delegated child, a crashed run with an
+    incomplete tool batch, an automation session and hostile unicode text.
+
+    Example: zett-sessions demo /tmp/demo.sqlite3 && zett-sessions --db /tmp/demo.sqlite3 list
+    """
+    from pathlib import Path
+
+    from ..demo import write_demo
+    from ..errors import UsageError
+    from ..render.demo import demo_json, demo_summary
+
+    out = app_state(ctx).output()
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise UsageError(f"{target} is a directory; give a file name for the demo database")
+    if target.exists() and not force:
+        raise UsageError(f"{target} already exists; pass --force to replace it")
+    result = write_demo(target, overwrite=force)
+    if json_output:
+        out.json(demo_json(result))
+        return
+    out.print(demo_summary(result))
+    out.hint(f"try: zett-sessions --db {_quoted(str(result.path))} list")
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    from ..render.sanitize import single_line
+
+    return shlex.quote(single_line(path))
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing yet."""
+    app.command("demo")(demo_command)

@@ -1,0 +1,42 @@
+"""Renderers for ``demo``: what was written, as rich text or a JSON document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..demo import DemoResult
+from .common import count, safe_cell
+
+
+def demo_json(result: DemoResult) -> dict[str, Any]:
+    """``{"path", "sessions": [ids in creation order], "messages": N}``."""
+    return {
+        "path": str(result.path.resolve()),
+        "sessions": result.session_ids,
+        "messages": result.messages,
+    }
+
+
+def demo_summary(result: DemoResult) -> Group:
+    heading = Text("Wrote ")
+    heading.append(safe_cell(str(result.path)))
+    heading.append(
+        f": {len(result.sessions)} sessions, {count(result.messages)} messages, "
+        f"{result.snapshots} snapshots."
+    )
+    table = Table(box=None, pad_edge=False, show_header=False)
+    table.add_column("key", style="dim", no_wrap=True)
+    table.add_column("id", style="cyan", no_wrap=True)
+    for key, session_id in result.sessions.items():
+        table.add_row(key, safe_cell(session_id))
+    faults = Text("Planted faults (for verify): ", style="dim")
+    faults.append(
+        "; ".join(f"{fault.kind} at sequence {fault.sequence}" for fault in result.faults)
+        + " in the crashed session.",
+        style="dim",
+    )
+    return Group(heading, table, faults)

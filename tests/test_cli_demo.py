@@ -1,0 +1,76 @@
+"""``zett-sessions demo [PATH]``: writes a new sample database, never clobbers one by accident."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support import FORBIDDEN_TERMINAL_CHARS, digest, run_cli
+
+
+def test_demo_writes_the_default_file_in_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = run_cli(["demo"])
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "zett-demo.sqlite3").is_file()
+    assert "Wrote zett-demo.sqlite3: 9 sessions, 64 messages, 2 snapshots." in r.stdout
+    assert "project-notes" in r.stdout and "nightly-deps" in r.stdout
+    assert "try: zett-sessions --db zett-demo.sqlite3 list" in r.stderr
+
+
+def test_demo_refuses_an_existing_file_without_force(tmp_path: Path) -> None:
+    target = tmp_path / "mine.sqlite3"
+    target.write_bytes(b"not yours")
+    before = digest(target)
+    r = run_cli(["demo", str(target)])
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1
+    assert "already exists" in r.stderr and "--force" in r.stderr
+    assert digest(target) == before
+
+
+def test_demo_force_replaces_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "old.sqlite3"
+    target.write_bytes(b"old")
+    r = run_cli(["demo", str(target), "--force"])
+    assert r.exit_code == 0, r.stderr
+    assert target.read_bytes().startswith(b"SQLite format 3\x00")
+
+
+def test_demo_refuses_a_directory(tmp_path: Path) -> None:
+    r = run_cli(["demo", str(tmp_path), "--force"])
+    assert r.exit_code == 2
+    assert "is a directory" in r.stderr
+
+
+def test_demo_json_lists_path_session_ids_and_message_count(tmp_path: Path) -> None:
+    target = tmp_path / "demo.sqlite3"
+    r = run_cli(["demo", str(target), "--json"])
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert set(document) == {"path", "sessions", "messages"}
+    assert document["path"] == str(target.resolve())
+    assert len(document["sessions"]) == 9 and "project-notes" in document["sessions"]
+    assert document["messages"] == 64
+    assert r.stderr == ""
+
+
+def test_demo_output_is_listable_and_terminal_safe(tmp_path: Path) -> None:
+    target = tmp_path / "demo.sqlite3"
+    assert run_cli(["demo", str(target)]).exit_code == 0
+    r = run_cli(["--db", str(target), "list", "--all", "--full"])
+    assert r.exit_code == 0, r.stderr
+    assert "9 of 9 sessions" in r.stderr
+    for char in FORBIDDEN_TERMINAL_CHARS:
+        assert char not in r.stdout
+
+
+def test_demo_help_has_an_example() -> None:
+    r = run_cli(["demo", "--help"])
+    assert r.exit_code == 0
+    assert "Example: zett-sessions demo" in r.stdout
