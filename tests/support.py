@@ -71,3 +71,49 @@ def run_cli(args: Sequence[str], input: str | None = None) -> Result:
     from zett_sessions.cli.main import app
 
     return CliRunner().invoke(app, list(args), input=input)
+
+
+def sample_with_layout(tmp_path: Path, layout: str) -> Path:
+    """A copy of a sample database turned into layout ``A0``, ``A1``, ``B``, ``C`` or ``E``.
+
+    ``E`` and ``A1`` are the samples as shipped; ``C`` and ``B`` drop what the newest release
+    added (``session_type``; then also the activity index); ``A0`` removes ``agent_sessions``
+    and the context/timing columns from the legacy sample (format.md §1, "Older variants").
+    """
+    import sqlite3
+
+    if layout in ("E", "C", "B"):
+        path = copy_sample(tmp_path, NEWEST, f"layout-{layout}.sqlite3")
+        statements = {
+            "E": [],
+            "C": ["ALTER TABLE agent_sessions DROP COLUMN session_type"],
+            "B": [
+                "ALTER TABLE agent_sessions DROP COLUMN session_type",
+                "DROP INDEX ix_agent_sessions_activity",
+            ],
+        }[layout]
+    elif layout in ("A1", "A0"):
+        path = copy_sample(tmp_path, LEGACY, f"layout-{layout}.sqlite3")
+        context = (
+            "metadata_json tags_json started_at completed_at duration_ns reasoning_started_at "
+            "reasoning_completed_at reasoning_duration_ns content_started_at "
+            "content_completed_at content_duration_ns"
+        ).split()
+        statements = (
+            []
+            if layout == "A1"
+            else [
+                "DROP TABLE agent_sessions",
+                *(f"ALTER TABLE raw_messages DROP COLUMN {column}" for column in context),
+            ]
+        )
+    else:
+        raise ValueError(f"unknown layout {layout!r}")
+    conn = sqlite3.connect(path)
+    try:
+        for sql in statements:
+            conn.execute(sql)
+        conn.commit()
+    finally:
+        conn.close()
+    return path

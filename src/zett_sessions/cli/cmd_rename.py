@@ -1,9 +1,76 @@
-"""Placeholder: the `rename` command is being written."""
+"""``zett-sessions rename SESSION TITLE``: set a session's title (and agent name)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from .errors import handle_errors
+from .options import DbOption, JsonOption, SessionArg
+from .state import app_state, run_with
+
+if TYPE_CHECKING:
+    from ..database import Database
+    from ..queries.sessions import SessionListing
+
+
+@handle_errors
+def rename_command(
+    ctx: typer.Context,
+    session: SessionArg,
+    title: Annotated[
+        str,
+        typer.Argument(
+            metavar="TITLE", help="New title (stripped; 1 to 200 characters).", show_default=False
+        ),
+    ],
+    agent_name: Annotated[
+        str | None,
+        typer.Option("--agent-name", metavar="NAME", help="Also set the agent name (1 to 64)."),
+    ] = None,
+    json_output: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Rename a session; prints the updated summary.
+
+    A write: it waits for a busy writer up to --busy-timeout, then reports the lock.
+    Titles and agent names are stored as given (stripped) and only sanitized for display.
+
+    Example: zett-sessions rename 019cadd4-611e "Find the slow tests"
+    """
+    from ..errors import ZettSessionsError
+    from ..queries.resolve import resolve_session
+    from ..queries.sessions import get_listing
+    from ..sqlite_storage import AGENT_NAME_MAX, TITLE_MAX, SQLiteSessionStorage, check_label
+
+    state = app_state(ctx)
+    new_title = check_label(title, "TITLE", TITLE_MAX, strip=True)
+    new_agent = check_label(agent_name, "--agent-name", AGENT_NAME_MAX, strip=True)
+
+    async def work(database: Database) -> SessionListing:
+        session_id = await resolve_session(database, session)
+        storage = SQLiteSessionStorage(database.path)
+        storage.database = database  # reuse the CLI's handle: existing file, busy timeout
+        updated = await storage.update_session(session_id, title=new_title, agent_name=new_agent)
+        listing = await get_listing(database, session_id) if updated is not None else None
+        if listing is None:
+            raise ZettSessionsError(
+                f"session {session_id} has raw messages but no session row; nothing to rename"
+            )
+        return listing
+
+    listing = run_with(state.writer(db), work)
+    out = state.output()
+    if json_output:
+        from ..render.jsonout import session_json
+
+        out.json(session_json(listing))
+        return
+    from ..render.sessions import session_card
+
+    out.print(session_card(listing))
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing yet."""
+    app.command("rename")(rename_command)

@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..queries.sessions import SessionListing
-from .common import count, relative_time, safe_cell, short_ids
+from .common import count, exact_time, relative_time, safe_cell, short_ids
+from .fields import fields_table
 from .jsonout import session_json
 from .sanitize import single_line
 
@@ -117,3 +118,27 @@ def _csv_line(values: Iterable[Any]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(list(values))
     return buffer.getvalue().rstrip("\n")
+
+
+def session_card(session: SessionListing, now: datetime | None = None) -> Table:
+    """One session as label/value rows (what ``rename`` prints after the change)."""
+
+    def when(moment: datetime | None) -> str:
+        exact, relative = exact_time(moment), relative_time(moment, now)
+        return exact if exact.startswith(relative) else f"{exact} ({relative})"
+
+    snapshot = f"v{session.snapshot_version}" if session.snapshot_version else "none"
+    return fields_table(
+        [
+            ("ID", safe_cell(session.id)),
+            ("Title", safe_cell(session.title, None, "(untitled)")),
+            ("Agent", safe_cell(session.agent_name, None, "—")),
+            ("Type", str(session.session_type)),
+            ("Parent", safe_cell(session.parent_session_id, None, "— (root)")),
+            ("Messages", count(session.message_count)),
+            ("Snapshot", snapshot),
+            ("Children", count(session.child_count)),
+            ("Created", when(session.created_at)),
+            ("Updated", when(session.updated_at)),
+        ]
+    )
