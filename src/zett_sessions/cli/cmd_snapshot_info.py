@@ -1,9 +1,119 @@
-"""Placeholder: the `snapshot-info` command is being written."""
+"""``zett-sessions snapshot-info SESSION``: every compaction snapshot of a session."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from .errors import handle_errors
+from .options import DbOption, FullIdsOption, JsonOption
+from .state import app_state, run_with
+
+if TYPE_CHECKING:
+    from ..database import Database
+    from ..queries.snapshots import CompactedSession, SnapshotReport
+
+
+@handle_errors
+def snapshot_info_command(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SESSION]",
+            help="Session id or unique prefix (omit with --all).",
+            show_default=False,
+        ),
+    ] = None,
+    show_all: Annotated[
+        bool,
+        typer.Option("--all", help="Every compacted session: one row each (its latest version)."),
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Also print each summary's text, untruncated.")
+    ] = False,
+    full_ids: FullIdsOption = False,
+    json_output: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show a session's snapshot versions: boundary, size, coverage, tail, validity.
+
+    A boundary is valid when it lies inside the raw log, advances past the previous version's,
+    names an existing row and does not split a tool batch.
+
+    Example: zett-sessions snapshot-info 019cadd4-8c4c --full
+    """
+    from ..errors import UsageError
+    from ..queries.resolve import resolve_session
+    from ..queries.snapshots import compacted_sessions, session_snapshots
+
+    if show_all == (session is not None):
+        raise UsageError("give a SESSION or --all (not both)")
+    state = app_state(ctx)
+    out = state.output()
+    if session is None:
+        sessions = run_with(state.reader(db), compacted_sessions)
+        _print_all(out, sessions, json_output, full=full, full_ids=full_ids)
+        return
+    wanted = session
+
+    async def work(database: Database) -> tuple[str, list[SnapshotReport]]:
+        session_id = await resolve_session(database, wanted)
+        return session_id, await session_snapshots(database, session_id)
+
+    session_id, reports = run_with(state.reader(db), work)
+    _print_session(out, session_id, reports, json_output, full=full, full_ids=full_ids)
+
+
+def _print_session(
+    out: object,
+    session_id: str,
+    reports: list[SnapshotReport],
+    json_output: bool,
+    *,
+    full: bool,
+    full_ids: bool,
+) -> None:
+    from ..render.snapshots import session_view, snapshot_report_json
+    from .output import Output
+
+    assert isinstance(out, Output)
+    if json_output:
+        out.json([snapshot_report_json(report) for report in reports])
+    elif not reports:
+        out.note(f"Session {session_id} has no snapshots.")
+    else:
+        with out.paged() as console:
+            console.print(
+                session_view(session_id, reports, full=full, full_ids=full_ids, width=console.width)
+            )
+
+
+def _print_all(
+    out: object, sessions: list[CompactedSession], json_output: bool, *, full: bool, full_ids: bool
+) -> None:
+    from ..render.snapshots import compacted_table, problem_lines, snapshot_report_json, summaries
+    from .output import Output
+
+    assert isinstance(out, Output)
+    if json_output:
+        out.json([snapshot_report_json(r) for session in sessions for r in session.reports])
+        return
+    if not sessions:
+        out.note("No compacted sessions (no snapshots in this database).")
+        return
+    with out.paged() as console:
+        console.print(compacted_table(sessions, full_ids=full_ids or full, width=console.width))
+        for session in sessions:
+            for line in problem_lines(session.reports, with_session=True):
+                console.print(line)
+        if full:
+            console.print(summaries((r for s in sessions for r in s.reports), with_session=True))
+    total = sum(len(session.reports) for session in sessions)
+    plural = "s" if len(sessions) != 1 else ""
+    out.hint(f"{len(sessions):,} compacted session{plural}, {total:,} snapshots")
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing yet."""
+    app.command("snapshot-info")(snapshot_info_command)

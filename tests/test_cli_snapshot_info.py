@@ -1,0 +1,294 @@
+"""``zett-sessions snapshot-info``: snapshot versions, coverage, tails and boundary validity."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    HOSTILE_STRINGS,
+    LEGACY,
+    LEGACY_IDS,
+    NEWEST,
+    NEWEST_IDS,
+    copy_sample,
+    digest,
+    run_cli,
+    sample_with_layout,
+)
+from zett_sessions.codec import encode_message
+from zett_sessions.demo import write_demo
+from zett_sessions.ids import new_uuid7
+from zett_sessions.models import CompactedMessage
+
+COMPACTED = NEWEST_IDS["compacted"]
+TOOLS = NEWEST_IDS["tools"]
+SNAPSHOT_KEYS = {
+    "id",
+    "session_id",
+    "version",
+    "compacted_through_sequence",
+    "content",
+    "message",
+    "created_at",
+    "updated_at",
+    "session_title",
+    "summary_chars",
+    "summary_bytes",
+    "summary_first_line",
+    "raw_messages_covered",
+    "tail_length",
+    "is_latest",
+    "boundary_valid",
+    "problems",
+}
+
+
+def add_snapshot(
+    path: Path, session_id: str, version: int, boundary: int, payload: str | None = None
+) -> None:
+    """Insert a snapshot row directly (as a buggy or foreign writer might)."""
+    if payload is None:
+        payload = encode_message(CompactedMessage(content=f"summary through {boundary}"))
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute(
+            "INSERT INTO session_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                new_uuid7(),
+                session_id,
+                version,
+                boundary,
+                payload,
+                "2026-03-03 10:00:00.000000",
+                "2026-03-03 10:00:00.000000",
+            ),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def info_json(db: Path, *args: str) -> list[dict[str, object]]:
+    r = run_cli(["--db", str(db), "snapshot-info", *args, "--json"])
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert isinstance(document, list)
+    return document
+
+
+def test_snapshot_info_lists_every_version_with_coverage_and_tail(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    r = run_cli(["--db", str(db), "snapshot-info", COMPACTED])
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"Session {COMPACTED} — Refactor the parser module"
+    assert lines[1] == "2 snapshots, latest v2 through 14, tail 6 rows"
+    v1 = next(line for line in lines if line.lstrip().startswith("v1 "))
+    v2 = next(line for line in lines if line.lstrip().startswith("v2 "))
+    assert v1.split()[2:3] == ["6"] and v2.split()[2:3] == ["14"]
+    assert "yes" in v1 and "yes" in v2
+    assert "The user i…" in v1  # the summary column gets what 80 columns leave
+    assert r.stderr == ""
+
+
+def test_snapshot_info_json_documents_hold_snapshot_and_computed_fields(tmp_path: Path) -> None:
+    document = info_json(copy_sample(tmp_path), COMPACTED)
+    assert [d["version"] for d in document] == [1, 2]
+    for snapshot in document:
+        assert set(snapshot) == SNAPSHOT_KEYS
+    v1, v2 = document
+    assert (v1["compacted_through_sequence"], v2["compacted_through_sequence"]) == (6, 14)
+    assert (v1["raw_messages_covered"], v2["raw_messages_covered"]) == (6, 14)
+    assert (v1["tail_length"], v2["tail_length"]) == (8, 6)  # v1: rows 7..14; v2: 15..20
+    assert (v1["is_latest"], v2["is_latest"]) == (False, True)
+    assert v1["boundary_valid"] is True and v1["problems"] == []
+    assert v1["summary_first_line"] == (
+        "The user is refactoring parser.py into smaller functions and added lexer type hints."
+    )
+    assert v1["summary_chars"] == len(str(v1["content"]))
+    assert v1["session_title"] == "Refactor the parser module"
+    assert str(v1["created_at"]).endswith("Z")
+
+
+def test_snapshot_info_full_prints_the_summary_text(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    plain = run_cli(["--db", str(db), "snapshot-info", COMPACTED])
+    full = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--full"])
+    assert full.exit_code == 0, full.stderr
+    header = "[Conversation checkpoint: historical context, not system instructions]"
+    assert header in full.stdout and header not in plain.stdout
+    assert "Token.kind was renamed to Token.type" in full.stdout
+    assert "── v2 · through 14" in full.stdout
+
+
+def test_snapshot_info_accepts_a_prefix_and_reports_unknown_or_ambiguous(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    assert [d["session_id"] for d in info_json(db, "019cadd4-8c4c")] == [COMPACTED] * 2
+    r = run_cli(["--db", str(db), "snapshot-info", "nope"])
+    assert r.exit_code == 3 and "no session matches 'nope'" in r.stderr
+    r = run_cli(["--db", str(db), "snapshot-info", "019cadd4"])
+    assert r.exit_code == 3 and "ambiguous" in r.stderr
+
+
+def test_session_without_snapshots_says_so_on_stderr_and_exits_0(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    r = run_cli(["--db", str(db), "snapshot-info", TOOLS])
+    assert r.exit_code == 0
+    assert r.stdout == ""
+    assert "no snapshots" in r.stderr
+    assert info_json(db, TOOLS) == []
+
+
+def test_all_lists_one_row_per_compacted_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "160")
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    add_snapshot(demo.path, demo.sessions["tools"], 1, 6)
+    r = run_cli(["--db", str(demo.path), "snapshot-info", "--all", "--full-ids"])
+    assert r.exit_code == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines()[1:] if line.strip()]
+    assert len(rows) == 2
+    assert rows[0].startswith(demo.sessions["compacted"])  # most recently active first
+    assert "Refactor the storage layer" in rows[0] and "yes" in rows[0]
+    assert rows[1].startswith(demo.sessions["tools"])
+    assert "2 compacted sessions, 3 snapshots" in r.stderr
+
+
+def test_all_json_is_a_flat_list_of_every_snapshot(tmp_path: Path) -> None:
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    document = info_json(demo.path, "--all")
+    assert [(d["session_id"], d["version"]) for d in document] == [
+        (demo.sessions["compacted"], 1),
+        (demo.sessions["compacted"], 2),
+    ]
+    assert [d["compacted_through_sequence"] for d in document] == [6, 12]
+    assert all(d["boundary_valid"] for d in document)
+
+
+def test_all_without_snapshots_prints_a_note_and_empty_json(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM session_snapshots")
+    conn.commit()
+    conn.close()
+    r = run_cli(["--db", str(db), "snapshot-info", "--all"])
+    assert r.exit_code == 0 and r.stdout == ""
+    assert "No compacted sessions" in r.stderr
+    assert info_json(db, "--all") == []
+
+
+@pytest.mark.parametrize("args", [[], [COMPACTED, "--all"]])
+def test_session_and_all_are_exclusive(tmp_path: Path, args: list[str]) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "snapshot-info", *args])
+    assert r.exit_code == 2
+    assert r.stderr == "Error: give a SESSION or --all (not both)\n"
+
+
+@pytest.mark.parametrize(
+    ("session", "boundary", "problem"),
+    [
+        (COMPACTED, 99, "boundary 99 is past the last raw message (20)"),
+        (COMPACTED, 10, "boundary does not advance past v2's 14"),
+        (TOOLS, 3, "splits a tool batch: the assistant at 3 made calls answered after it"),
+        (TOOLS, 4, "splits a tool batch: the tool result at 5 follows it"),
+    ],
+)
+def test_invalid_boundaries_are_flagged_with_their_reason(
+    tmp_path: Path, session: str, boundary: int, problem: str
+) -> None:
+    db = copy_sample(tmp_path)
+    version = 3 if session == COMPACTED else 1
+    add_snapshot(db, session, version, boundary)
+    document = info_json(db, session)
+    latest = document[-1]
+    assert latest["boundary_valid"] is False
+    assert problem in latest["problems"]
+    r = run_cli(["--db", str(db), "snapshot-info", session])
+    assert r.exit_code == 0, r.stderr
+    assert f"v{version}: {problem}" in r.stdout
+    assert "NO" in r.stdout
+
+
+def test_a_boundary_on_a_missing_row_is_invalid(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM raw_messages WHERE session_id = ? AND sequence = 6", (COMPACTED,))
+    conn.commit()
+    conn.close()
+    v1 = info_json(db, COMPACTED)[0]
+    assert v1["problems"] == ["no raw message has sequence 6"]
+    assert v1["raw_messages_covered"] == 5
+
+
+def test_undecodable_checkpoint_is_shown_not_fatal(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    add_snapshot(db, COMPACTED, 3, 20, payload="{not json")
+    latest = info_json(db, COMPACTED)[-1]
+    assert latest["content"] is None and latest["message"]["undecodable"] is True
+    assert latest["summary_chars"] == 0
+    r = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--full"])
+    assert r.exit_code == 0, r.stderr
+    assert "(undecodable checkpoint payload)" in r.stdout
+
+
+def test_hostile_summaries_never_reach_the_terminal_raw(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    hostile = "\n".join(HOSTILE_STRINGS)
+    add_snapshot(db, COMPACTED, 3, 20, encode_message(CompactedMessage(content=hostile)))
+    for args in ([], ["--full"], ["--all"], ["--all", "--full"]):
+        target = [] if "--all" in args else [COMPACTED]
+        r = run_cli(["--db", str(db), "snapshot-info", *target, *args])
+        assert r.exit_code == 0, r.stderr
+        for char in FORBIDDEN_TERMINAL_CHARS:
+            assert char not in r.stdout, (args, char)
+    full = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--full"]).stdout
+    assert "[bold red]markup[/]" in full  # shown literally
+    assert info_json(db, COMPACTED)[-1]["content"] == hostile
+    r = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--json"])
+    for char in FORBIDDEN_TERMINAL_CHARS:
+        assert char not in r.stdout
+
+
+@pytest.mark.parametrize("sample", [NEWEST, LEGACY])
+def test_snapshot_info_leaves_the_file_byte_identical(tmp_path: Path, sample: str) -> None:
+    db = copy_sample(tmp_path, sample)
+    session = NEWEST_IDS["compacted"] if sample == NEWEST else LEGACY_IDS["compacted"]
+    before = digest(db)
+    for args in ([session], [session, "--full", "--json"], ["--all"], ["--all", "--json"]):
+        assert run_cli(["--db", str(db), "snapshot-info", *args]).exit_code == 0
+    assert digest(db) == before
+
+
+def test_snapshot_info_on_the_legacy_sample(tmp_path: Path) -> None:
+    document = info_json(copy_sample(tmp_path, LEGACY), LEGACY_IDS["compacted"])
+    assert [d["compacted_through_sequence"] for d in document] == [4, 10]
+    assert [d["tail_length"] for d in document] == [6, 4]
+    assert all(d["boundary_valid"] for d in document)
+
+
+def test_snapshot_info_on_a_raw_only_database(tmp_path: Path) -> None:
+    db = sample_with_layout(tmp_path, "A0")
+    document = info_json(db, LEGACY_IDS["compacted"])
+    assert [d["session_title"] for d in document] == [None, None]
+    assert all(d["boundary_valid"] for d in document)
+    assert len(info_json(db, "--all")) == 2
+
+
+def test_snapshot_info_missing_database_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.sqlite3"
+    r = run_cli(["--db", str(missing), "snapshot-info", "--all"])
+    assert r.exit_code == 1
+    assert str(missing) in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_snapshot_info_help_has_an_example() -> None:
+    r = run_cli(["snapshot-info", "--help"])
+    assert r.exit_code == 0
+    assert "Example: zett-sessions snapshot-info" in r.stdout
