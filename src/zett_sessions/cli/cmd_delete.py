@@ -1,9 +1,281 @@
-"""Placeholder: the `delete` command is being written."""
+"""``zett-sessions delete``: retention by id or by policy — planned, confirmed, atomic, archived."""
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from .errors import Refused, handle_errors
+from .options import (
+    AgentOption,
+    DbOption,
+    DryRunOption,
+    FullIdsOption,
+    JsonOption,
+    RootsOption,
+    TitleOption,
+    TypeOption,
+    YesOption,
+)
+from .state import app_state, run_with
+
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from ..database import Database
+    from ..retention import DeletePlan, DeleteResult, RetentionPolicy
+    from .output import Output
+
+
+class ChildrenChoice(StrEnum):
+    refuse = "refuse"
+    delete = "delete"
+    keep = "keep"
+
+
+def stdin_is_tty() -> bool:
+    """Whether a human can answer a prompt (tests replace this)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def read_ids(arguments: list[str]) -> tuple[tuple[str, ...], bool]:
+    """Arguments as ids, ``-`` replaced by stdin's lines (blank lines ignored, read once)."""
+    ids: list[str] = []
+    used_stdin = False
+    for argument in arguments:
+        if argument != "-":
+            ids.append(argument)
+        elif not used_stdin:
+            used_stdin = True
+            ids.extend(line.strip() for line in sys.stdin.read().splitlines() if line.strip())
+    return tuple(ids), used_stdin
+
+
+def parse_window(text: str) -> timedelta:
+    from datetime import timedelta
+
+    from ..timeutil import parse_duration
+
+    return timedelta(0) if text.strip() in {"0", "off", "none"} else parse_duration(text)
+
+
+@handle_errors
+def delete_command(
+    ctx: typer.Context,
+    sessions: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[SESSION]...",
+            help="Session ids or unique prefixes; `-` reads ids from stdin, one per line.",
+            show_default=False,
+        ),
+    ] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
+        ),
+    ] = None,
+    before: Annotated[
+        str | None,
+        typer.Option(
+            "--before", metavar="DATE", help="Last activity before DATE (ISO; UTC without offset)."
+        ),
+    ] = None,
+    agent: AgentOption = None,
+    session_type: TypeOption = None,
+    roots: RootsOption = False,
+    title: TitleOption = None,
+    select_all: Annotated[
+        bool, typer.Option("--all", help="Select every session (guards still apply).")
+    ] = False,
+    keep_last: Annotated[
+        int,
+        typer.Option("--keep-last", min=0, metavar="N", help="Keep the N most recent selected."),
+    ] = 0,
+    skip_active: Annotated[
+        str,
+        typer.Option(
+            "--skip-active",
+            metavar="DURATION",
+            help="Leave sessions with activity this recent alone (0 = off).",
+        ),
+    ] = "10m",
+    children: Annotated[
+        ChildrenChoice,
+        typer.Option(
+            "--children",
+            help="Children of planned sessions: refuse the run, delete the subtree, or keep them.",
+        ),
+    ] = ChildrenChoice.refuse,
+    missing_ok: Annotated[
+        bool, typer.Option("--missing-ok", help="Named ids that do not exist are only reported.")
+    ] = False,
+    max_sessions: Annotated[
+        int | None,
+        typer.Option(
+            "--max-sessions", min=0, metavar="N", help="Refuse when the plan has more than N."
+        ),
+    ] = None,
+    max_percent: Annotated[
+        float | None,
+        typer.Option(
+            "--max-percent",
+            min=0,
+            max=100,
+            metavar="P",
+            help="Refuse when the plan is more than P% of all sessions.",
+        ),
+    ] = None,
+    archive_to: Annotated[
+        str | None,
+        typer.Option(
+            "--archive-to",
+            metavar="FILE",
+            help="First copy the sessions into this session database (created if missing).",
+        ),
+    ] = None,
+    vacuum: Annotated[
+        bool, typer.Option("--vacuum", help="Reclaim the freed space afterwards (VACUUM).")
+    ] = False,
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json_output: JsonOption = False,
+    full_ids: FullIdsOption = False,
+    db: DbOption = None,
+) -> None:
+    """Delete sessions by id and/or by policy: plan first, then one atomic transaction.
+
+    Ids and policy options combine as an intersection.  Without --yes the plan is confirmed
+    interactively (default No); off a terminal, with --json or with `-`, --yes is required.
+
+    Example: zett-sessions delete --older-than 90d --keep-last 20 --dry-run
+    """
+    from ..queries.sessions import SessionFilter
+    from ..retention import RetentionPolicy, RetentionRefused, build_plan, execute_plan
+    from ..retention.archive import check_archive_path
+    from ..retention.plan import nothing_selected
+    from ..retention.space import disk_refusal
+    from ..timeutil import parse_duration, parse_moment, utc_now
+
+    state = app_state(ctx)
+    out = state.output()
+    ids, used_stdin = read_ids(sessions or [])
+    now = utc_now()
+    cutoff = parse_moment(before, now=now) if before else None
+    if older_than:
+        limit = now - parse_duration(older_than)
+        cutoff = min(cutoff, limit) if cutoff else limit
+    policy = RetentionPolicy(
+        ids=ids if sessions else None,
+        filters=SessionFilter(
+            agent=agent,
+            types=tuple(session_type or ()),
+            roots=roots,
+            active_before=cutoff,
+            title=title,
+        ),
+        select_all=select_all,
+        missing_ok=missing_ok,
+        keep_last=keep_last,
+        skip_active=parse_window(skip_active),
+        children=children.value,
+        max_sessions=max_sessions,
+        max_percent=max_percent,
+    )
+    if not policy.selects_something:
+        raise nothing_selected()
+
+    async def plan_work(database: Database) -> DeletePlan:
+        async with database.read():
+            return await build_plan(database, policy, now=now)
+
+    plan = run_with(state.reader(db), plan_work)
+    archive = check_archive_path(plan.database, archive_to) if archive_to else None
+    if vacuum and plan.sessions and (refusal := disk_refusal(plan.database)) is not None:
+        plan = plan.model_copy(update={"refusals": (*plan.refusals, refusal)})
+    if not json_output:
+        from ..render.delete import plan_renderable
+
+        out.print(plan_renderable(plan, full_ids=full_ids, dry_run=dry_run, width=out.out.width))
+    if dry_run:
+        return finish(out, plan, policy, None, json_output)
+    if not plan.sessions:
+        from ..retention import DeleteResult
+
+        return finish(out, plan, policy, DeleteResult(deleted=()), json_output)
+    try:
+        if plan.refusals:
+            raise Refused("; ".join(refusal.message for refusal in plan.refusals))
+        confirm(plan, yes=yes, json_output=json_output, used_stdin=used_stdin)
+
+        async def execute_work(database: Database) -> DeleteResult:
+            return await execute_plan(database, plan, policy, archive=archive, run_vacuum=vacuum)
+
+        try:
+            result = run_with(state.writer(db), execute_work)
+        except RetentionRefused as error:
+            raise Refused(str(error)) from None
+    except Refused:
+        if json_output:
+            out.json(_document(plan, policy, None))
+        raise
+    finish(out, plan, policy, result, json_output, full_ids=full_ids)
+    if result.space is not None and result.space.vacuum_error:
+        from ..errors import DatabaseError
+
+        raise DatabaseError(
+            f"the sessions were deleted, but VACUUM failed: {result.space.vacuum_error}"
+        )
+
+
+def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool) -> None:
+    """Ask (default No) unless ``--yes``; refuse to ask when nobody can answer."""
+    if yes:
+        return
+    if json_output or used_stdin or not stdin_is_tty():
+        why = (
+            "--json was given"
+            if json_output
+            else "ids were read from stdin"
+            if used_stdin
+            else "stdin is not a terminal"
+        )
+        raise Refused(f"not deleting without confirmation ({why}); pass --yes to delete")
+    from ..render.delete import plan_totals
+
+    if not typer.confirm(f"Delete {plan_totals(plan)}?", default=False, err=True):
+        raise Refused("nothing deleted (the answer was no)")
+
+
+def finish(
+    out: Output,
+    plan: DeletePlan,
+    policy: RetentionPolicy,
+    result: DeleteResult | None,
+    json_output: bool,
+    *,
+    full_ids: bool = False,
+) -> None:
+    from ..render.delete import result_renderable
+
+    if json_output:
+        out.json(_document(plan, policy, result))
+    elif result is not None and plan.sessions:
+        out.print(result_renderable(plan, result, full_ids=full_ids))
+
+
+def _document(plan: DeletePlan, policy: RetentionPolicy, result: DeleteResult | None) -> object:
+    from ..render.delete import delete_json
+
+    return delete_json(plan, policy, result)
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing yet."""
+    app.command("delete")(delete_command)

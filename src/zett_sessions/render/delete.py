@@ -1,0 +1,316 @@
+"""Renderers for ``delete``: the plan and the result, as rich renderables and as JSON.
+
+Pure functions of the retention models; database text (titles, ids, paths) goes through
+``safe_cell``/``single_line`` and ``Text`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..retention.models import (
+    BlockedChild,
+    DeletePlan,
+    DeleteResult,
+    RetentionPolicy,
+    SkippedSession,
+    SpaceReport,
+)
+from ..timeutil import iso_utc
+from .common import count, human_bytes, relative_time, safe_cell, short_ids
+from .sanitize import single_line
+
+TITLE_LIMIT = 60
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _ids(plan: DeletePlan, result: DeleteResult | None, full: bool) -> dict[str, str]:
+    every: list[str] = [*plan.ids, *(s.id for s in plan.skipped)]
+    every.extend(child.id for child in plan.blocked_children)
+    every.extend(child.parent_session_id for child in plan.blocked_children)
+    if result is not None:
+        every.extend(s.id for s in result.skipped)
+    return short_ids(every, full=full)
+
+
+# --- human -------------------------------------------------------------------------------
+
+
+def plan_renderable(
+    plan: DeletePlan,
+    *,
+    full_ids: bool = False,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    width: int = 100,
+) -> RenderableType:
+    """Heading, the sessions table, totals, what is left alone and why, blocked children."""
+    ids = _ids(plan, None, full_ids)
+    parts: list[RenderableType] = []
+    if not plan.sessions:
+        parts.append(Text("Nothing to delete: no session is selected.", style="bold"))
+    else:
+        verb = "Would delete" if dry_run else "Plan: delete"
+        parts.append(Text(f"{verb} {plan_totals(plan)}", style="bold"))
+        parts.append(_sessions_table(plan, ids, now, width))
+        if any(s.via == "descendant" for s in plan.sessions):
+            parts.append(Text("↳ child session added by --children delete", style="dim"))
+    if plan.skipped:
+        parts.append(_skipped_block("Left alone:", plan.skipped, ids))
+    if plan.blocked_children:
+        parts.append(_blocked_block(plan.blocked_children, ids))
+    if dry_run and plan.refusals:
+        lines = Text("A real run would be refused:", style="bold red")
+        for refusal in plan.refusals:
+            lines.append(f"\n  {refusal.guard}: {refusal.message}")
+        parts.append(lines)
+    return Group(*parts)
+
+
+def plan_totals(plan: DeletePlan) -> str:
+    return (
+        f"{_plural(len(plan.sessions), 'session')} ({_plural(plan.messages, 'message')}, "
+        f"{_plural(plan.snapshots, 'snapshot')}, about {human_bytes(plan.estimated_bytes)}) — "
+        f"{plan.percent:.1f}% of {_plural(plan.total_sessions, 'session')}"
+    )
+
+
+def _sessions_table(
+    plan: DeletePlan, ids: dict[str, str], now: datetime | None, width: int
+) -> Table:
+    """Fixed columns first; the title gets the width they leave (at least 12)."""
+    table = Table(box=None, pad_edge=False, header_style="bold underline")
+    id_width = max((len(ids[s.id]) for s in plan.sessions), default=2)
+    table.add_column("ID", no_wrap=True, style="cyan", min_width=id_width)
+    room = width - id_width - (13 + 4 + 5 + 4) - 2 * 6  # fixed columns and the gaps
+    agent_width = min(12, max(len(s.agent_name or "—") for s in plan.sessions))
+    agent_width = max(5, min(agent_width, room - 12))
+    title_width = max(12, min(TITLE_LIMIT, room - agent_width))
+    table.add_column("Title", overflow="ellipsis", no_wrap=True, max_width=title_width)
+    table.add_column("Agent", overflow="ellipsis", no_wrap=True, max_width=agent_width)
+    table.add_column("Last activity", no_wrap=True, min_width=13)
+    table.add_column("Msgs", justify="right", no_wrap=True, min_width=4)
+    table.add_column("Snaps", justify="right", no_wrap=True, min_width=5)
+    table.add_column("Kids", justify="right", no_wrap=True, min_width=4)
+    for session in plan.sessions:
+        mark = Text("↳ ", style="dim") if session.via == "descendant" else Text("")
+        table.add_row(
+            Text(ids[session.id]),
+            mark + safe_cell(session.title, TITLE_LIMIT, "(untitled)"),
+            safe_cell(session.agent_name, 64, "—"),
+            relative_time(session.updated_at, now),
+            count(session.messages),
+            count(session.snapshots) if session.snapshots else "",
+            count(len(session.children)) if session.children else "",
+        )
+    return table
+
+
+def _skipped_block(heading: str, skipped: Iterable[SkippedSession], ids: dict[str, str]) -> Text:
+    text = Text(heading, style="bold")
+    for skip in skipped:
+        text.append("\n  ")
+        text.append(ids.get(skip.id, single_line(skip.id)), style="cyan")
+        if skip.title is not None:
+            text.append("  ")
+            text.append_text(safe_cell(skip.title, TITLE_LIMIT))
+        text.append(f"  {skip.reason}", style="yellow")
+        if skip.detail:
+            text.append(f": {single_line(skip.detail)}", style="dim")
+    return text
+
+
+def _blocked_block(children: Iterable[BlockedChild], ids: dict[str, str]) -> Text:
+    text = Text("Child sessions that are not planned (--children refuse):", style="bold red")
+    for child in children:
+        text.append("\n  ")
+        text.append(ids[child.id], style="cyan")
+        text.append("  ")
+        text.append_text(safe_cell(child.title, TITLE_LIMIT, "(untitled)"))
+        text.append(f"  child of {ids[child.parent_session_id]}", style="dim")
+    return text
+
+
+def result_renderable(
+    plan: DeletePlan, result: DeleteResult, *, full_ids: bool = False
+) -> RenderableType:
+    ids = _ids(plan, result, full_ids)
+    parts: list[RenderableType] = [
+        Text(
+            f"Deleted {_plural(len(result.deleted), 'session')} "
+            f"({_plural(result.messages, 'message')}, {_plural(result.snapshots, 'snapshot')}).",
+            style="bold green" if result.deleted else "bold",
+        )
+    ]
+    if result.archive is not None:
+        archive = result.archive
+        line = Text(
+            f"Archived {_plural(archive.sessions, 'session')} "
+            f"({_plural(archive.messages, 'message')}, "
+            f"{_plural(archive.snapshots, 'snapshot')}) to "
+        )
+        line.append(single_line(archive.path))
+        line.append(" (new file)." if archive.created else ".")
+        if archive.already_archived:
+            line.append(
+                f" {_plural(len(archive.already_archived), 'session')} already there, identical.",
+                style="dim",
+            )
+        parts.append(line)
+    if result.skipped:
+        parts.append(_skipped_block("Skipped at delete time:", result.skipped, ids))
+    if result.space is not None:
+        parts.append(space_text(result.space))
+    return Group(*parts)
+
+
+def space_text(space: SpaceReport) -> Text:
+    if space.vacuumed:
+        return Text(
+            f"Vacuumed: the file went from {human_bytes(space.file_bytes_before)} to "
+            f"{human_bytes(space.file_bytes_after)}."
+        )
+    text = Text()
+    if space.vacuum_error:
+        text.append(f"Vacuum failed: {single_line(space.vacuum_error)}\n", style="red")
+    if space.free_bytes:
+        text.append(
+            f"The file is {human_bytes(space.file_bytes_after)}; a vacuum would free "
+            f"{human_bytes(space.free_bytes)} (run with --vacuum)."
+        )
+    else:
+        text.append(f"The file is {human_bytes(space.file_bytes_after)}.")
+    return text
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+
+def _skipped_json(skip: SkippedSession) -> dict[str, Any]:
+    return {
+        "id": skip.id,
+        "reason": skip.reason,
+        "detail": skip.detail,
+        "title": skip.title,
+        "updated_at": iso_utc(skip.updated_at),
+    }
+
+
+def policy_json(policy: RetentionPolicy) -> dict[str, Any]:
+    f = policy.filters
+    return {
+        "ids": list(policy.ids) if policy.ids is not None else None,
+        "all": policy.select_all,
+        "active_before": iso_utc(f.active_before),
+        "agent": f.agent,
+        "types": list(f.types),
+        "roots": f.roots,
+        "title": f.title,
+        "keep_last": policy.keep_last,
+        "skip_active_seconds": int(policy.skip_active.total_seconds()),
+        "children": policy.children,
+        "max_sessions": policy.max_sessions,
+        "max_percent": policy.max_percent,
+        "missing_ok": policy.missing_ok,
+    }
+
+
+def plan_json(plan: DeletePlan, policy: RetentionPolicy) -> dict[str, Any]:
+    return {
+        "database": plan.database,
+        "layout": plan.layout,
+        "now": iso_utc(plan.now),
+        "policy": policy_json(policy),
+        "resolved_ids": list(plan.resolved_ids) if plan.resolved_ids is not None else None,
+        "sessions": [
+            {
+                "id": s.id,
+                "title": s.title,
+                "agent_name": s.agent_name,
+                "session_type": s.session_type,
+                "parent_session_id": s.parent_session_id,
+                "created_at": iso_utc(s.created_at),
+                "updated_at": iso_utc(s.updated_at),
+                "messages": s.messages,
+                "snapshots": s.snapshots,
+                "estimated_bytes": s.estimated_bytes,
+                "children": list(s.children),
+                "via": s.via,
+            }
+            for s in plan.sessions
+        ],
+        "skipped": [_skipped_json(skip) for skip in plan.skipped],
+        "blocked_children": [
+            {
+                "id": child.id,
+                "parent_session_id": child.parent_session_id,
+                "title": child.title,
+                "updated_at": iso_utc(child.updated_at),
+            }
+            for child in plan.blocked_children
+        ],
+        "totals": {
+            "sessions": len(plan.sessions),
+            "messages": plan.messages,
+            "snapshots": plan.snapshots,
+            "estimated_bytes": plan.estimated_bytes,
+            "database_sessions": plan.total_sessions,
+            "percent": round(plan.percent, 3),
+        },
+        "refusals": [{"guard": r.guard, "message": r.message} for r in plan.refusals],
+    }
+
+
+def result_json(result: DeleteResult) -> dict[str, Any]:
+    archive = result.archive
+    space = result.space
+    return {
+        "deleted": [
+            {"id": s.id, "messages": s.messages, "snapshots": s.snapshots} for s in result.deleted
+        ],
+        "skipped": [_skipped_json(skip) for skip in result.skipped],
+        "totals": {
+            "sessions": len(result.deleted),
+            "messages": result.messages,
+            "snapshots": result.snapshots,
+        },
+        "archive": None
+        if archive is None
+        else {
+            "path": archive.path,
+            "created": archive.created,
+            "sessions": archive.sessions,
+            "messages": archive.messages,
+            "snapshots": archive.snapshots,
+            "already_archived": list(archive.already_archived),
+        },
+        "space": None
+        if space is None
+        else {
+            "page_size": space.page_size,
+            "file_bytes_before": space.file_bytes_before,
+            "file_bytes_after": space.file_bytes_after,
+            "free_bytes": space.free_bytes,
+            "vacuumed": space.vacuumed,
+            "vacuum_error": space.vacuum_error,
+        },
+    }
+
+
+def delete_json(
+    plan: DeletePlan, policy: RetentionPolicy, result: DeleteResult | None
+) -> dict[str, Any]:
+    """The one document ``delete --json`` prints: ``{"plan": …, "result": … or null}``."""
+    return {
+        "plan": plan_json(plan, policy),
+        "result": result_json(result) if result is not None else None,
+    }

@@ -1,0 +1,225 @@
+"""``--archive-to``: copy planned sessions into a standalone zett-agent database first.
+
+The archive is created through ``Database(create=True)`` (zett-agent's exact DDL, WAL, a 0600
+file) or must already be a newest-layout session database.  Its own connection ATTACHes the
+source read-only and copies with ``INSERT … SELECT``, so the rows never pass through Python.
+The caller holds the source's write lock (``BEGIN IMMEDIATE``) for the whole time, so the
+rows copied are exactly the rows it deletes afterwards; the archive is committed durably
+(``synchronous = FULL``) *before* the source's delete is committed, so a crash in between
+leaves the sessions in both files, never in neither.
+
+Rows from older source layouts are converted: missing columns become what zett-agent's newest
+code would read (``'{}'`` for context JSON, ``created_at`` for the timing interval, 0 for
+durations and ``session_type``, NULL otherwise), and sessions without a session row (layout
+A0) get one derived from their rows.  A session that is already in the archive with exactly
+the same rows (a re-run after a crash) is accepted and not copied again; one with different
+rows is refused, because appending would mix two histories under one id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+from ..database import Database
+from ..errors import DatabaseError, UsageError
+from ..rows import SNAPSHOT_COLUMNS
+from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
+from .models import ArchiveReport, PlannedSession, RetentionRefused
+from .plan import IN_IDS, json_ids
+
+_RAW_DEFAULTS = {
+    "metadata_json": "'{}'",
+    "tags_json": "'{}'",
+    "started_at": "created_at",
+    "completed_at": "created_at",
+    "duration_ns": "0",
+}
+_SESSION_DEFAULTS = {"session_type": "0"}
+
+
+class ArchiveCheckFailed(DatabaseError):
+    """The archive's counts after the copy differ from the plan (nothing was deleted)."""
+
+
+def check_archive_path(source: str, archive: str) -> Path:
+    """The archive's path; refuses the source database itself."""
+    target = Path(archive).expanduser()
+    if target.resolve() == Path(source).resolve() or (
+        target.exists() and Path(source).exists() and target.samefile(source)
+    ):
+        raise UsageError(f"--archive-to {archive} is the database being deleted from")
+    if target.is_dir():
+        raise UsageError(f"--archive-to {archive} is a directory; name a database file")
+    return target
+
+
+def _columns(layout: Layout, table: str, columns: Sequence[str], defaults: dict[str, str]) -> str:
+    present = layout.columns.get(table, frozenset())
+    return ", ".join(
+        name if name in present else f"{defaults.get(name, 'NULL')} AS {name}" for name in columns
+    )
+
+
+def _sessions_sql(layout: Layout) -> str:
+    """Session rows of the ids in the one parameter: copied, or derived when absent (A0)."""
+    derived = (
+        "SELECT value AS id, NULL AS parent_session_id, 0 AS session_type, NULL AS title, "
+        "NULL AS agent_name, "
+        "coalesce((SELECT min(created_at) FROM src.raw_messages WHERE session_id = value), "
+        "(SELECT min(created_at) FROM src.session_snapshots WHERE session_id = value)) "
+        "AS created_at, "
+        "coalesce((SELECT max(created_at) FROM src.raw_messages WHERE session_id = value), "
+        "(SELECT max(created_at) FROM src.session_snapshots WHERE session_id = value)) "
+        "AS updated_at FROM json_each(?1)"
+    )
+    if not layout.has_sessions_table:
+        return derived
+    copied = (
+        f"SELECT {_columns(layout, 'agent_sessions', SESSION_COLUMNS, _SESSION_DEFAULTS)} "
+        "FROM src.agent_sessions WHERE id IN (SELECT value FROM json_each(?1))"
+    )
+    return f"{copied} UNION ALL {derived} WHERE value NOT IN (SELECT id FROM src.agent_sessions)"
+
+
+def _sources(layout: Layout) -> dict[str, tuple[tuple[str, ...], str]]:
+    """table → (columns, SELECT of the source rows for the ids in parameter ?1)."""
+    raw = _columns(layout, "raw_messages", RAW_COLUMNS, _RAW_DEFAULTS)
+    snapshots = _columns(layout, "session_snapshots", SNAPSHOT_COLUMNS, {})
+    return {
+        "agent_sessions": (SESSION_COLUMNS, _sessions_sql(layout)),
+        "raw_messages": (
+            RAW_COLUMNS,
+            f"SELECT {raw} FROM src.raw_messages WHERE session_id IN "
+            "(SELECT value FROM json_each(?1))",
+        ),
+        "session_snapshots": (
+            SNAPSHOT_COLUMNS,
+            f"SELECT {snapshots} FROM src.session_snapshots WHERE session_id IN "
+            "(SELECT value FROM json_each(?1))",
+        ),
+    }
+
+
+_KEY = {"agent_sessions": "id", "raw_messages": "session_id", "session_snapshots": "session_id"}
+
+
+def _archived_sql(table: str, columns: Sequence[str]) -> str:
+    return (
+        f"SELECT {', '.join(columns)} FROM main.{table} WHERE {_KEY[table]} IN "
+        "(SELECT value FROM json_each(?1))"
+    )
+
+
+async def archive_sessions(
+    source: Database, path: Path, sessions: Sequence[PlannedSession]
+) -> ArchiveReport:
+    """Copy ``sessions`` from ``source`` into the archive at ``path`` and commit it durably."""
+    if source.is_memory:
+        raise UsageError("--archive-to needs the sessions in a database file")
+    created = not path.exists()
+    archive = Database(path, create=True, busy_timeout_ms=source.busy_timeout_ms)
+    done = False
+    try:
+        await archive.open()
+        archive.require_layout("archive sessions into it")
+        await archive.execute("PRAGMA synchronous = FULL")
+        source_uri = f"file:{quote(str(Path(source.path).resolve()))}?mode=ro"
+        await archive.execute("ATTACH DATABASE ? AS src", (source_uri,))
+        try:
+            report = await _copy(archive, source.layout, sessions, path, created)
+        finally:
+            with contextlib.suppress(DatabaseError):
+                await archive.execute("DETACH DATABASE src")
+        done = True
+        return report
+    finally:
+        await archive.close()
+        if created and not done:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    Path(f"{path}{suffix}").unlink()
+
+
+async def _copy(
+    archive: Database,
+    layout: Layout,
+    sessions: Sequence[PlannedSession],
+    path: Path,
+    created: bool,
+) -> ArchiveReport:
+    ids = [session.id for session in sessions]
+    sources = _sources(layout)
+    async with archive.write():
+        present = await _already_archived(archive, ids)
+        for sid in present:
+            if not await _same_rows(archive, sources, sid):
+                raise RetentionRefused(
+                    f"the archive {path} already holds session {sid} with different rows; "
+                    "choose another --archive-to file",
+                    "archive",
+                )
+        fresh = json_ids(sid for sid in ids if sid not in present)
+        for table, (columns, select) in sources.items():
+            await archive.execute(
+                f"INSERT INTO main.{table} ({', '.join(columns)}) {select}", (fresh,)
+            )
+        await _check_counts(archive, sessions, path)
+    return ArchiveReport(
+        path=str(path),
+        created=created,
+        sessions=len(sessions),
+        messages=sum(s.messages for s in sessions),
+        snapshots=sum(s.snapshots for s in sessions),
+        already_archived=tuple(sorted(present)),
+    )
+
+
+async def _already_archived(archive: Database, ids: Sequence[str]) -> set[str]:
+    rows = await archive.fetchall(
+        f"SELECT id FROM main.agent_sessions WHERE id {IN_IDS} "
+        f"UNION SELECT session_id FROM main.raw_messages WHERE session_id {IN_IDS} "
+        f"UNION SELECT session_id FROM main.session_snapshots WHERE session_id {IN_IDS}",
+        (json_ids(ids),) * 3,
+    )
+    return {row[0] for row in rows}
+
+
+async def _same_rows(
+    archive: Database, sources: dict[str, tuple[tuple[str, ...], str]], sid: str
+) -> bool:
+    """True when the archive holds exactly the (converted) source rows of ``sid``."""
+    one = json_ids([sid])
+    for table, (columns, select) in sources.items():
+        archived = _archived_sql(table, columns)
+        source_rows = f"SELECT * FROM ({select})"
+        archived_rows = f"SELECT * FROM ({archived})"
+        differing = await archive.scalar(
+            f"SELECT (SELECT count(*) FROM ({source_rows} EXCEPT {archived_rows})) "
+            f"+ (SELECT count(*) FROM ({archived_rows} EXCEPT {source_rows}))",
+            (one,),
+        )
+        if differing:
+            return False
+    return True
+
+
+async def _check_counts(archive: Database, sessions: Sequence[PlannedSession], path: Path) -> None:
+    ids = json_ids(s.id for s in sessions)
+    expected = {
+        "agent_sessions": len(sessions),
+        "raw_messages": sum(s.messages for s in sessions),
+        "session_snapshots": sum(s.snapshots for s in sessions),
+    }
+    for table, count in expected.items():
+        found = await archive.scalar(
+            f"SELECT count(*) FROM main.{table} WHERE {_KEY[table]} {IN_IDS}", (ids,)
+        )
+        if found != count:
+            raise ArchiveCheckFailed(
+                f"the archive {path} holds {found} rows of {table} for the planned sessions, "
+                f"expected {count}; nothing was deleted",
+                str(path),
+            )

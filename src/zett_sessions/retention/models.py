@@ -1,0 +1,191 @@
+"""Values of a retention run: the policy asked for, the plan shown, the result reported.
+
+All are immutable; the plan is computed twice (once read-only to show it, once inside the
+delete transaction) and the result only ever covers sessions that were in the shown plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ZettSessionsError
+from ..queries.sessions import SessionFilter
+
+ChildrenMode = Literal["refuse", "delete", "keep"]
+
+DEFAULT_SKIP_ACTIVE = timedelta(minutes=10)
+
+# Why a session that was named or matched is not deleted (stable codes, documented in docs).
+SKIP_REASONS = {
+    "not-found": "no session has this id (--missing-ok)",
+    "no-match": "named, but does not match the policy",
+    "keep-last": "one of the --keep-last most recent",
+    "active": "activity within --skip-active",
+    "kept-descendant": "a session in its subtree is kept",
+    "changed": "no longer matches at delete time",
+    "gone": "deleted by someone else before the delete ran",
+}
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """What to delete.  ``ids`` (as typed: full ids or prefixes) and the policy filters
+    combine as an *intersection*; with neither, ``select_all`` must be set explicitly."""
+
+    ids: tuple[str, ...] | None = None
+    filters: SessionFilter = field(default_factory=SessionFilter)
+    select_all: bool = False
+    missing_ok: bool = False
+    keep_last: int = 0
+    skip_active: timedelta = DEFAULT_SKIP_ACTIVE
+    children: ChildrenMode = "refuse"
+    max_sessions: int | None = None
+    max_percent: float | None = None
+
+    @property
+    def has_filters(self) -> bool:
+        f = self.filters
+        return bool(
+            f.agent is not None
+            or f.types
+            or f.roots
+            or f.children_of is not None
+            or f.active_since is not None
+            or f.active_before is not None
+            or f.title is not None
+        )
+
+    @property
+    def selects_something(self) -> bool:
+        """False when neither ids nor a policy nor ``select_all`` was given."""
+        return self.ids is not None or self.has_filters or self.select_all
+
+    def with_ids(self, ids: tuple[str, ...]) -> RetentionPolicy:
+        """The same policy restricted to already resolved ids (used inside the transaction)."""
+        return replace(self, ids=ids, missing_ok=True)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class PlannedSession(_Frozen):
+    id: str
+    title: str | None = None
+    agent_name: str | None = None
+    session_type: int = 0
+    parent_session_id: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    messages: int = 0
+    snapshots: int = 0
+    estimated_bytes: int = 0
+    children: tuple[str, ...] = ()
+    via: Literal["selected", "descendant"] = "selected"
+
+
+class SkippedSession(_Frozen):
+    id: str
+    reason: str
+    detail: str = ""
+    title: str | None = None
+    updated_at: datetime | None = None
+
+
+class BlockedChild(_Frozen):
+    """A child of a planned session that is not planned itself (``--children refuse``)."""
+
+    id: str
+    parent_session_id: str
+    title: str | None = None
+    updated_at: datetime | None = None
+
+
+class Refusal(_Frozen):
+    guard: Literal["children", "max-sessions", "max-percent", "disk"]
+    message: str
+
+
+class DeletePlan(_Frozen):
+    database: str
+    layout: str
+    now: datetime
+    active_before: datetime | None
+    skip_active_since: datetime | None
+    resolved_ids: tuple[str, ...] | None
+    sessions: tuple[PlannedSession, ...]
+    skipped: tuple[SkippedSession, ...] = ()
+    blocked_children: tuple[BlockedChild, ...] = ()
+    total_sessions: int = 0
+    refusals: tuple[Refusal, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(session.id for session in self.sessions)
+
+    @property
+    def messages(self) -> int:
+        return sum(session.messages for session in self.sessions)
+
+    @property
+    def snapshots(self) -> int:
+        return sum(session.snapshots for session in self.sessions)
+
+    @property
+    def estimated_bytes(self) -> int:
+        return sum(session.estimated_bytes for session in self.sessions)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * len(self.sessions) / self.total_sessions if self.total_sessions else 0.0
+
+
+class DeletedSession(_Frozen):
+    id: str
+    messages: int
+    snapshots: int
+
+
+class ArchiveReport(_Frozen):
+    path: str
+    created: bool
+    sessions: int
+    messages: int
+    snapshots: int
+    already_archived: tuple[str, ...] = ()
+
+
+class SpaceReport(_Frozen):
+    page_size: int
+    file_bytes_before: int
+    file_bytes_after: int
+    free_bytes: int  # freelist pages × page size: what a VACUUM would give back
+    vacuumed: bool = False
+    vacuum_error: str | None = None
+
+
+class DeleteResult(_Frozen):
+    deleted: tuple[DeletedSession, ...]
+    skipped: tuple[SkippedSession, ...] = ()
+    archive: ArchiveReport | None = None
+    space: SpaceReport | None = None
+
+    @property
+    def messages(self) -> int:
+        return sum(session.messages for session in self.deleted)
+
+    @property
+    def snapshots(self) -> int:
+        return sum(session.snapshots for session in self.deleted)
+
+
+class RetentionRefused(ZettSessionsError):
+    """A guard stopped the delete before anything changed (the CLI exits 5)."""
+
+    def __init__(self, message: str, guard: str) -> None:
+        super().__init__(message)
+        self.guard = guard
