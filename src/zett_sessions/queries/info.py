@@ -1,0 +1,125 @@
+"""The database at a glance (``info``): file, layout, counts and activity span.
+
+Read-only and cheap on large files: counts use the smallest index (``count(*)`` of
+``raw_messages`` scans ``ix_raw_messages_session_id``), activity comes from ``agent_sessions``
+(and ``session_snapshots``, since a snapshot does not move a session's ``updated_at``), and
+nothing is JSON-decoded.  Token totals need a scan of every raw row (no index holds the token
+columns): about 1 s warm / 3 s cold on a 1M-message, 3.4 GB file, so they are computed only
+when asked for (``tokens=True``).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from ..database import Database
+from ..models import ModelUsage
+from ..schema import TOKEN_COLUMNS
+from ..timeutil import parse_db_time
+
+
+class DatabaseInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    layout: str
+    layout_note: str
+    journal_mode: str
+    page_size: int
+    page_count: int
+    file_size: int
+    wal_size: int | None  # None: no -wal file beside the database
+    free_pages: int
+    sessions: int
+    messages: int
+    snapshots: int
+    compacted_sessions: int
+    has_token_columns: bool
+    tokens: ModelUsage | None  # None unless asked for (and the layout has token columns)
+    oldest_activity: datetime | None
+    newest_activity: datetime | None
+    missing_indexes: tuple[str, ...]
+
+    @property
+    def free_bytes(self) -> int:
+        return self.free_pages * self.page_size
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _latest(*moments: datetime | None) -> datetime | None:
+    present = [moment for moment in moments if moment is not None]
+    return max(present) if present else None
+
+
+async def _activity(db: Database) -> tuple[datetime | None, datetime | None]:
+    """(first creation, last activity) over sessions, raw rows (A0 only) and snapshots."""
+    if db.layout.has_sessions_table:
+        row = await db.fetchone("SELECT min(created_at), max(updated_at) FROM agent_sessions")
+    else:
+        row = await db.fetchone("SELECT min(created_at), max(created_at) FROM raw_messages")
+    snapshot = await db.scalar("SELECT max(created_at) FROM session_snapshots")
+    assert row is not None
+    return parse_db_time(row[0]), _latest(parse_db_time(row[1]), parse_db_time(snapshot))
+
+
+async def _token_totals(db: Database) -> ModelUsage:
+    sums = ", ".join(f"coalesce(sum({column}), 0)" for column in TOKEN_COLUMNS)
+    row = await db.fetchone(f"SELECT {sums} FROM raw_messages")
+    assert row is not None
+    # model_construct: sums of hand-edited rows may break ModelUsage's invariants; show them.
+    return ModelUsage.model_construct(
+        input_tokens=int(row[0]),
+        output_tokens=int(row[1]),
+        cache_read_tokens=int(row[2]),
+        cache_write_tokens=int(row[3]),
+        reasoning_tokens=int(row[4]),
+    )
+
+
+async def database_info(db: Database, *, tokens: bool = False) -> DatabaseInfo:
+    """Facts about the open database ``db`` (token totals only when ``tokens``)."""
+    layout = db.layout
+    has_tokens = all(layout.has_column("raw_messages", column) for column in TOKEN_COLUMNS)
+    async with db.read():
+        if layout.has_sessions_table:
+            sessions = await db.scalar("SELECT count(*) FROM agent_sessions")
+        else:
+            sessions = await db.scalar("SELECT count(DISTINCT session_id) FROM raw_messages")
+        messages = await db.scalar("SELECT count(*) FROM raw_messages")
+        snapshots = await db.scalar("SELECT count(*) FROM session_snapshots")
+        compacted = await db.scalar("SELECT count(DISTINCT session_id) FROM session_snapshots")
+        oldest, newest = await _activity(db)
+        totals = await _token_totals(db) if tokens and has_tokens else None
+        journal = await db.scalar("PRAGMA journal_mode")
+        page_size = await db.scalar("PRAGMA page_size")
+        page_count = await db.scalar("PRAGMA page_count")
+        free_pages = await db.scalar("PRAGMA freelist_count")
+    return DatabaseInfo(
+        path=os.path.abspath(db.path),
+        layout=layout.name,
+        layout_note=layout.note,
+        journal_mode=str(journal).lower(),
+        page_size=int(page_size),
+        page_count=int(page_count),
+        file_size=_size(db.path) or 0,
+        wal_size=_size(db.path + "-wal"),
+        free_pages=int(free_pages),
+        sessions=int(sessions),
+        messages=int(messages),
+        snapshots=int(snapshots),
+        compacted_sessions=int(compacted),
+        has_token_columns=has_tokens,
+        tokens=totals,
+        oldest_activity=oldest,
+        newest_activity=newest,
+        missing_indexes=layout.missing_indexes,
+    )

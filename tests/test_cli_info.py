@@ -1,0 +1,231 @@
+"""``zett-sessions info``: the database at a glance, read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    LEGACY,
+    NEWEST,
+    copy_sample,
+    digest,
+    run_cli,
+    sample_with_layout,
+)
+from zett_sessions.demo import write_demo
+
+INFO_KEYS = {
+    "path",
+    "layout",
+    "layout_note",
+    "journal_mode",
+    "page_size",
+    "page_count",
+    "file_size",
+    "wal_size",
+    "free_pages",
+    "free_bytes",
+    "sessions",
+    "messages",
+    "snapshots",
+    "compacted_sessions",
+    "has_token_columns",
+    "tokens",
+    "oldest_activity",
+    "newest_activity",
+    "missing_indexes",
+}
+
+
+def info(db: Path, *args: str) -> dict[str, Any]:
+    r = run_cli(["--db", str(db), "info", "--json", *args])
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def query(db: Path, sql: str) -> tuple[Any, ...]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute(sql).fetchone()
+    finally:
+        conn.close()
+    assert row is not None
+    return tuple(row)
+
+
+def test_info_describes_the_newest_sample(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    document = info(db)
+    assert set(document) == INFO_KEYS
+    assert document["path"] == str(db.resolve())
+    assert document["layout"] == "E"
+    assert document["layout_note"].startswith("newest")
+    assert document["journal_mode"] == "wal"
+    assert (document["sessions"], document["messages"], document["snapshots"]) == (8, 64, 2)
+    assert document["compacted_sessions"] == 1
+    assert document["file_size"] == os.path.getsize(db)
+    assert document["page_size"] * document["page_count"] == document["file_size"]
+    assert document["free_pages"] == 0 and document["free_bytes"] == 0
+    assert document["missing_indexes"] == []
+    # first session creation .. last update (a snapshot would count too, none is later here)
+    assert document["oldest_activity"] == "2026-03-02T09:15:00.540458Z"
+    assert document["newest_activity"] == "2026-03-02T09:25:57.415741Z"
+
+
+def test_info_human_view_names_layout_and_counts(tmp_path: Path) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "info"])
+    assert r.exit_code == 0, r.stderr
+    assert "E — newest (D/E): what zett-agent writes today" in r.stdout
+    assert "Messages         64" in r.stdout
+    assert "Snapshots        2 in 1 session " in r.stdout
+    assert "add --tokens" in r.stdout
+    assert "Missing indexes  none" in r.stdout
+    assert r.stderr == ""
+
+
+def test_token_totals_are_opt_in_and_match_the_columns(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    assert info(db)["tokens"] is None
+    tokens = info(db, "--tokens")["tokens"]
+    expected = query(
+        db,
+        "SELECT sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
+        "sum(cache_write_tokens), sum(reasoning_tokens) FROM raw_messages",
+    )
+    assert (
+        tokens["input_tokens"],
+        tokens["output_tokens"],
+        tokens["cache_read_tokens"],
+        tokens["cache_write_tokens"],
+        tokens["reasoning_tokens"],
+    ) == expected
+    assert tokens["total_tokens"] == expected[0] + expected[1]
+    r = run_cli(["--db", str(db), "info", "--tokens"])
+    assert f"{expected[0] + expected[1]:,} total" in r.stdout
+
+
+def test_info_on_the_legacy_sample_explains_what_is_missing(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path, LEGACY)
+    document = info(db, "--tokens")
+    assert document["layout"] == "A1"
+    assert "cannot read" in document["layout_note"]
+    assert document["journal_mode"] == "delete"
+    assert document["wal_size"] is None
+    assert document["has_token_columns"] is False and document["tokens"] is None
+    assert document["missing_indexes"] == ["ix_agent_sessions_activity"]
+    r = run_cli(["--db", str(db), "info", "--tokens"])
+    assert "no token columns" in r.stdout and "no -wal file" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("layout", "sessions", "missing"),
+    [("A0", 7, []), ("B", 8, ["ix_agent_sessions_activity"]), ("C", 8, [])],
+)
+def test_info_on_older_layouts(
+    tmp_path: Path, layout: str, sessions: int, missing: list[str]
+) -> None:
+    document = info(sample_with_layout(tmp_path, layout))
+    assert document["layout"] == layout
+    assert document["sessions"] == sessions  # A0: sessions with raw rows (the empty one is gone)
+    assert document["missing_indexes"] == missing
+    assert document["newest_activity"] is not None
+
+
+def test_info_counts_free_pages(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM raw_messages")
+    conn.commit()
+    conn.close()
+    document = info(db)
+    assert document["free_pages"] == query(db, "PRAGMA freelist_count")[0] > 0
+    assert document["free_bytes"] == document["free_pages"] * document["page_size"]
+    assert document["messages"] == 0
+
+
+def test_info_reports_the_wal_size_and_reads_through_it(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    writer = sqlite3.connect(db, isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("DELETE FROM session_snapshots")
+        wal = Path(f"{db}-wal")
+        assert wal.stat().st_size > 0
+        before = digest(db)
+        document = info(db)
+        assert document["wal_size"] == wal.stat().st_size
+        assert document["snapshots"] == 0  # committed in the WAL, not yet in the main file
+        assert digest(db) == before
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("sample", [NEWEST, LEGACY])
+def test_info_leaves_the_file_byte_identical(tmp_path: Path, sample: str) -> None:
+    db = copy_sample(tmp_path, sample)
+    before = digest(db)
+    for args in ([], ["--tokens"], ["--json"], ["--json", "--tokens"]):
+        assert run_cli(["--db", str(db), "info", *args]).exit_code == 0
+    assert digest(db) == before
+
+
+def test_info_on_a_demo_database(tmp_path: Path) -> None:
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    document = info(demo.path, "--tokens")
+    assert (document["sessions"], document["messages"]) == (len(demo.sessions), demo.messages)
+    assert document["snapshots"] == demo.snapshots
+    assert document["tokens"]["input_tokens"] > 0
+
+
+def test_info_missing_database_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.sqlite3"
+    r = run_cli(["--db", str(missing), "info"])
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert str(missing) in r.stderr and "--db" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_info_refuses_a_foreign_database(tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite3"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.close()
+    r = run_cli(["--db", str(other), "info", "--json"])
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert "not a zett-agent session database" in r.stderr
+
+
+def test_a_hostile_file_name_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path, target="evil\x1b[2J\x9b31m[bold].sqlite3")
+    r = run_cli(["--db", str(db), "info"])
+    assert r.exit_code == 0, r.stderr
+    for char in FORBIDDEN_TERMINAL_CHARS:
+        assert char not in r.stdout
+    assert "[bold].sqlite3" in r.stdout
+    assert info(db)["path"] == str(db.resolve())
+
+
+def test_info_help_has_an_example() -> None:
+    r = run_cli(["info", "--help"])
+    assert r.exit_code == 0
+    assert "Example: zett-sessions" in r.stdout and "info" in r.stdout
+
+
+def test_newest_activity_counts_snapshots_which_do_not_touch_the_session(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE session_snapshots SET created_at = '2026-04-01 12:00:00.000000'")
+    conn.commit()
+    conn.close()
+    assert info(db)["newest_activity"] == "2026-04-01T12:00:00.000000Z"
