@@ -97,6 +97,7 @@ def list_command(
     unpaged = show_all or (ids_only and limit is None)
     page_size = None if unpaged else (limit or DEFAULT_LIMIT)
     now = utc_now()
+    after = parse_moment(since, now=now) if since else None  # bad values: exit 2 before opening
     before = parse_moment(until, now=now) if until else None
     if older_than:
         cutoff = now - parse_duration(older_than)
@@ -109,7 +110,7 @@ def list_command(
             types=tuple(session_type or ()),
             roots=roots,
             children_of=parent,
-            active_since=parse_moment(since, now=now) if since else None,
+            active_since=after,
             active_before=before,
             title=title,
         )

@@ -20,12 +20,21 @@ def fields_table(rows: Iterable[tuple[str, Text | str]]) -> Table:
 
 
 def add_fitted_rows(
-    table: Table, rows: Sequence[Sequence[Text | str]], *, flex: int, width: int
+    table: Table,
+    rows: Sequence[Sequence[Text | str]],
+    *,
+    flex: int,
+    width: int,
+    shrink: Sequence[int] = (),
+    shrink_cap: int | None = None,
+    min_flex: int = 8,
 ) -> Table:
-    """Add ``rows``; every column keeps its content width, column ``flex`` gets the rest.
+    """Add ``rows``; column ``flex`` gets the width the others leave.
 
-    Rich shrinks *every* column of a table wider than the console (numbers become ``1…``);
-    fixing the others' widths and capping the one free-text column avoids that.
+    Rich shrinks *every* column of a table wider than the console (``2026-03-02`` becomes
+    ``2026-``), so the other columns are pinned to their content width, except the ``shrink``
+    columns, which give up width (proportionally, down to 5) when ``flex`` would get less than
+    ``min_flex``.
     """
     columns = table.columns
     widths = [cell_len(str(column.header)) for column in columns]
@@ -33,13 +42,22 @@ def add_fitted_rows(
         for index, cell in enumerate(row):
             size = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
             widths[index] = max(widths[index], size)
-    gaps = 2 * (len(columns) - 1)
-    fixed = sum(w for index, w in enumerate(widths) if index != flex) + gaps
+    soft = set(shrink)
+    for index in soft:
+        widths[index] = min(widths[index], shrink_cap or widths[index])
+    rigid = sum(w for i, w in enumerate(widths) if i != flex and i not in soft)
+    rigid += 2 * (len(columns) - 1)
+    soft_total = sum(widths[i] for i in soft)
+    room = width - rigid - min_flex
     for index, column in enumerate(columns):
-        if index == flex:
-            column.max_width = max(8, width - fixed)
-        else:
+        if index in soft:
+            if soft_total > room:
+                widths[index] = max(5, widths[index] * max(room, 0) // soft_total)
+            column.max_width = widths[index]
+        elif index != flex:
             column.min_width = widths[index]
+    used = rigid + sum(widths[i] for i in soft)
+    columns[flex].max_width = max(min_flex, width - used)
     for row in rows:
         table.add_row(*row)
     return table

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..queries.sessions import SessionListing
 from .common import count, exact_time, relative_time, safe_cell, short_ids
-from .fields import fields_table
+from .fields import add_fitted_rows, fields_table
 from .jsonout import session_json
 from .sanitize import single_line
 
@@ -39,43 +39,26 @@ def sessions_table(
     now: datetime | None = None,
     width: int = 100,
 ) -> Table:
-    """The ``list`` table; the title gets whatever ``width`` the fixed columns leave."""
+    """The ``list`` table; the title gets whatever ``width`` the other columns leave."""
     ids = short_ids((s.id for s in sessions), full=full_ids or full)
+    agent_cap = None if full else (16 if width >= 100 else 12)
+    show_created = width >= 110  # narrow terminals keep the title readable instead
     table = Table(box=None, pad_edge=False, header_style="bold underline")
-    id_width = max((len(value) for value in ids.values()), default=2)
-    table.add_column("ID", no_wrap=True, style="cyan", min_width=id_width)
-    agent_cap = 16 if width >= 100 else 12
-    agent_width = min(agent_cap, max((len(s.agent_name or "—") for s in sessions), default=5))
-    agent_width = max(agent_width, 5)
-    show_created = full or width >= 110  # narrow terminals keep the title readable instead
-    columns = 9 if show_created else 8
-    fixed = id_width + agent_width + 4 * 4 + 10 * (columns - 7) + 2 * (columns - 1)
-    title_width = max(12, width - fixed)
-    table.add_column(
-        "Title",
-        no_wrap=not full,
-        max_width=None if full else title_width,
-        overflow="fold" if full else "ellipsis",
-    )
-    table.add_column(
-        "Agent",
-        no_wrap=not full,
-        max_width=None if full else agent_width,
-        overflow="fold" if full else "ellipsis",
-    )
-    table.add_column("Type", justify="right", no_wrap=True, min_width=4)
-    table.add_column("Msgs", justify="right", no_wrap=True, min_width=4)
-    table.add_column("Snap", justify="right", no_wrap=True, min_width=4)
-    table.add_column("Kids", justify="right", no_wrap=True, min_width=4)
+    table.add_column("ID", no_wrap=True, style="cyan")
+    table.add_column("Title", no_wrap=not full, overflow="fold" if full else "ellipsis")
+    table.add_column("Agent", no_wrap=not full, overflow="fold" if full else "ellipsis")
+    for header in ("Type", "Msgs", "Snap", "Kids"):
+        table.add_column(header, justify="right", no_wrap=True)
     if show_created:
-        table.add_column("Created", no_wrap=True, min_width=10)
-    table.add_column("Updated", no_wrap=True, min_width=10)
+        table.add_column("Created", no_wrap=True)
+    table.add_column("Updated", no_wrap=True)
+    rows: list[list[Text | str]] = []
     for session in sessions:
         parent = Text("↳ ", style="dim") if session.parent_session_id else Text("")
         cells: list[Text | str] = [
             Text(ids[session.id]),
             parent + safe_cell(session.title, None if full else 200, "(untitled)"),
-            safe_cell(session.agent_name, 64, "—"),
+            safe_cell(session.agent_name, agent_cap, "—"),
             str(session.session_type),
             count(session.message_count),
             f"v{session.snapshot_version}" if session.snapshot_version else "",
@@ -84,8 +67,8 @@ def sessions_table(
         if show_created:
             cells.append(relative_time(session.created_at, now))
         cells.append(relative_time(session.updated_at, now))
-        table.add_row(*cells)
-    return table
+        rows.append(cells)
+    return add_fitted_rows(table, rows, flex=1, width=width, shrink=(2,), shrink_cap=20)
 
 
 def page_footer(shown: int, total: int, offset: int) -> str:

@@ -1,0 +1,419 @@
+"""``zett-sessions list``: filters, paging, formats and safety on both sample databases."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    HOSTILE_STRINGS,
+    LEGACY,
+    LEGACY_IDS,
+    NEWEST,
+    NEWEST_IDS,
+    copy_sample,
+    digest,
+    run_cli,
+    sample_with_layout,
+)
+from zett_sessions.demo import write_demo
+
+# Both samples hold the same sessions in the same activity order (newest first).
+ORDER = ["plain", "automation", "unicode", "crashed", "compacted", "tools", "child", "empty"]
+SAMPLES = [
+    pytest.param(NEWEST, NEWEST_IDS, id="newest"),
+    pytest.param(LEGACY, LEGACY_IDS, id="legacy"),
+]
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+JSON_KEYS = {
+    "id",
+    "title",
+    "agent_name",
+    "session_type",
+    "parent_session_id",
+    "message_count",
+    "created_at",
+    "updated_at",
+    "snapshot_version",
+    "child_count",
+}
+
+
+def listed(db: Path, *args: str) -> list[dict[str, Any]]:
+    r = run_cli(["--db", str(db), "list", "--json", *args])
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert isinstance(document, list)
+    return document
+
+
+def short(session_id: str) -> str:
+    """The table's short form: UUIDs cut to their 13-character timestamp prefix."""
+    return session_id[:13] if UUID.match(session_id) else session_id
+
+
+def keys(ids: dict[str, str], document: list[dict[str, Any]]) -> list[str]:
+    by_id = {value: key for key, value in ids.items()}
+    return [by_id[entry["id"]] for entry in document]
+
+
+def add_sessions(db: Path, count: int) -> None:
+    """Append ``count`` empty sessions, older than every sample session."""
+    conn = sqlite3.connect(db)
+    try:
+        for number in range(count):
+            moment = f"2026-03-01 00:00:{number:02d}.000000"
+            conn.execute(
+                "INSERT INTO agent_sessions (id, title, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (f"extra-{number:02d}", f"Extra {number}", moment, moment),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+# --- the default view --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_list_shows_newest_activity_first_with_a_footer(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path, sample)), "list"])
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["ID", "Title", "Agent"]
+    shown = [line.split()[0] for line in lines[1:]]
+    assert shown == [short(ids[key]) for key in ORDER]
+    assert r.stderr == "8 of 8 sessions\n"
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_list_json_documents_every_session_with_stable_keys(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    document = listed(copy_sample(tmp_path, sample))
+    assert keys(ids, document) == ORDER
+    assert all(set(entry) == JSON_KEYS for entry in document)
+    compacted = document[ORDER.index("compacted")]
+    assert compacted["snapshot_version"] == 2 and compacted["message_count"] > 0
+    tools = document[ORDER.index("tools")]
+    assert tools["child_count"] == 1 and tools["title"] is None
+    assert document[ORDER.index("child")]["parent_session_id"] == ids["tools"]
+    assert document[ORDER.index("empty")]["created_at"] == "2026-03-02T09:15:00.540458Z"
+
+
+def test_full_ids_shows_whole_ids_in_the_table(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    short = run_cli(["--db", str(db), "list"]).stdout
+    full = run_cli(["--db", str(db), "list", "--full-ids"]).stdout
+    assert NEWEST_IDS["tools"] not in short and NEWEST_IDS["tools"][:13] in short
+    assert NEWEST_IDS["tools"] in full
+
+
+# --- filters -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--agent", "coding-agent"], ["crashed", "compacted", "tools"]),
+        (["--agent", "explore"], ["child"]),
+        (["--agent", "nobody"], []),
+        (["--roots"], [k for k in ORDER if k != "child"]),
+        (["--children-of", "019cadd4-611e"], ["child"]),
+        (["--title", "parser"], ["compacted"]),
+        (["--title", "PARSER"], ["compacted"]),  # case-insensitive for ASCII
+        (["--title", "%"], []),  # LIKE wildcards are literal
+        (["--title", "_"], []),
+        (["--title", "ユニコード"], ["unicode"]),
+        (["--since", "2026-03-02T09:20"], ["plain", "automation", "unicode", "crashed"]),
+        (["--since", "2026-03-02"], ORDER),
+        (["--until", "2026-03-02T09:15:01"], ["empty"]),
+        (["--until", "2026-03-02"], []),
+        (["--since", "2026-03-02T09:15:05", "--until", "2026-03-02T09:15:20"], ["tools", "child"]),
+        (["--since", "30d"], []),  # the samples are from March 2026
+        (["--until", "30d"], ORDER),
+        (["--older-than", "30d"], ORDER),
+        (["--until", "2026-03-02T09:15:13", "--older-than", "1d"], ["child", "empty"]),
+        (["--agent", "coding-agent", "--since", "2026-03-02T09:15:20"], ["crashed", "compacted"]),
+    ],
+)
+def test_list_filters(
+    tmp_path: Path, sample: str, ids: dict[str, str], args: list[str], expected: list[str]
+) -> None:
+    assert keys(ids, listed(copy_sample(tmp_path, sample), *args)) == expected
+
+
+def test_type_filter_is_repeatable(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    assert keys(NEWEST_IDS, listed(db, "--type", "1")) == ["automation"]
+    assert keys(NEWEST_IDS, listed(db, "--type", "0", "--type", "1")) == ORDER
+    assert "automation" not in keys(NEWEST_IDS, listed(db, "--type", "0"))
+    assert listed(db, "--type", "7") == []
+
+
+def test_type_filter_on_a_file_without_session_type_treats_all_as_type_0(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path, LEGACY)
+    assert keys(LEGACY_IDS, listed(db, "--type", "0")) == ORDER
+    assert listed(db, "--type", "1") == []
+    assert keys(LEGACY_IDS, listed(db, "--type", "1", "--type", "0")) == ORDER
+
+
+def test_children_of_an_unknown_session_is_not_found(tmp_path: Path) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", "--children-of", "nope"])
+    assert r.exit_code == 3
+    assert "no session matches 'nope'" in r.stderr
+
+
+def test_durations_are_relative_to_now(tmp_path: Path) -> None:
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    assert len(listed(demo.path, "--since", "1h")) == len(demo.sessions)
+    assert listed(demo.path, "--older-than", "1h") == []
+    assert len(listed(demo.path, "--until", "1h")) == 0
+    assert [e["id"] for e in listed(demo.path, "--type", "1")] == [demo.sessions["automation"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--older-than", "3x"], "invalid duration '3x'"),
+        (["--since", "yesterday"], "invalid date or duration 'yesterday'"),
+        (["--until", "2026-13-45"], "invalid date or duration '2026-13-45'"),
+    ],
+)
+def test_bad_times_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", *args])
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr.startswith(f"Error: {message}") and r.stderr.count("\n") == 1
+
+
+def test_bad_times_win_over_a_missing_database(tmp_path: Path) -> None:
+    r = run_cli(["--db", str(tmp_path / "absent.sqlite3"), "list", "--since", "soon"])
+    assert r.exit_code == 2
+
+
+# --- paging ------------------------------------------------------------------------------
+
+
+def test_default_limit_is_20_and_the_footer_counts_all_matches(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    add_sessions(db, 20)
+    r = run_cli(["--db", str(db), "list"])
+    assert r.exit_code == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 1 + 20
+    assert r.stderr == "20 of 28 sessions\n"
+    assert len(listed(db)) == 20
+    r = run_cli(["--db", str(db), "list", "--all"])
+    assert len(r.stdout.splitlines()) == 1 + 28
+    assert r.stderr == "28 of 28 sessions\n"
+    assert len(listed(db, "--all")) == 28
+
+
+def test_limit_and_offset_page_through_the_listing(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    assert keys(NEWEST_IDS, listed(db, "--limit", "3")) == ORDER[:3]
+    assert keys(NEWEST_IDS, listed(db, "-n", "2", "--offset", "3")) == ORDER[3:5]
+    r = run_cli(["--db", str(db), "list", "--limit", "2", "--offset", "3"])
+    assert r.stderr == "2 of 8 sessions (from #4)\n"
+    r = run_cli(["--db", str(db), "list", "--offset", "100"])
+    assert r.exit_code == 0 and r.stdout == ""
+    assert r.stderr == "No sessions at offset 100 (of 8).\n"
+
+
+@pytest.mark.parametrize("args", [["--limit", "0"], ["--offset", "-1"]])
+def test_negative_paging_values_are_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", *args])
+    assert r.exit_code == 2
+
+
+def test_empty_result_prints_empty_json_and_says_so_for_humans(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    r = run_cli(["--db", str(db), "list", "--agent", "nobody", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout) == []
+    r = run_cli(["--db", str(db), "list", "--agent", "nobody"])
+    assert r.exit_code == 0 and r.stdout == ""
+    assert r.stderr == "No sessions.\n"
+
+
+# --- ids and formats ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["-q", "--ids"])
+def test_ids_only_prints_every_full_id_one_per_line(tmp_path: Path, flag: str) -> None:
+    db = copy_sample(tmp_path)
+    add_sessions(db, 20)
+    r = run_cli(["--db", str(db), "list", flag])
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 28  # not paged: every match
+    assert lines[:8] == [NEWEST_IDS[key] for key in ORDER]
+    assert r.stderr == ""
+    r = run_cli(["--db", str(db), "list", flag, "--limit", "2", "--agent", "coding-agent"])
+    assert r.stdout.splitlines() == [NEWEST_IDS["crashed"], NEWEST_IDS["compacted"]]
+
+
+def test_format_json_equals_json_flag(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    a = run_cli(["--db", str(db), "list", "--format", "json"])
+    b = run_cli(["--db", str(db), "list", "--json"])
+    assert a.exit_code == b.exit_code == 0
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+    assert a.stderr == b.stderr == ""
+
+
+def test_format_jsonl_prints_one_document_per_line(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    r = run_cli(["--db", str(db), "list", "--format", "jsonl"])
+    assert r.exit_code == 0, r.stderr
+    documents = [json.loads(line) for line in r.stdout.splitlines()]
+    assert documents == listed(db)
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_format_csv_has_a_header_and_one_sanitized_row_per_session(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path, sample)), "list", "--format", "csv"])
+    assert r.exit_code == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [row["id"] for row in rows] == [ids[key] for key in ORDER]
+    assert set(rows[0]) == JSON_KEYS
+    unicode = rows[ORDER.index("unicode")]
+    assert unicode["title"] == "Images, ユニコード and colour"  # ESC sequences removed
+    assert rows[ORDER.index("tools")]["title"] == ""
+
+
+def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", "--format", "xml"])
+    assert r.exit_code == 2
+
+
+# --- safety ------------------------------------------------------------------------------
+
+
+def test_missing_database_is_an_error_naming_the_path_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "nested" / "absent.sqlite3"
+    r = run_cli(["--db", str(missing), "list"])
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert str(missing) in r.stderr and "--db PATH" in r.stderr
+    assert r.stderr.count("\n") == 1
+    monkeypatch.setenv("ZETT_SESSIONS_DB", str(missing))
+    r = run_cli(["list", "--json"])
+    assert r.exit_code == 1 and str(missing) in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_listing_leaves_the_file_byte_identical(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    db = copy_sample(tmp_path, sample)
+    before = digest(db)
+    for args in (
+        [],
+        ["--json", "--all"],
+        ["--format", "csv"],
+        ["--format", "jsonl", "--roots"],
+        ["-q"],
+        ["--children-of", ids["tools"][:13], "--since", "30d"],
+        ["--full", "--full-ids"],
+    ):
+        assert run_cli(["--db", str(db), "list", *args]).exit_code == 0
+    assert digest(db) == before
+
+
+def hostile_copy(tmp_path: Path) -> tuple[Path, dict[str, tuple[str, str]]]:
+    db = copy_sample(tmp_path)
+    add_sessions(db, len(HOSTILE_STRINGS) - len(ORDER))
+    session_ids = [NEWEST_IDS[key] for key in ORDER]
+    session_ids += [f"extra-{n:02d}" for n in range(len(HOSTILE_STRINGS) - len(ORDER))]
+    wanted: dict[str, tuple[str, str]] = {}
+    conn = sqlite3.connect(db)
+    try:
+        for session_id, hostile in zip(session_ids, HOSTILE_STRINGS, strict=True):
+            agent = hostile[:64]
+            conn.execute(
+                "UPDATE agent_sessions SET title = ?, agent_name = ? WHERE id = ?",
+                (hostile, agent, session_id),
+            )
+            wanted[session_id] = (hostile, agent)
+        conn.commit()
+    finally:
+        conn.close()
+    return db, wanted
+
+
+def test_hostile_titles_and_agents_never_reach_the_terminal_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    db, _ = hostile_copy(tmp_path)
+    for args in (
+        [],
+        ["--full"],
+        ["--full-ids"],
+        ["--format", "csv"],
+        ["--format", "jsonl"],
+        ["--json"],
+    ):
+        r = run_cli(["--db", str(db), "list", *args])
+        assert r.exit_code == 0, (args, r.stderr)
+        for char in FORBIDDEN_TERMINAL_CHARS:
+            assert char not in r.stdout, (args, char)
+    table = run_cli(["--db", str(db), "list", "--full"]).stdout
+    assert "[bold red]markup[/]" in table  # literal text, not interpreted
+    assert "[link=https://evil.example]click[/link]" in table
+
+
+def test_json_round_trips_hostile_titles_and_agents_exactly(tmp_path: Path) -> None:
+    db, wanted = hostile_copy(tmp_path)
+    found = {e["id"]: (e["title"], e["agent_name"]) for e in listed(db)}
+    for session_id, expected in wanted.items():
+        assert found[session_id] == expected
+    r = run_cli(["--db", str(db), "list", "--format", "jsonl"])
+    found = {}
+    for line in r.stdout.splitlines():
+        entry = json.loads(line)
+        found[entry["id"]] = (entry["title"], entry["agent_name"])
+    assert all(found[session_id] == expected for session_id, expected in wanted.items())
+
+
+# --- other databases ---------------------------------------------------------------------
+
+
+def test_list_on_a_demo_database(tmp_path: Path) -> None:
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    document = listed(demo.path)
+    assert {e["id"] for e in document} == set(demo.session_ids)
+    assert [e["id"] for e in listed(demo.path, "--children-of", demo.sessions["tools"])] == [
+        demo.sessions["child"]
+    ]
+
+
+def test_list_on_a_raw_only_database_derives_sessions_from_the_log(tmp_path: Path) -> None:
+    db = sample_with_layout(tmp_path, "A0")
+    document = listed(db)
+    assert len(document) == 7  # the empty session has no raw rows to derive it from
+    assert all(e["title"] is None and e["session_type"] == 0 for e in document)
+    assert listed(db, "--agent", "coding-agent") == []
+
+
+def test_list_help_has_an_example() -> None:
+    r = run_cli(["list", "--help"])
+    assert r.exit_code == 0
+    assert "Example: zett-sessions list" in r.stdout
