@@ -358,7 +358,7 @@ async def _compacted(w: _Writer) -> str:
             # final assistant, so the boundary sits at a turn end (context = [checkpoint?] +
             # user/assistant pairs; this run's pair is the last two positions).
             through = len(run.context) - 2
-            text = f"Summary of turns 1–{number - 1}: " + "; ".join(
+            text = f"Summary of turns 1–{number - 1}: " + " ".join(
                 a for _, a in turns[: number - 1]
             )
             await w.persistence.compact(run, text, through)
