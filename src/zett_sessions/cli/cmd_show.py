@@ -1,9 +1,113 @@
-"""Placeholder: the `show` command is being written."""
+"""``zett-sessions show SESSION``: the header and the whole transcript of one session."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Annotated
+
 import typer
+
+from .errors import handle_errors
+from .options import DbOption, FullOption, JsonOption, SessionArg
+
+
+class ShowFormat(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+class Role(StrEnum):
+    system = "system"
+    user = "user"
+    assistant = "assistant"
+    tool = "tool"
+    agent = "agent"
+
+
+FromOption = Annotated[
+    int | None,
+    typer.Option("--from", min=1, metavar="SEQ", help="Start at this sequence number."),
+]
+ThroughOption = Annotated[
+    int | None,
+    typer.Option("--through", min=1, metavar="SEQ", help="Stop after this sequence number."),
+]
+RoleOption = Annotated[
+    list[Role] | None,
+    typer.Option("--role", metavar="ROLE", help="Only these roles (repeatable)."),
+]
+ReasoningOption = Annotated[
+    bool, typer.Option("--reasoning", help="Show the assistants' reasoning text.")
+]
+DetailsOption = Annotated[
+    bool,
+    typer.Option("--details", help="Also show ids, exact times, usage, metadata and tags."),
+]
+
+
+@handle_errors
+def show_command(
+    ctx: typer.Context,
+    session: SessionArg,
+    first: FromOption = None,
+    through: ThroughOption = None,
+    roles: RoleOption = None,
+    reasoning: ReasoningOption = False,
+    details: DetailsOption = False,
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context",
+            help="Show what the model gets on resume (checkpoint + provider-safe tail) and "
+            "what the projection dropped.",
+        ),
+    ] = False,
+    full: FullOption = False,
+    output_format: Annotated[
+        ShowFormat, typer.Option("--format", help="text, markdown (shareable) or json.")
+    ] = ShowFormat.text,
+    json_output: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show a session: its header, then every raw message in sequence order.
+
+    Tool results are paired with their call, incomplete tool batches and orphan results are
+    flagged in place, and a marker shows where the latest snapshot's boundary sits.  Long
+    messages are cut unless --full.  --json writes one lossless document
+    ({"session", "snapshot", "records", "flags"}).
+
+    Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
+    """
+    from ..errors import UsageError
+    from ..queries.transcript import ROLE_KINDS, Selection
+    from ..render.transcript import TranscriptOptions
+    from .state import app_state, run_with
+    from .transcript_io import Format, Request, show
+
+    if json_output and output_format is ShowFormat.markdown:
+        raise UsageError("--json and --format markdown cannot be combined")
+    if first is not None and through is not None and through < first:
+        raise UsageError(f"--through {through} is before --from {first}")
+    if context and (first is not None or through is not None or roles):
+        raise UsageError("--context shows the whole resume context; drop --from/--through/--role")
+    if context and output_format is ShowFormat.markdown:
+        raise UsageError("--context has no markdown format; use text or --json")
+    state = app_state(ctx)
+    request = Request(
+        session=session,
+        selection=Selection(
+            first=first,
+            through=through,
+            roles=frozenset(ROLE_KINDS[role.value] for role in roles or ()),
+        ),
+        options=TranscriptOptions(full=full, reasoning=reasoning, details=details),
+        fmt=Format.json if json_output else Format(output_format.value),
+        context=context,
+    )
+    out = state.output()
+    run_with(state.reader(db), lambda database: show(database, request, out))
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing yet."""
+    app.command("show")(show_command)

@@ -1,9 +1,107 @@
-"""Placeholder: the `tail` command is being written."""
+"""``zett-sessions tail SESSION``: the last records of a session, and (-f) new ones as they come."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from .cmd_show import DetailsOption, ReasoningOption
+from .errors import handle_errors
+from .options import DbOption, FullOption, JsonOption
+
+DEFAULT_COUNT = 10
+
+
+@handle_errors
+def tail_command(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SESSION]",
+            help="Session id or any unique prefix of it (or use --latest).",
+            show_default=False,
+        ),
+    ] = None,
+    latest: Annotated[
+        bool, typer.Option("--latest", help="The most recently active session instead.")
+    ] = False,
+    lines: Annotated[
+        int,
+        typer.Option(
+            "--lines",
+            "-n",
+            min=0,
+            metavar="N",
+            help=f"Show the last N records (0: none, only follow) [default: {DEFAULT_COUNT}].",
+            show_default=False,
+        ),
+    ] = DEFAULT_COUNT,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-f", help="Keep printing new records as they are appended (Ctrl-C stops)."
+        ),
+    ] = False,
+    interval: Annotated[
+        float,
+        typer.Option(
+            "--interval", min=0.01, metavar="SECONDS", help="Polling interval for --follow."
+        ),
+    ] = 0.5,
+    stale_after: Annotated[
+        str | None,
+        typer.Option(
+            "--stale-after",
+            metavar="DURATION",
+            help="With --follow: exit 6 when nothing arrives for DURATION (90s, 10m) while "
+            "tool calls wait for results.",
+        ),
+    ] = None,
+    reasoning: ReasoningOption = False,
+    details: DetailsOption = False,
+    full: FullOption = False,
+    json_output: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show the last records of a session, rendered like show; -f keeps following it.
+
+    Following polls the database read-only (one short read per --interval), never blocks the
+    writer, prints every new record exactly once, and stops when the session is deleted
+    (exit 0) or on Ctrl-C (exit 0).  --json prints one JSON array of records; with --follow
+    it prints NDJSON, one record per line.
+
+    Example: zett-sessions tail --latest -f --stale-after 10m
+    """
+    from ..errors import UsageError
+    from ..queries.transcript import Selection
+    from ..render.transcript import TranscriptOptions
+    from ..timeutil import parse_duration
+    from .state import app_state, run_with
+    from .transcript_io import Format, Request, tail
+
+    if latest == (session is not None):
+        raise UsageError("give either a SESSION or --latest")
+    if stale_after is not None and not follow:
+        raise UsageError("--stale-after only applies with --follow")
+    state = app_state(ctx)
+    request = Request(
+        session=session,
+        selection=Selection(last=lines),
+        options=TranscriptOptions(full=full, reasoning=reasoning, details=details),
+        fmt=Format.json if json_output else Format.text,
+        latest=latest,
+        follow=follow,
+        interval=interval,
+        stale_after=parse_duration(stale_after) if stale_after is not None else None,
+    )
+    out = state.output()
+    try:
+        run_with(state.reader(db), lambda database: tail(database, request, out))
+    except KeyboardInterrupt:
+        out.hint("Stopped.")
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing yet."""
+    app.command("tail")(tail_command)

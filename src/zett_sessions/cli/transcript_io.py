@@ -1,0 +1,357 @@
+"""Writing a transcript while it is read: the glue ``show`` and ``tail`` share.
+
+Nothing is collected first: each record is rendered and written as the query stream yields it,
+inside one read transaction (``show``, the history part of ``tail``) or one short transaction
+per poll (``tail -f``).  Human output goes through ``Output.paged()``; JSON documents are written
+piece by piece and still form one valid document (``show --json``, ``tail --json``) or one
+record per line (``tail -f --json``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from .output import Output, dumps
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from ..database import Database
+    from ..models import RawMessageRecord
+    from ..queries.annotate import Entry
+    from ..queries.transcript import Boundary, Selection, TranscriptHeader, TranscriptState
+    from ..render.transcript import TranscriptOptions, TranscriptRenderer
+
+
+class Format(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked ``show`` or ``tail`` for (options already checked)."""
+
+    session: str | None
+    selection: Selection
+    options: TranscriptOptions
+    fmt: Format = Format.text
+    context: bool = False
+    latest: bool = False
+    follow: bool = False
+    interval: float = 0.5
+    stale_after: timedelta | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+async def _session(db: Database, request: Request) -> str:
+    from ..queries.follow import latest_session
+    from ..queries.resolve import resolve_session
+
+    if request.latest:
+        return await latest_session(db)
+    assert request.session is not None
+    return await resolve_session(db, request.session)
+
+
+def _boundary(header: TranscriptHeader) -> Boundary | None:
+    from ..queries.transcript import Boundary
+
+    snapshot = header.snapshot
+    return Boundary(snapshot.version, snapshot.compacted_through_sequence) if snapshot else None
+
+
+# --- show ------------------------------------------------------------------------------------
+
+
+async def show(db: Database, request: Request, out: Output) -> None:
+    """``show``: resolve, read the header, then stream the transcript in the chosen format."""
+    from ..queries.transcript import read_header
+
+    async with db.read():
+        session_id = await _session(db, request)
+        header = await read_header(db, session_id)
+        if request.context:
+            await _show_context(db, session_id, header, request, out)
+        elif request.fmt is Format.json:
+            await _show_json(db, session_id, header, request, out)
+        elif request.fmt is Format.markdown:
+            await _show_markdown(db, session_id, header, request, out)
+        else:
+            await _show_text(db, session_id, header, request, out)
+
+
+def _records(
+    db: Database,
+    session_id: str,
+    request: Request,
+    build: Callable[[sqlite3.Row], Any],
+    state: TranscriptState[Any],
+    boundary: Boundary | None,
+    *,
+    live: bool = False,
+) -> AsyncGenerator[Any, None]:
+    from ..queries.transcript import stream_transcript
+
+    return stream_transcript(
+        db, session_id, request.selection, build, state, boundary=boundary, live=live
+    )
+
+
+async def _show_text(
+    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+) -> None:
+    from ..queries.transcript import TranscriptState, annotator_for
+    from ..render.transcript import TranscriptRenderer, header_table
+    from ..rows import record_from_row
+
+    state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
+    with out.paged() as console:
+        console.print(header_table(header))
+        console.print()
+        stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
+        await print_entries(console, stream, TranscriptRenderer(request.options))
+    if state.shown == 0:
+        out.hint("No records match." if header.session.message_count else "No messages yet.")
+
+
+async def print_entries(
+    console: Console,
+    stream: AsyncGenerator[Entry[RawMessageRecord] | Boundary, None],
+    renderer: TranscriptRenderer,
+) -> None:
+    """Render and print each entry (and the boundary marker) as it arrives."""
+    from ..queries.transcript import Boundary
+    from ..render.transcript import boundary_text
+
+    async with aclosing(stream) as entries:
+        async for event in entries:
+            if isinstance(event, Boundary):
+                write_text(console, boundary_text(event).append("\n"))
+            else:
+                write_text(console, renderer.entry(event))
+    console.file.flush()
+
+
+def write_text(console: Console, text: Text) -> None:
+    """Print a record's ``Text`` as is (no wrapping: the terminal or pager wraps).
+
+    When the console emits no styles at all (a file or a pipe), its output would be exactly
+    ``text.plain`` (the text is sanitized already), so that is written directly: rich's
+    renderer costs ten times more than everything else on a 20k-message session.
+    """
+    if console.color_system is None:
+        console.file.write(text.plain)
+    else:
+        console.print(text, end="", soft_wrap=True)
+
+
+async def _show_markdown(
+    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+) -> None:
+    from ..queries.transcript import Boundary, TranscriptState, annotator_for
+    from ..render.markdown import boundary_markdown, entry_markdown, header_markdown
+    from ..rows import record_from_row
+
+    out.line(header_markdown(header))
+    state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
+    stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
+    async with aclosing(stream) as entries:
+        async for event in entries:
+            if isinstance(event, Boundary):
+                out.line(boundary_markdown(event))
+            else:
+                out.line(entry_markdown(event, request.options))
+
+
+async def _show_json(
+    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+) -> None:
+    from ..queries.transcript import TranscriptState, annotator_for, row_item
+    from ..render.jsonout import snapshot_json
+    from ..render.transcript import header_json
+
+    snapshot = snapshot_json(header.snapshot) if header.snapshot else None
+    out.line("{")
+    out.line(f'  "session": {dumps(header_json(header), indent=None)},')
+    out.line(f'  "snapshot": {dumps(snapshot, indent=None)},')
+    state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
+    stream = _records(db, session_id, request, row_item, state, None)
+    await write_json_records(out, stream, indent="    ", opening='  "records": [', closing="  ],")
+    out.line(f'  "flags": {dumps(flags_json(state), indent=None)}')
+    out.line("}")
+
+
+def flags_json(state: TranscriptState[Any]) -> list[dict[str, Any]]:
+    from ..render.jsonout import kind_name
+    from ..render.transcript import dropped_json
+
+    return [
+        dropped_json(entry.flag, entry.item.sequence, kind_name(entry.item.kind))
+        for entry in state.flags
+        if entry.flag is not None
+    ]
+
+
+async def write_json_records(
+    out: Output, stream: AsyncGenerator[Any, None], *, indent: str, opening: str, closing: str
+) -> None:
+    """A JSON array of records, one per line, written as they arrive (``[]`` when none)."""
+    from ..queries.transcript import Boundary
+    from ..render.jsonrows import record_json_text
+
+    pending: str | None = None
+    async with aclosing(stream) as entries:
+        async for event in entries:
+            if isinstance(event, Boundary) or event.late:
+                continue
+            if pending is None:
+                out.line(opening)
+            else:
+                out.line(pending + ",")
+            pending = indent + record_json_text(event.item)
+    if pending is None:
+        out.line(opening + closing.strip())
+    else:
+        out.line(pending)
+        out.line(closing)
+
+
+async def _show_context(
+    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+) -> None:
+    from ..queries.annotate import Annotator
+    from ..queries.transcript import annotator_for, read_context, row_item
+    from ..render.jsonout import kind_name, snapshot_json
+    from ..render.jsonrows import record_json_text
+    from ..render.transcript import (
+        TranscriptRenderer,
+        checkpoint_text,
+        context_intro,
+        dropped_json,
+        dropped_lines,
+        header_json,
+        header_table,
+    )
+    from ..rows import record_from_row
+
+    if request.fmt is Format.json:
+        context = await read_context(db, session_id, row_item)
+        snapshot = snapshot_json(context.snapshot) if context.snapshot else None
+        out.line("{")
+        out.line(f'  "session": {dumps(header_json(header), indent=None)},')
+        out.line(f'  "snapshot": {dumps(snapshot, indent=None)},')
+        records = ",\n".join("    " + record_json_text(item) for item in context.kept)
+        out.line('  "records": [' + (f"\n{records}\n  ]," if records else "],"))
+        dropped = [
+            dropped_json(d, d.item.sequence, kind_name(d.item.kind)) for d in context.dropped
+        ]
+        out.line(f'  "dropped": {dumps(dropped, indent=None)},')
+        excluded = [item.sequence for item in context.excluded]
+        out.line(f'  "excluded_sequences": {dumps(excluded, indent=None)}')
+        out.line("}")
+        return
+    resume = await read_context(db, session_id, record_from_row)
+    renderer = TranscriptRenderer(request.options)
+    pairing: Annotator[RawMessageRecord] = annotator_for(hold=True)  # kept batches: calls only
+    entries = [entry for record in resume.kept for entry in pairing.feed(record)]
+    entries += pairing.finish()
+    with out.paged() as console:
+        console.print(header_table(header))
+        console.print()
+        console.print(context_intro(resume))
+        checkpoint = checkpoint_text(resume, request.options)
+        if checkpoint is not None:
+            write_text(console, checkpoint)
+        for entry in entries:
+            write_text(console, renderer.entry(entry))
+        console.print()
+        for line in dropped_lines(resume):
+            console.print(line, soft_wrap=True)
+
+
+# --- tail ------------------------------------------------------------------------------------
+
+
+async def tail(db: Database, request: Request, out: Output) -> None:
+    """``tail``: the last records like ``show``, then (``-f``) new ones as they are appended."""
+    from ..queries.transcript import TranscriptState, annotator_for, latest_boundary, row_item
+    from ..render.transcript import TranscriptRenderer
+    from ..rows import record_from_row
+
+    json_mode = request.fmt is Format.json
+    build: Callable[[sqlite3.Row], Any] = row_item if json_mode else record_from_row
+    state: TranscriptState[Any] = TranscriptState(annotator_for(hold=not request.follow))
+    renderer = TranscriptRenderer(request.options)
+    async with db.read():
+        session_id = await _session(db, request)
+        boundary = await latest_boundary(db, session_id)
+        stream = _records(db, session_id, request, build, state, boundary, live=request.follow)
+        if json_mode and not request.follow:
+            await write_json_records(out, stream, indent="  ", opening="[", closing="]")
+        elif json_mode:
+            await _write_ndjson(out, stream)
+        elif request.follow:
+            await print_entries(out.out, stream, renderer)
+        else:
+            with out.paged() as console:
+                await print_entries(console, stream, renderer)
+    if request.follow:
+        out.hint(f"Following {session_id} (Ctrl-C to stop)…")
+        await _follow(db, session_id, build, state, request, out, renderer)
+
+
+async def _write_ndjson(out: Output, stream: AsyncGenerator[Any, None]) -> None:
+    from ..render.jsonrows import record_json_text
+
+    async with aclosing(stream) as entries:
+        async for event in entries:
+            if hasattr(event, "item") and not event.late:
+                out.line(record_json_text(event.item))
+    sys.stdout.flush()
+
+
+async def _follow(
+    db: Database,
+    session_id: str,
+    build: Callable[[sqlite3.Row], Any],
+    state: TranscriptState[Any],
+    request: Request,
+    out: Output,
+    renderer: TranscriptRenderer,
+) -> None:
+    from ..queries.follow import Gone, Stale, follow
+    from ..render.jsonrows import record_json_text
+    from ..render.transcript import stale_message
+    from .errors import StaleRun
+
+    events = follow(
+        db,
+        session_id,
+        build,
+        state,
+        interval=request.interval,
+        stale_after=request.stale_after,
+    )
+    async with aclosing(events) as stream:
+        async for event in stream:
+            if isinstance(event, Gone):
+                out.note(f"Session {event.session_id} was deleted; stopped following.")
+                return
+            if isinstance(event, Stale):
+                raise StaleRun(stale_message(event))
+            if request.fmt is not Format.json:
+                write_text(out.out, renderer.entry(event))
+            elif not event.late:
+                out.line(record_json_text(event.item))
+            sys.stdout.flush()

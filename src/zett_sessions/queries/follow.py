@@ -1,0 +1,122 @@
+"""``tail -f``: watch one session for new raw rows without ever getting in the writer's way.
+
+Each poll is one short read transaction (``BEGIN`` … ``COMMIT`` on a read-only connection)
+asking for rows with ``sequence >`` the last one seen, in order, so every row is reported exactly
+once.  In WAL mode readers never block the writer; in rollback-journal mode the shared lock lasts
+only for that one indexed query.  Between polls nothing is held.
+
+The follow ends by itself in two cases, reported as events: the session was deleted
+(``Gone``), or ``stale_after`` passed with no new row while the last assistant's tool calls still
+lack results (``Stale``: the run looks dead).  Clock and sleep are parameters so tests can drive
+the loop without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Generic
+
+from ..database import Database
+from ..errors import SessionNotFound
+from ..rows import raw_select
+from ..timeutil import parse_db_time, utc_now
+from .annotate import Entry, OpenBatch
+from .resolve import session_exists
+from .sessions import SessionFilter, list_sessions
+from .transcript import ItemT, TranscriptState
+
+POLL_BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Gone:
+    """The session no longer exists (it was deleted while being followed)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stale(Generic[ItemT]):
+    """Nothing new since ``idle_since`` while ``batch`` still waits for tool results."""
+
+    batch: OpenBatch[ItemT]
+    idle_since: datetime
+    idle_for: timedelta
+
+
+class NoSessions(SessionNotFound):
+    """``--latest`` found no session at all."""
+
+    def __init__(self) -> None:
+        Exception.__init__(self, "the database holds no session to follow")
+        self.session_id = ""
+
+
+async def latest_session(db: Database) -> str:
+    """Id of the most recently active session (newest ``updated_at``, then id)."""
+    page = await list_sessions(db, SessionFilter(), limit=1)
+    if not page.sessions:
+        raise NoSessions()
+    return page.sessions[0].id
+
+
+async def last_activity(db: Database, session_id: str) -> datetime | None:
+    """When the session's last raw row was stored (``None`` for an empty session)."""
+    async with db.read():
+        value = await db.scalar(
+            "SELECT created_at FROM raw_messages WHERE session_id = ? "
+            "ORDER BY sequence DESC LIMIT 1",
+            (session_id,),
+        )
+    return parse_db_time(value)
+
+
+async def follow(
+    db: Database,
+    session_id: str,
+    build: Callable[[sqlite3.Row], ItemT],
+    state: TranscriptState[ItemT],
+    *,
+    interval: float,
+    stale_after: timedelta | None = None,
+    now: Callable[[], datetime] = utc_now,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> AsyncGenerator[Entry[ItemT] | Gone | Stale[ItemT], None]:
+    """New records (and late flags) as they are appended; ends with ``Gone`` or ``Stale``.
+
+    ``state`` comes from the stream that printed the history (a non-holding annotator); a
+    record with a sequence at or below ``state.last_sequence`` is never reported again.
+    """
+    sql = (
+        f"SELECT {raw_select(db.layout)} FROM raw_messages "
+        "WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+    )
+    idle_since = await last_activity(db, session_id) or now()
+    annotator = state.annotator
+    while True:
+        async with db.read():
+            rows = await db.fetchall(sql, (session_id, state.last_sequence, POLL_BATCH))
+            gone = not rows and not await session_exists(db, session_id)
+        if gone:
+            yield Gone(session_id)
+            return
+        for row in rows:
+            item = build(row)
+            state.last_sequence = max(state.last_sequence, item.sequence)
+            for entry in annotator.feed(item):
+                yield entry
+        if rows:
+            idle_since = now()
+            if len(rows) == POLL_BATCH:
+                continue
+        elif stale_after is not None:
+            batch = annotator.open_batch()
+            idle_for = now() - idle_since
+            if batch is not None and idle_for >= stale_after:
+                yield Stale(batch, idle_since, idle_for)
+                return
+        await sleep(interval)

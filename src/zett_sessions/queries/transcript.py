@@ -1,0 +1,469 @@
+"""One session's transcript for ``show`` and ``tail``: a header, then its raw log as a stream.
+
+The header (session row, parent, children, latest snapshot, counts, token and time totals) comes
+from indexed aggregate queries.  The log is read with ``Database.stream`` in sequence order
+inside the caller's read transaction and turned into items one row at a time by a function the
+caller picks (full ``RawMessageRecord``s for people, a lighter row + decoded message for the
+JSON fast path), so a 20k-message session never sits in memory.
+
+Around the items the stream places the facts a reader needs in place: the projection's flag on
+each record (``annotate.Annotator``: orphan result, incomplete batch, undecodable), the call a
+tool result answers, and one ``Boundary`` marker where the latest snapshot's inclusive boundary
+sits.  A selection (``--from/--through``, ``--role``, the last *n*) only decides what is
+*shown*: reading starts at the segment that contains the first shown record and goes on past
+the last one until its batch closes, so flags are the same as in a full read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..codec import decode_envelope
+from ..database import Database
+from ..models import (
+    ContextSnapshot,
+    Message,
+    MessageKind,
+    SessionSummary,
+    UndecodableMessage,
+)
+from ..projection import Dropped, project
+from ..rows import raw_select, session_select, snapshot_from_row, snapshot_select, summary_from_row
+from ..schema import TOKEN_COLUMNS
+from ..timeutil import parse_db_time
+from .annotate import Annotator, Entry, is_head
+
+ROLE_KINDS: dict[str, int] = {
+    "system": MessageKind.SYSTEM,
+    "user": MessageKind.USER,
+    "assistant": MessageKind.ASSISTANT,
+    "tool": MessageKind.TOOL,
+    "agent": MessageKind.AGENT,
+}
+_HEAD_ROLES = (MessageKind.USER, MessageKind.ASSISTANT, MessageKind.AGENT)
+
+
+class Item(Protocol):
+    """What the stream needs from an item: its sequence, kind and decoded message."""
+
+    @property
+    def sequence(self) -> int: ...
+
+    @property
+    def kind(self) -> int: ...
+
+    @property
+    def message(self) -> Message | UndecodableMessage: ...
+
+
+ItemT = TypeVar("ItemT", bound=Item)
+
+
+@dataclass(frozen=True, slots=True)
+class RowItem:
+    """A row plus its decoded message: all the JSON fast path needs (no record model built)."""
+
+    row: sqlite3.Row
+    message: Message | UndecodableMessage
+
+    @property
+    def sequence(self) -> int:
+        value = self.row["sequence"]
+        return value if isinstance(value, int) else 0
+
+    @property
+    def kind(self) -> int:
+        if isinstance(self.message, Message):
+            return int(self.message.kind)
+        if self.message.kind is not None:
+            return self.message.kind
+        role = self.row["role"]
+        return role if isinstance(role, int) else 0
+
+
+def row_item(row: sqlite3.Row) -> RowItem:
+    return RowItem(row, decode_envelope(row["message_json"]))
+
+
+# --- the header ----------------------------------------------------------------------------
+
+
+class Totals(BaseModel):
+    """Sums over the whole raw log of a session (tokens of assistant rows, work durations)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    responses_with_usage: int = 0
+    assistant_ns: int = 0
+    tool_ns: int = 0
+    first_started_at: datetime | None = None
+    last_completed_at: datetime | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class SessionRef(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str | None = None
+
+
+class TranscriptHeader(BaseModel):
+    """Everything ``show`` prints above the transcript (and puts under ``"session"``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session: SessionSummary
+    has_session_row: bool
+    parent: SessionRef | None = None
+    children: tuple[SessionRef, ...] = ()
+    snapshot: ContextSnapshot | None = None
+    snapshot_count: int = 0
+    first_sequence: int | None = None
+    last_sequence: int | None = None
+    totals: Totals = Totals()
+
+    @property
+    def boundary(self) -> int | None:
+        return self.snapshot.compacted_through_sequence if self.snapshot else None
+
+    @property
+    def tail_length(self) -> int | None:
+        """Raw rows after the latest snapshot's boundary (what is replayed after it)."""
+        if self.snapshot is None or self.last_sequence is None:
+            return None
+        return max(0, self.last_sequence - self.snapshot.compacted_through_sequence)
+
+
+async def read_header(db: Database, session_id: str) -> TranscriptHeader:
+    """The header of ``session_id`` (which must exist); call inside ``db.read()``."""
+    layout = db.layout
+    counts = await db.fetchone(
+        "SELECT count(*) AS n, min(sequence) AS first, max(sequence) AS last "
+        "FROM raw_messages WHERE session_id = ?",
+        (session_id,),
+    )
+    assert counts is not None
+    count = int(counts["n"])
+    row = None
+    if layout.has_sessions_table:
+        row = await db.fetchone(
+            f"SELECT {session_select(layout)} FROM agent_sessions WHERE id = ?", (session_id,)
+        )
+    if row is not None:
+        summary = summary_from_row(row, count)
+    else:
+        span = await db.fetchone(
+            "SELECT min(created_at) AS created_at, max(created_at) AS updated_at "
+            "FROM raw_messages WHERE session_id = ?",
+            (session_id,),
+        )
+        assert span is not None
+        summary = SessionSummary.model_construct(
+            id=session_id,
+            parent_session_id=None,
+            session_type=0,
+            title=None,
+            agent_name=None,
+            created_at=parse_db_time(span["created_at"]),
+            updated_at=parse_db_time(span["updated_at"]),
+            message_count=count,
+        )
+    parent = children = None
+    if layout.has_sessions_table:
+        if summary.parent_session_id is not None:
+            found = await db.fetchone(
+                "SELECT id, title FROM agent_sessions WHERE id = ?", (summary.parent_session_id,)
+            )
+            parent = SessionRef(
+                id=summary.parent_session_id, title=found["title"] if found else None
+            )
+        rows = await db.fetchall(
+            "SELECT id, title FROM agent_sessions WHERE parent_session_id = ? "
+            "ORDER BY created_at, id",
+            (session_id,),
+        )
+        children = tuple(SessionRef(id=str(r["id"]), title=r["title"]) for r in rows)
+    snap_row = await db.fetchone(
+        f"SELECT {snapshot_select(layout)}, "
+        "(SELECT count(*) FROM session_snapshots c WHERE c.session_id = s.session_id) AS n "
+        "FROM session_snapshots s WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+        (session_id,),
+    )
+    return TranscriptHeader(
+        session=summary,
+        has_session_row=row is not None,
+        parent=parent,
+        children=children or (),
+        snapshot=snapshot_from_row(snap_row) if snap_row is not None else None,
+        snapshot_count=int(snap_row["n"]) if snap_row is not None else 0,
+        first_sequence=counts["first"],
+        last_sequence=counts["last"],
+        totals=await _totals(db, session_id),
+    )
+
+
+async def _totals(db: Database, session_id: str) -> Totals:
+    layout = db.layout
+    tokens = [
+        f"sum({name})" if layout.has_column("raw_messages", name) else "NULL"
+        for name in TOKEN_COLUMNS
+    ]
+    with_usage = "count(input_tokens)" if layout.has_column("raw_messages", "input_tokens") else "0"
+    timed = layout.has_column("raw_messages", "duration_ns")
+    durations = (
+        "sum(CASE WHEN role = 3 THEN duration_ns END), "
+        "sum(CASE WHEN role = 4 THEN duration_ns END), min(started_at), max(completed_at)"
+        if timed
+        else "NULL, NULL, NULL, NULL"
+    )
+    row = await db.fetchone(
+        f"SELECT {', '.join(tokens)}, {with_usage}, {durations} "
+        "FROM raw_messages WHERE session_id = ?",
+        (session_id,),
+    )
+    assert row is not None
+    values = [v if isinstance(v, int) else 0 for v in tuple(row)[:8]]
+    return Totals(
+        input_tokens=values[0],
+        output_tokens=values[1],
+        cache_read_tokens=values[2],
+        cache_write_tokens=values[3],
+        reasoning_tokens=values[4],
+        responses_with_usage=values[5],
+        assistant_ns=values[6],
+        tool_ns=values[7],
+        first_started_at=parse_db_time(row[8]),
+        last_completed_at=parse_db_time(row[9]),
+    )
+
+
+# --- the stream ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which records to show: a sequence range, some roles, or the last ``last`` records."""
+
+    first: int | None = None
+    through: int | None = None
+    roles: frozenset[int] = frozenset()
+    last: int | None = None
+
+    def shows(self, sequence: int, kind: int) -> bool:
+        if self.first is not None and sequence < self.first:
+            return False
+        if self.through is not None and sequence > self.through:
+            return False
+        return not self.roles or kind in self.roles
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """Where the latest snapshot's inclusive boundary sits: after ``through``."""
+
+    version: int
+    through: int
+
+
+@dataclass
+class TranscriptState(Generic[ItemT]):
+    """What a stream learned, for the caller after it ends (or between follow polls)."""
+
+    annotator: Annotator[ItemT]
+    last_sequence: int = 0
+    shown: int = 0
+    flags: list[Entry[ItemT]] = field(default_factory=list)
+
+
+def annotator_for(hold: bool) -> Annotator[ItemT]:
+    return Annotator(
+        message_of=lambda item: item.message, sequence_of=lambda item: item.sequence, hold=hold
+    )
+
+
+async def latest_boundary(db: Database, session_id: str) -> Boundary | None:
+    """The latest snapshot's version and inclusive boundary, without decoding it."""
+    row = await db.fetchone(
+        "SELECT version, compacted_through_sequence FROM session_snapshots "
+        "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+        (session_id,),
+    )
+    if row is None or not isinstance(row[0], int) or not isinstance(row[1], int):
+        return None
+    return Boundary(row[0], row[1])
+
+
+async def start_sequence(db: Database, session_id: str, first: int) -> int:
+    """Where to start reading so that records from ``first`` on get the right flags.
+
+    That is the head of the segment containing ``first``: the last row at or before it that
+    starts a segment of the model context (a replayable user, assistant or agent message).
+    """
+    bound = first
+    while bound > 0:
+        row = await db.fetchone(
+            "SELECT sequence, message_json FROM raw_messages WHERE session_id = ? "
+            f"AND sequence <= ? AND role IN ({', '.join(str(int(k)) for k in _HEAD_ROLES)}) "
+            "ORDER BY sequence DESC LIMIT 1",
+            (session_id, bound),
+        )
+        if row is None:
+            break
+        if is_head(decode_envelope(row["message_json"])):
+            return int(row["sequence"])
+        bound = int(row["sequence"]) - 1
+    return 0
+
+
+async def first_of_last(db: Database, session_id: str, count: int) -> int | None:
+    """Sequence of the first of the last ``count`` records (``None``: an empty log).
+
+    For ``count == 0`` it is one past the last sequence: nothing is shown, but the stream still
+    reads the open segment so that a follow after it pairs and flags new rows correctly.
+    """
+    if count <= 0:
+        last = await db.scalar(
+            "SELECT max(sequence) FROM raw_messages WHERE session_id = ?", (session_id,)
+        )
+        return int(last) + 1 if last is not None else None
+    row = await db.fetchone(
+        "SELECT sequence FROM raw_messages WHERE session_id = ? "
+        "ORDER BY sequence DESC LIMIT 1 OFFSET ?",
+        (session_id, count - 1),
+    )
+    if row is not None:
+        return int(row["sequence"])
+    first = await db.scalar(
+        "SELECT min(sequence) FROM raw_messages WHERE session_id = ?", (session_id,)
+    )
+    return int(first) if first is not None else None
+
+
+async def stream_transcript(
+    db: Database,
+    session_id: str,
+    selection: Selection,
+    build: Callable[[sqlite3.Row], ItemT],
+    state: TranscriptState[ItemT],
+    *,
+    boundary: Boundary | None = None,
+    live: bool = False,
+) -> AsyncGenerator[Entry[ItemT] | Boundary, None]:
+    """Shown records (with flags and calls) and the boundary marker, in sequence order.
+
+    Call inside ``db.read()``.  ``state`` is updated as the stream goes.  At the end of the log
+    an open segment is closed (an unanswered batch is flagged, as ``project`` would) unless
+    ``live``: then its items are released unflagged and ``state`` can be handed to ``follow``,
+    which keeps watching the same session.
+    """
+    first = selection.first
+    if selection.last is not None:
+        first = await first_of_last(db, session_id, selection.last)
+        if first is None:
+            return
+        selection = Selection(first, selection.through, selection.roles)
+    start = await start_sequence(db, session_id, first) if first is not None else 0
+    low = first if first is not None else 1
+    marker = boundary
+    high = selection.through
+    if marker is not None and not (
+        low <= marker.through and (high is None or marker.through <= high)
+    ):
+        marker = None
+    sql = (
+        f"SELECT {raw_select(db.layout)} FROM raw_messages "
+        "WHERE session_id = ? AND sequence >= ? ORDER BY sequence"
+    )
+    annotator = state.annotator
+    async with aclosing(db.stream(sql, (session_id, start))) as rows:
+        async for row in rows:
+            item = build(row)
+            sequence = item.sequence
+            if (
+                selection.through is not None
+                and sequence > selection.through
+                and not annotator.holding
+            ):
+                break
+            state.last_sequence = max(state.last_sequence, sequence)
+            for entry in annotator.feed(item):
+                if marker is not None and entry.item.sequence > marker.through:
+                    yield marker
+                    marker = None
+                if _shown(entry, selection, state):
+                    yield entry
+        else:
+            for entry in annotator.release() if live else annotator.finish():
+                if _shown(entry, selection, state):
+                    yield entry
+    if marker is not None and state.last_sequence >= marker.through:
+        yield marker
+
+
+def _shown(entry: Entry[ItemT], selection: Selection, state: TranscriptState[ItemT]) -> bool:
+    if not selection.shows(entry.item.sequence, entry.item.kind):
+        return False
+    if not entry.late:
+        state.shown += 1
+    if entry.flag is not None:
+        state.flags.append(entry)
+    return True
+
+
+# --- what the model gets on resume ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResumeContext(Generic[ItemT]):
+    """``show --context``: the checkpoint, the records replayed, and what was left out why."""
+
+    snapshot: ContextSnapshot | None
+    kept: list[ItemT]
+    dropped: list[Dropped[ItemT]]
+    excluded: list[ItemT]
+
+
+async def read_context(
+    db: Database, session_id: str, build: Callable[[sqlite3.Row], ItemT]
+) -> ResumeContext[ItemT]:
+    """What a resumed run sends the model; call inside ``db.read()``.
+
+    That is ``SessionView.messages`` (the latest checkpoint, then the tail after its boundary
+    minus rows with ``include_in_messages = false``) put through ``project``.  The tail is held
+    in memory: it is exactly what one model request carries.
+    """
+    snap_row = await db.fetchone(
+        f"SELECT {snapshot_select(db.layout)} FROM session_snapshots "
+        "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+        (session_id,),
+    )
+    snapshot = snapshot_from_row(snap_row) if snap_row is not None else None
+    boundary = snapshot.compacted_through_sequence if snapshot else 0
+    tail: list[ItemT] = []
+    async with aclosing(
+        db.stream(
+            f"SELECT {raw_select(db.layout)} FROM raw_messages "
+            "WHERE session_id = ? AND sequence > ? ORDER BY sequence",
+            (session_id, boundary),
+        )
+    ) as rows:
+        async for row in rows:
+            tail.append(build(row))
+    projection = project(tail, lambda record: record.message)
+    return ResumeContext(snapshot, projection.kept, projection.dropped, projection.excluded)

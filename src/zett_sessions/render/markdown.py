@@ -1,0 +1,186 @@
+"""``show --format markdown``: a transcript to paste into an issue or a chat, safe by construction.
+
+Database text never becomes Markdown syntax: bodies go into fenced code blocks whose fence is
+longer than any backtick run inside them (so no content can close the fence early), and short
+values (title, agent, tool names, call ids) into code spans built the same way.  Everything is
+sanitized first, so the file can also be printed on a terminal.  Long bodies are cut like the
+terminal view unless ``full``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..models import (
+    AssistantMessage,
+    Content,
+    ImageContent,
+    Message,
+    RawMessageRecord,
+    SystemMessage,
+    TextContent,
+    ToolMessage,
+    UndecodableMessage,
+)
+from ..projection import Dropped
+from ..queries.annotate import Entry
+from ..queries.transcript import Boundary, TranscriptHeader
+from .common import count, exact_time, human_duration_ns
+from .sanitize import single_line
+from .transcript import (
+    REASONS,
+    TranscriptOptions,
+    cut,
+    image_placeholder,
+    pretty_json,
+    role_of,
+    snapshot_status,
+    time_status,
+    tokens_label,
+    tokens_status,
+)
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def fence(text: str, info: str = "") -> str:
+    """``text`` in a fenced code block no backtick run inside can close."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    marker = "`" * max(3, longest + 1)
+    return f"{marker}{info}\n{text}\n{marker}"
+
+
+def code(text: str | None, limit: int | None = 200) -> str:
+    """An inline code span for a short database value (one line, sanitized)."""
+    if text is None:
+        return "—"
+    value = single_line(text, limit)
+    if not value:
+        return "`` ``"
+    longest = max((len(run) for run in _BACKTICKS.findall(value)), default=0)
+    marker = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") or longest else ""
+    return f"{marker}{pad}{value}{pad}{marker}"
+
+
+def block(text: str, options: TranscriptOptions, info: str = "text") -> str:
+    shown, hidden = cut(text, options.full)
+    result = fence(shown, info)
+    if hidden:
+        result += f"\n\n*… {hidden:,} more characters (use `--full` to see everything)*"
+    return result
+
+
+def header_markdown(header: TranscriptHeader) -> str:
+    session = header.session
+    lines = [
+        f"# Session {code(session.title) if session.title else code(session.id)}",
+        "",
+        f"- **Id:** {code(session.id, None)}",
+        f"- **Agent:** {code(session.agent_name)}",
+        f"- **Type:** {session.session_type}",
+    ]
+    if header.parent is not None:
+        lines.append(f"- **Parent:** {code(header.parent.id, None)}")
+    if header.children:
+        children = ", ".join(code(child.id, None) for child in header.children)
+        lines.append(f"- **Children ({len(header.children)}):** {children}")
+    lines += [
+        f"- **Created:** {exact_time(session.created_at)}",
+        f"- **Updated:** {exact_time(session.updated_at)}",
+        f"- **Messages:** {count(session.message_count)}",
+        f"- **Snapshot:** {snapshot_status(header).plain}",
+        f"- **Tokens:** {tokens_status(header).plain}",
+        f"- **Time:** {time_status(header)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def boundary_markdown(boundary: Boundary) -> str:
+    return f"---\n\n*Snapshot v{boundary.version} covers messages 1–{boundary.through}.*\n\n---\n"
+
+
+def flag_markdown(flag: Dropped[Any]) -> str:
+    reason = REASONS.get(flag.reason, flag.reason)
+    facts = []
+    if flag.missing_call_ids:
+        facts.append("no result for " + ", ".join(code(i, 80) for i in flag.missing_call_ids))
+    if flag.unexpected_result_ids:
+        facts.append(
+            "unexpected results " + ", ".join(code(i, 80) for i in flag.unexpected_result_ids)
+        )
+    if not facts:
+        facts.append(code(flag.detail, 400))
+    return f"> ⚠ **{reason}**: {'; '.join(facts)} (left out of the model's context)"
+
+
+def _content(content: Content, options: TranscriptOptions) -> list[str]:
+    if isinstance(content, str):
+        return [block(content, options)] if content else []
+    parts = []
+    for item in content:
+        if isinstance(item, TextContent):
+            parts.append(block(item.text, options))
+        elif isinstance(item, ImageContent):
+            parts.append(f"*{code(image_placeholder(item), None)}*")
+    return parts
+
+
+def _title(record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> str:
+    message = record.message
+    parts = [f"#{record.sequence}", role_of(message, record.role)]
+    if isinstance(message, ToolMessage):
+        name = entry.call.name if entry.call is not None else message.name
+        status = "✓" if message.success else "✗ failed"
+        answers = f" answers #{entry.call.sequence}" if entry.call is not None else ""
+        parts.append(f"{status} {code(name, 80)} {code(message.tool_call_id, 80)}{answers}")
+    moment = record.timing.started_at if record.timing else record.created_at
+    parts.append(exact_time(moment))
+    if record.timing is not None and record.timing.duration_ns:
+        parts.append(human_duration_ns(record.timing.duration_ns))
+    tokens = tokens_label(record)
+    if tokens:
+        parts.append(tokens)
+    if isinstance(message, SystemMessage) and not message.include_in_messages:
+        parts.append("logged, not replayed")
+    return "### " + " · ".join(parts)
+
+
+def entry_markdown(entry: Entry[RawMessageRecord], options: TranscriptOptions) -> str:
+    """One record as a Markdown section (a heading, fenced bodies, tool calls, flags)."""
+    record = entry.item
+    if entry.late:
+        assert entry.flag is not None
+        return f"#{record.sequence}: {flag_markdown(entry.flag)}\n"
+    message = record.message
+    parts = [_title(record, entry)]
+    if isinstance(message, UndecodableMessage):
+        parts.append(f"> ⚠ **cannot decode this row**: {code(message.reason, 400)}")
+        parts.append(block(message.raw, options))
+    elif isinstance(message, AssistantMessage):
+        if message.reasoning and options.reasoning:
+            parts.append("*Reasoning:*")
+            parts.append(block(message.reasoning, options))
+        if message.content:
+            parts.append(block(message.content, options))
+        for call in message.tool_calls:
+            parts.append(f"**Tool call** {code(call.name, 80)} {code(call.id, 80)}")
+            parts.append(block(pretty_json(call.arguments), options, "json"))
+    elif isinstance(message, Message):
+        parts.extend(_content(getattr(message, "content", ""), options))
+    if record.defects:
+        parts.append(f"> ⚠ **defects**: {code('; '.join(record.defects), 400)}")
+    if entry.flag is not None:
+        parts.append(flag_markdown(entry.flag))
+    if options.details:
+        details = {
+            "id": record.id,
+            "request_id": record.request_id,
+            "metadata": record.metadata,
+            "tags": record.tags,
+        }
+        if isinstance(message, Message) and message.attributes:
+            details["attributes"] = message.attributes
+        parts.append(block(pretty_json(details), options, "json"))
+    return "\n\n".join(parts) + "\n"

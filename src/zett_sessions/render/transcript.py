@@ -1,0 +1,585 @@
+"""Renderers for ``show`` and ``tail``: the header, one ``Text`` per record, markers, flags.
+
+Pure functions and one small stateful renderer (it remembers the last date it printed so times
+stay short); no I/O.  Every string from the database goes through ``sanitize``/``single_line``
+into ``rich.text.Text``, never markup.  Long bodies are cut (``BODY_CHARS``/``BODY_LINES``) with a
+note unless ``full``; a body is cut *before* it is sanitized, so a 10 MB message costs no more
+than a short one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from ..models import (
+    AgentMessage,
+    AssistantMessage,
+    CompactedMessage,
+    Content,
+    ImageBytesSource,
+    ImageContent,
+    Message,
+    RawMessageRecord,
+    SystemMessage,
+    TextContent,
+    ToolMessage,
+    UndecodableMessage,
+    UserMessage,
+)
+from ..projection import Dropped
+from ..queries.annotate import Entry
+from ..queries.follow import Stale
+from ..queries.transcript import Boundary, ResumeContext, TranscriptHeader
+from ..timeutil import iso_utc
+from .common import count, exact_time, human_bytes, human_duration_ns, relative_time
+from .fields import fields_table
+from .jsonout import kind_name, session_json
+from .sanitize import sanitize, single_line
+
+BODY_CHARS = 2000
+BODY_LINES = 40
+INDENT = "  "
+ROLE_STYLES = {
+    "system": "magenta",
+    "user": "bold green",
+    "assistant": "bold blue",
+    "tool": "yellow",
+    "agent": "bold cyan",
+    "checkpoint": "bold magenta",
+}
+FLAG_STYLE = "bold red"
+REASONS = {
+    "orphan_result": "orphan tool result",
+    "incomplete_batch": "incomplete tool batch",
+    "undecodable": "undecodable message",
+}
+
+
+@dataclass(frozen=True)
+class TranscriptOptions:
+    full: bool = False
+    reasoning: bool = False
+    details: bool = False
+
+
+# --- text helpers ----------------------------------------------------------------------------
+
+
+def cut(text: str, full: bool) -> tuple[str, int]:
+    """``(shown, hidden)``: sanitized text cut to the body limits, and how many chars were cut.
+
+    The raw text is cut first (with room for the controls ``sanitize`` may remove), so the cost
+    does not depend on the size of the stored message.
+    """
+    if full:
+        return sanitize(text), 0
+    head = sanitize(text[: BODY_CHARS * 2])
+    shown = head[:BODY_CHARS]
+    lines = shown.split("\n")
+    if len(lines) > BODY_LINES:
+        shown = "\n".join(lines[:BODY_LINES])
+    hidden = len(text) - len(text[: BODY_CHARS * 2]) + len(head) - len(shown)
+    return shown, hidden
+
+
+def body(text: str, options: TranscriptOptions, *, style: str = "", indent: str = INDENT) -> Text:
+    """A block of database text: indented, sanitized, cut with a note (ends with a newline)."""
+    shown, hidden = cut(text, options.full)
+    result = Text(indent + shown.replace("\n", "\n" + indent) + "\n", style=style)
+    if hidden:
+        result.append(
+            f"{indent}… {hidden:,} more characters (use --full to see everything)\n", style="dim"
+        )
+    return result
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON for tool arguments, metadata and tags (bytes shown as a size, never raw)."""
+
+    def fallback(obj: object) -> str:
+        if isinstance(obj, bytes | bytearray):
+            return f"<{human_bytes(len(obj))} of bytes>"
+        return repr(obj)
+
+    return json.dumps(value, indent=2, ensure_ascii=False, default=fallback)
+
+
+def image_placeholder(block: ImageContent) -> str:
+    """``[image/png, 12.3 kB]`` or ``[image https://…]`` (data: URLs by size, never the bytes)."""
+    source = block.source
+    if isinstance(source, ImageBytesSource):
+        label = f"[{single_line(source.media_type, 40)}, {human_bytes(len(source.data))}]"
+    elif source.url.startswith("data:"):
+        media = source.url[5:].split(";", 1)[0].split(",", 1)[0]
+        label = f"[{single_line(media, 40)} data URL, {human_bytes(len(source.url))}]"
+    else:
+        label = f"[image {single_line(source.url, 200)}]"
+    if block.alt_text:
+        label += f" alt: {single_line(block.alt_text, 200)}"
+    return label
+
+
+def content_text(content: Content, options: TranscriptOptions, *, style: str = "") -> Text:
+    if isinstance(content, str):
+        return body(content, options, style=style) if content else Text()
+    result = Text()
+    for block in content:
+        if isinstance(block, TextContent):
+            result.append_text(body(block.text, options, style=style))
+        elif isinstance(block, ImageContent):
+            result.append(INDENT)
+            result.append(image_placeholder(block), style="italic cyan")
+            result.append("\n")
+        else:  # pragma: no cover - the union has two members
+            result.append(f"{INDENT}[unknown block]\n", style="dim")
+    return result
+
+
+def role_of(message: Message | UndecodableMessage, fallback: int) -> str:
+    if isinstance(message, UndecodableMessage):
+        return kind_name(message.kind if message.kind is not None else fallback)
+    return kind_name(int(message.kind))
+
+
+def when(moment: datetime | None, previous: str | None) -> tuple[str, str | None]:
+    """``HH:MM:SS``, or the full date and time when the day changed since ``previous``."""
+    if moment is None:
+        return "--:--:--", previous
+    utc = moment.astimezone(UTC)
+    day = utc.strftime("%Y-%m-%d")
+    clock = utc.strftime("%H:%M:%S")
+    return (clock if day == previous else f"{day} {clock}"), day
+
+
+def tokens_label(record: RawMessageRecord) -> str:
+    usage = record.usage
+    if usage is None:
+        return ""
+    text = f"{count(usage.input_tokens)} in · {count(usage.output_tokens)} out"
+    if usage.cache_read_tokens:
+        text += f" ({count(usage.cache_read_tokens)} cached)"
+    return text
+
+
+def flag_reason(flag: Dropped[Any]) -> str:
+    """What the projection found, in words: ``incomplete tool batch (no result for c1)``."""
+    facts = []
+    if flag.missing_call_ids:
+        facts.append("no result for " + ", ".join(flag.missing_call_ids))
+    if flag.unexpected_result_ids and flag.reason != "orphan_result":
+        facts.append("unexpected results " + ", ".join(flag.unexpected_result_ids))
+    if flag.reason == "orphan_result":
+        facts.append("no matching call right before it")
+    if flag.reason == "undecodable":
+        facts.append(flag.detail)
+    reason = REASONS.get(flag.reason, flag.reason)
+    return single_line(f"{reason} ({'; '.join(facts)})" if facts else reason, 600)
+
+
+def flag_text(flag: Dropped[Any], *, prefix: str = INDENT) -> Text:
+    return Text(
+        f"{prefix}⚠ {flag_reason(flag)}: left out of the model's context\n", style=FLAG_STYLE
+    )
+
+
+# --- records ---------------------------------------------------------------------------------
+
+
+class TranscriptRenderer:
+    """Turns stream entries into ``Text``; remembers the date last shown (times stay short)."""
+
+    def __init__(self, options: TranscriptOptions) -> None:
+        self.options = options
+        self._day: str | None = None
+
+    def entry(self, entry: Entry[RawMessageRecord]) -> Text:
+        if entry.late:
+            return self.late_flag(entry)
+        record = entry.item
+        result = self.title_line(record, entry)
+        result.append_text(self.message_body(record, entry))
+        if record.defects:
+            result.append(
+                f"{INDENT}⚠ defects: {single_line('; '.join(record.defects), 400)}\n",
+                style=FLAG_STYLE,
+            )
+        if entry.flag is not None:
+            result.append_text(flag_text(entry.flag))
+        if self.options.details:
+            result.append_text(details_text(record, self.options))
+        return result
+
+    def late_flag(self, entry: Entry[RawMessageRecord]) -> Text:
+        assert entry.flag is not None
+        return flag_text(entry.flag, prefix=f"#{entry.item.sequence} ")
+
+    def title_line(self, record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> Text:
+        message = record.message
+        role = role_of(message, record.role)
+        line = Text()
+        line.append(f"#{record.sequence} ", style="bold")
+        line.append(role, style=ROLE_STYLES.get(role, "bold red"))
+        if isinstance(message, ToolMessage):
+            line.append_text(result_label(message, entry))
+        moment = record.timing.started_at if record.timing else record.created_at
+        clock, self._day = when(moment, self._day)
+        line.append(f"  {clock}", style="dim")
+        if record.timing is not None and record.timing.duration_ns:
+            line.append(f"  {human_duration_ns(record.timing.duration_ns)}", style="dim")
+        tokens = tokens_label(record)
+        if tokens:
+            line.append(f"  {tokens}", style="dim")
+        if isinstance(message, AssistantMessage) and (message.provider or message.model):
+            model = " ".join(single_line(v, 60) for v in (message.provider, message.model) if v)
+            line.append(f"  {model}", style="dim")
+        if isinstance(message, SystemMessage) and not message.include_in_messages:
+            line.append("  (logged, not replayed)", style="dim")
+        line.append("\n")
+        return line
+
+    def message_body(self, record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> Text:
+        message = record.message
+        options = self.options
+        if isinstance(message, UndecodableMessage):
+            result = Text(
+                f"{INDENT}⚠ cannot decode this row: {single_line(message.reason, 400)}\n",
+                style=FLAG_STYLE,
+            )
+            result.append_text(body(message.raw, options, style="dim"))
+            return result
+        if isinstance(message, AssistantMessage):
+            return assistant_body(message, options)
+        if isinstance(message, ToolMessage):
+            return content_text(message.content, options, style="" if message.success else "red")
+        if isinstance(message, UserMessage | CompactedMessage):
+            return content_text(message.content, options)
+        if isinstance(message, SystemMessage | AgentMessage):
+            return content_text(message.content, options)
+        return Text()  # pragma: no cover - every message type is handled above
+
+
+def result_label(message: ToolMessage, entry: Entry[RawMessageRecord]) -> Text:
+    """`` ✓ grep [toolu_01A] answers #3`` (the call's tool name; the result's if they differ)."""
+    label = Text(" ")
+    label.append(
+        "✓" if message.success else "✗", style="bold green" if message.success else FLAG_STYLE
+    )
+    call = entry.call
+    name = call.name if call is not None else message.name
+    label.append(f" {single_line(name, 80)}", style="bold")
+    if call is not None and call.name != message.name:
+        label.append(f" (result says {single_line(message.name, 80)})", style="dim")
+    answers = f" of #{call.sequence}" if call is not None else ""
+    label.append(f" [{single_line(message.tool_call_id, 80)}{answers}]", style="dim")
+    if not message.success:
+        label.append(" failed", style=FLAG_STYLE)
+    return label
+
+
+def assistant_body(message: AssistantMessage, options: TranscriptOptions) -> Text:
+    result = Text()
+    if message.reasoning:
+        if options.reasoning:
+            result.append(f"{INDENT}reasoning:\n", style="dim italic")
+            result.append_text(body(message.reasoning, options, style="dim italic"))
+        else:
+            result.append(
+                f"{INDENT}(reasoning hidden: {count(len(message.reasoning))} characters; "
+                "--reasoning shows it)\n",
+                style="dim",
+            )
+    if message.content:
+        result.append_text(body(message.content, options))
+    for call in message.tool_calls:
+        result.append(f"{INDENT}→ ", style="bold yellow")
+        result.append(single_line(call.name, 80), style="bold yellow")
+        result.append(f" [{single_line(call.id, 80)}]\n", style="dim")
+        result.append_text(body(pretty_json(call.arguments), options, indent=INDENT * 2))
+    return result
+
+
+def details_text(record: RawMessageRecord, options: TranscriptOptions) -> Text:
+    """``--details``: ids, exact times, timing spans, full usage, attributes, metadata, tags."""
+    lines: list[tuple[str, str]] = [
+        ("id", record.id),
+        ("request", record.request_id),
+        ("stored", exact_time(record.created_at)),
+    ]
+    timing = record.timing
+    if timing is not None:
+        lines.append(
+            (
+                "timing",
+                f"{exact_time(timing.started_at)} → {exact_time(timing.completed_at)} "
+                f"({human_duration_ns(timing.duration_ns) or '0 ms'})",
+            )
+        )
+        for part in ("reasoning", "content"):
+            duration = getattr(timing, f"{part}_duration_ns")
+            if duration is not None:
+                lines.append((part, human_duration_ns(duration) or "0 ms"))
+    usage = record.usage
+    if usage is not None:
+        lines.append(
+            (
+                "usage",
+                f"input {count(usage.input_tokens)}, output {count(usage.output_tokens)}, "
+                f"cache read {count(usage.cache_read_tokens)}, "
+                f"cache write {count(usage.cache_write_tokens)}, "
+                f"reasoning {count(usage.reasoning_tokens)}, total {count(usage.total_tokens)}",
+            )
+        )
+    message = record.message
+    if isinstance(message, Message):
+        lines.append(
+            (
+                "flags",
+                f"persist={message.persist}, include_in_messages={message.include_in_messages}",
+            )
+        )
+    if isinstance(message, AssistantMessage) and message.replay_blocks:
+        lines.append(("replay", f"{len(message.replay_blocks)} provider block(s), not shown"))
+    result = Text()
+    for label, value in lines:
+        result.append(f"{INDENT}{label}: ", style="dim")
+        result.append(f"{single_line(value)}\n", style="dim")
+    objects: list[tuple[str, Any]] = [("metadata", record.metadata), ("tags", record.tags)]
+    if isinstance(message, Message) and message.attributes:
+        objects.insert(0, ("attributes", message.attributes))
+    for label, value in objects:
+        if value:
+            result.append(f"{INDENT}{label}:\n", style="dim")
+            result.append_text(body(pretty_json(value), options, style="dim", indent=INDENT * 2))
+    return result
+
+
+def boundary_text(boundary: Boundary) -> Text:
+    """``── snapshot v2 covers 1–14 ──``: where the latest checkpoint's coverage ends."""
+    return Text(
+        f"── snapshot v{boundary.version} covers 1–{boundary.through} ──", style="bold magenta"
+    )
+
+
+# --- header ----------------------------------------------------------------------------------
+
+
+def _session_label(session_id: str, title: str | None) -> Text:
+    label = Text(single_line(session_id))
+    if title:
+        label.append(f"  {single_line(title, 80)}", style="dim")
+    return label
+
+
+def header_table(header: TranscriptHeader, *, now: datetime | None = None) -> RenderableType:
+    """Id, title, agent, type, parent/children, times, counts, snapshot, tokens, durations."""
+    session = header.session
+    rows: list[tuple[str, Text | str]] = [
+        ("Session", Text(single_line(session.id), style="bold cyan")),
+        ("Title", Text(single_line(session.title, 200)) if session.title else Text("—", "dim")),
+        (
+            "Agent",
+            Text(single_line(session.agent_name, 64)) if session.agent_name else Text("—", "dim"),
+        ),
+        ("Type", str(session.session_type)),
+    ]
+    if header.parent is not None:
+        rows.append(("Parent", _session_label(header.parent.id, header.parent.title)))
+    if header.children:
+        children = Text(f"{len(header.children)}: ")
+        for index, child in enumerate(header.children[:5]):
+            if index:
+                children.append(", ")
+            children.append_text(_session_label(child.id, child.title))
+        if len(header.children) > 5:
+            children.append(f", … {len(header.children) - 5} more", style="dim")
+        rows.append(("Children", children))
+    for label, moment in (("Created", session.created_at), ("Updated", session.updated_at)):
+        rows.append((label, moment_label(moment, now)))
+    messages = count(session.message_count)
+    if header.first_sequence is not None:
+        messages += f" (sequences {header.first_sequence}–{header.last_sequence})"
+    rows.append(("Messages", messages))
+    rows.append(("Snapshot", snapshot_status(header)))
+    rows.append(("Tokens", tokens_status(header)))
+    rows.append(("Time", time_status(header)))
+    if not header.has_session_row:
+        rows.append(("Note", Text("no agent_sessions row: raw rows only", style="yellow")))
+    return fields_table(rows)
+
+
+def moment_label(moment: datetime | None, now: datetime | None) -> str:
+    """``2026-03-02 09:15:41 UTC (3 h ago)``; no relative part once it is only a date."""
+    exact = exact_time(moment)
+    relative = relative_time(moment, now)
+    return exact if moment is None or exact.startswith(relative) else f"{exact} ({relative})"
+
+
+def snapshot_status(header: TranscriptHeader) -> Text:
+    snapshot = header.snapshot
+    if snapshot is None:
+        return Text("none (the whole log is replayed on resume)", style="dim")
+    text = Text(
+        f"v{snapshot.version} covers 1–{snapshot.compacted_through_sequence}, "
+        f"{count(header.tail_length or 0)} messages after it"
+    )
+    if header.snapshot_count > 1:
+        text.append(f" ({header.snapshot_count} versions)", style="dim")
+    if isinstance(snapshot.message, UndecodableMessage):
+        text.append(" ⚠ checkpoint cannot be decoded", style=FLAG_STYLE)
+    if (
+        header.last_sequence is not None
+        and snapshot.compacted_through_sequence > header.last_sequence
+    ):
+        text.append(" ⚠ boundary is past the last message", style=FLAG_STYLE)
+    return text
+
+
+def tokens_status(header: TranscriptHeader) -> Text:
+    totals = header.totals
+    if not totals.responses_with_usage:
+        return Text("no usage recorded", style="dim")
+    text = Text(
+        f"{count(totals.total_tokens)} total: {count(totals.input_tokens)} in "
+        f"({count(totals.cache_read_tokens)} cached), {count(totals.output_tokens)} out "
+        f"({count(totals.reasoning_tokens)} reasoning) over "
+        f"{count(totals.responses_with_usage)} responses"
+    )
+    return text
+
+
+def time_status(header: TranscriptHeader) -> str:
+    totals = header.totals
+    parts = [
+        f"model {human_duration_ns(totals.assistant_ns) or '0 ms'}",
+        f"tools {human_duration_ns(totals.tool_ns) or '0 ms'}",
+    ]
+    if totals.first_started_at and totals.last_completed_at:
+        span = (totals.last_completed_at - totals.first_started_at).total_seconds()
+        parts.append(f"wall {human_duration_ns(int(max(span, 0) * 1e9)) or '0 ms'}")
+    return " · ".join(parts)
+
+
+# --- --context -------------------------------------------------------------------------------
+
+
+def context_intro(context: ResumeContext[Any]) -> Text:
+    snapshot = context.snapshot
+    if snapshot is None:
+        text = "What the model gets on resume: the whole raw log after the projection."
+    else:
+        text = (
+            f"What the model gets on resume: checkpoint v{snapshot.version} (covers "
+            f"1–{snapshot.compacted_through_sequence}), then the raw tail after the projection."
+        )
+    return Text(text, style="bold")
+
+
+def checkpoint_text(context: ResumeContext[Any], options: TranscriptOptions) -> Text | None:
+    snapshot = context.snapshot
+    if snapshot is None:
+        return None
+    result = Text()
+    result.append(f"checkpoint v{snapshot.version}", style=ROLE_STYLES["checkpoint"])
+    result.append(f"  covers 1–{snapshot.compacted_through_sequence}", style="dim")
+    clock, _ = when(snapshot.created_at, None)
+    result.append(f"  {clock}\n", style="dim")
+    message = snapshot.message
+    if isinstance(message, UndecodableMessage):
+        result.append(
+            f"{INDENT}⚠ cannot decode the checkpoint: {single_line(message.reason, 400)}\n",
+            style=FLAG_STYLE,
+        )
+        result.append_text(body(message.raw, options, style="dim"))
+    else:
+        result.append_text(content_text(message.content, options))
+    return result
+
+
+def dropped_lines(context: ResumeContext[Any]) -> Iterable[Text]:
+    """The footer of ``--context``: each row the projection left out, and why."""
+    if not context.dropped:
+        yield Text("The projection dropped nothing.", style="dim")
+    else:
+        yield Text(f"Dropped by the projection ({len(context.dropped)}):", style="bold")
+        for dropped in context.dropped:
+            record = dropped.item
+            reason = REASONS.get(dropped.reason, dropped.reason)
+            line = Text(f"{INDENT}#{record.sequence} {role_of(record.message, record.role)}: ")
+            line.append(f"{reason}: {single_line(dropped.detail, 400)}", style=FLAG_STYLE)
+            yield line
+    if context.excluded:
+        sequences = ", ".join(f"#{r.sequence}" for r in context.excluded[:20])
+        more = f", … {len(context.excluded) - 20} more" if len(context.excluded) > 20 else ""
+        yield Text(
+            f"Not replayed (include_in_messages is false, e.g. logged system prompts): "
+            f"{sequences}{more}",
+            style="dim",
+        )
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def header_json(header: TranscriptHeader) -> dict[str, Any]:
+    """``session_json`` plus the header facts (documented in docs/show.md)."""
+    totals = header.totals
+    snapshot = header.snapshot
+    return {
+        **session_json(header.session),
+        "has_session_row": header.has_session_row,
+        "parent_title": header.parent.title if header.parent else None,
+        "children": [{"id": c.id, "title": c.title} for c in header.children],
+        "child_count": len(header.children),
+        "first_sequence": header.first_sequence,
+        "last_sequence": header.last_sequence,
+        "snapshot_version": snapshot.version if snapshot else 0,
+        "snapshot_count": header.snapshot_count,
+        "compacted_through_sequence": snapshot.compacted_through_sequence if snapshot else None,
+        "tail_length": header.tail_length,
+        "totals": {
+            "input_tokens": totals.input_tokens,
+            "output_tokens": totals.output_tokens,
+            "cache_read_tokens": totals.cache_read_tokens,
+            "cache_write_tokens": totals.cache_write_tokens,
+            "reasoning_tokens": totals.reasoning_tokens,
+            "total_tokens": totals.total_tokens,
+            "responses_with_usage": totals.responses_with_usage,
+            "assistant_duration_ns": totals.assistant_ns,
+            "tool_duration_ns": totals.tool_ns,
+            "first_started_at": iso_utc(totals.first_started_at),
+            "last_completed_at": iso_utc(totals.last_completed_at),
+        },
+    }
+
+
+def dropped_json(dropped: Dropped[Any], sequence: int, role: str) -> dict[str, Any]:
+    """A flag or a dropped row: which record, why, and the batch facts behind it."""
+    return {
+        "sequence": sequence,
+        "role": role,
+        "reason": dropped.reason,
+        "detail": dropped.detail,
+        "missing_call_ids": list(dropped.missing_call_ids),
+        "unexpected_result_ids": list(dropped.unexpected_result_ids),
+    }
+
+
+def stale_message(stale: Stale[Any]) -> str:
+    """One line for ``tail --stale-after``: which calls are still open, and since when."""
+    waiting = ", ".join(
+        f"{single_line(call.call_id, 80)} ({single_line(call.name, 80)})"
+        for call in stale.batch.waiting
+    )
+    idle = human_duration_ns(int(stale.idle_for.total_seconds() * 1e9)) or "0 ms"
+    return (
+        f"the run looks dead: nothing new for {idle} (since {exact_time(stale.idle_since)}) "
+        f"while the tool calls of #{stale.batch.waiting[0].sequence} still wait for results: "
+        f"{waiting}"
+    )
