@@ -74,3 +74,10 @@ def test_demo_help_has_an_example() -> None:
     r = run_cli(["demo", "--help"])
     assert r.exit_code == 0
     assert "Example: zett-sessions demo" in r.stdout
+
+
+def test_demo_refuses_a_missing_directory_and_creates_nothing(tmp_path: Path) -> None:
+    r = run_cli(["demo", str(tmp_path / "nested" / "demo.sqlite3")])
+    assert r.exit_code == 2
+    assert "is not an existing directory" in r.stderr and r.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []

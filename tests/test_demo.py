@@ -211,3 +211,9 @@ def test_demo_overwrite_replaces_the_file_and_its_stale_wal(tmp_path: Path) -> N
 def test_demo_leaves_no_temporary_files(tmp_path: Path) -> None:
     write_demo(tmp_path / "fresh.sqlite3")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.sqlite3"]
+
+
+def test_demo_needs_an_existing_directory(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        write_demo(tmp_path / "missing" / "demo.sqlite3")
+    assert list(tmp_path.iterdir()) == []

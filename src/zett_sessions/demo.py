@@ -567,11 +567,14 @@ def write_demo(
 ) -> DemoResult:
     """Write the demo database to ``path`` (a new file) and describe it.
 
-    Raises ``FileExistsError`` when ``path`` exists and ``overwrite`` is false.  The database is
+    Raises ``FileExistsError`` when ``path`` exists and ``overwrite`` is false, and
+    ``FileNotFoundError`` when its directory does not exist (none is created).  The database is
     built in a temporary file beside ``path`` and moved into place only when complete, so a
     failure never leaves a half-written demo (nor destroys the file ``overwrite`` replaces).
     """
     target = Path(path).expanduser()
+    if not target.parent.is_dir():
+        raise FileNotFoundError(f"{target.parent} is not an existing directory")
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} already exists")
     if target.is_dir():
@@ -587,6 +590,6 @@ def write_demo(
         os.replace(temporary, target)
     finally:
         for leftover in (temporary, *(Path(f"{temporary}{s}") for s in ("-wal", "-shm"))):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(leftover)
     return DemoResult(target, result.sessions, result.messages, result.snapshots, result.faults)

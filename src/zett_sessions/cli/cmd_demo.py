@@ -42,6 +42,8 @@ def demo_command(
         raise UsageError(f"{target} is a directory; give a file name for the demo database")
     if target.exists() and not force:
         raise UsageError(f"{target} already exists; pass --force to replace it")
+    if not target.parent.is_dir():
+        raise UsageError(f"{target.parent} is not an existing directory; create it first")
     result = write_demo(target, overwrite=force)
     if json_output:
         out.json(demo_json(result))
