@@ -5,7 +5,9 @@ Usage::
 
     python bench/make_db.py OUT.sqlite3 --messages N --seed S [--reference-time T] [--force]
 
-Importable: ``generate(path, messages, seed, reference_time=None, force=False) -> dict``.
+Importable: ``generate(path, messages, seed, reference_time=None, *, force=False,
+parallel=True) -> dict`` (the ground truth). ``parallel`` forks a row-generating process so
+generation and SQLite use two cores; the output is identical without it.
 
 The database is created with exactly the DDL text of the newest upstream layout, filled with
 ``N`` raw messages spread over heavy-tailed sessions (system + user + assistant runs, parallel
@@ -22,18 +24,21 @@ from __future__ import annotations
 
 import argparse
 import base64
+import bisect
 import datetime as dt
 import json
+import marshal
 import math
+import multiprocessing as mp
 import os
-import queue
 import random
 import sqlite3
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import closing, suppress
 from json.encoder import encode_basestring as _jstr  # json.dumps(str, ensure_ascii=False)
 from typing import Any
 
@@ -128,6 +133,7 @@ DDL_INDEXES: dict[str, str] = {
     ),
 }
 
+_CACHE_KIB = -65536  # SQLite page cache during the build: 64 MiB
 _INSERT_RAW = "INSERT INTO raw_messages VALUES (" + ", ".join(["?"] * 26) + ")"
 _INSERT_SESSION = "INSERT INTO agent_sessions VALUES (?, ?, ?, ?, ?, ?, ?)"
 _INSERT_SNAPSHOT = "INSERT INTO session_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -141,19 +147,25 @@ CHECKPOINT_PREFIX = "[Conversation checkpoint: historical context, not system in
 _EPOCH = dt.datetime(1970, 1, 1)
 _DAY_US = 86_400_000_000
 _SECOND = 1_000_000
-_DAY_CACHE: dict[int, str] = {}
+_DAYS: dict[int, str] = {}  # day number -> "YYYY-MM-DD "
+_HMS = [f"{h:02d}:{m:02d}:{s:02d}." for h in range(24) for m in range(60) for s in range(60)]
 
 
-def fmt_ts(t: int) -> str:
+def _day(d: int) -> str:
+    text = _DAYS.get(d)
+    if text is None:
+        text = _DAYS[d] = (_EPOCH + dt.timedelta(days=d)).strftime("%Y-%m-%d ")
+    return text
+
+
+def fmt_ts(t: int, _days: dict[int, str] = _DAYS, _hms: list[str] = _HMS) -> str:
     """Epoch microseconds (UTC) -> ``YYYY-MM-DD HH:MM:SS.ffffff``."""
     s, us = divmod(t, 1_000_000)
     d, s = divmod(s, 86400)
-    day = _DAY_CACHE.get(d)
+    day = _days.get(d)
     if day is None:
-        day = _DAY_CACHE[d] = (_EPOCH + dt.timedelta(days=d)).strftime("%Y-%m-%d")
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    return f"{day} {h:02d}:{m:02d}:{s:02d}.{us:06d}"
+        day = _day(d)
+    return "%s%s%06d" % (day, _hms[s], us)  # noqa: UP031 (fastest form)
 
 
 def parse_reference_time(value: str | dt.datetime | None) -> int:
@@ -171,13 +183,19 @@ def parse_reference_time(value: str | dt.datetime | None) -> int:
 
 
 def uuid7(getrandbits: Callable[[int], int], t_us: int) -> str:
-    """Canonical lowercase UUIDv7: unix ms in the top 48 bits, then the sub-millisecond
-    fraction in rand_a (as the ``uuid6`` package does, so ids sort by creation time),
-    then 62 random bits from ``getrandbits`` (a seeded ``random.Random``)."""
+    """Canonical lowercase UUIDv7 for the epoch-microsecond time ``t_us``: unix milliseconds in
+    the top 48 bits, the sub-millisecond fraction in rand_a (as the ``uuid6`` package does, so
+    ids sort by creation time), variant 0b10, then 62 bits from ``getrandbits`` (a seeded
+    ``random.Random``)."""
     ms, sub = divmod(t_us, 1000)
-    v = (ms << 80) | (0x7 << 76) | ((sub * 4096 // 1000) << 64) | (2 << 62) | getrandbits(62)
-    h = f"{v:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    r = getrandbits(62)
+    return "%08x-%04x-7%03x-%04x-%012x" % (  # noqa: UP031 (fastest form)
+        ms >> 16,
+        ms & 0xFFFF,
+        sub * 4096 // 1000,
+        0x8000 | (r >> 48),
+        r & 0xFFFFFFFFFFFF,
+    )
 
 
 def _ctx_json(obj: dict[str, Any]) -> str:
@@ -264,7 +282,7 @@ class _Corpus:
     __slots__ = ("n", "offsets", "text")
 
     def __init__(self, text: str, offsets: list[int]) -> None:
-        self.text = text + text[:_MAX_TEXT + 16]
+        self.text = text + text[: _MAX_TEXT + 16]
         self.offsets = offsets
         self.n = len(offsets)
 
@@ -405,7 +423,9 @@ def _iter_shell(r: random.Random) -> Iterator[str]:
             word = f"{esc}[32mPASSED{esc}[0m" if ok else f"{esc}[31mFAILED{esc}[0m"
             if r.random() < 0.5:
                 word = "PASSED" if ok else "FAILED"
-            yield (f"tests/test_{mod}.py::test_{r.choice(_IDENTS)} {word} [{r.randint(0, 100):3d}%]")
+            yield (
+                f"tests/test_{mod}.py::test_{r.choice(_IDENTS)} {word} [{r.randint(0, 100):3d}%]"
+            )
         elif k < 0.55:
             yield f"E       AssertionError: assert {r.randint(0, 99)} == {r.randint(0, 99)}"
         elif k < 0.65:
@@ -450,7 +470,7 @@ def _build_system_prompts(r: random.Random) -> dict[str, list[str]]:
     for key, head in heads.items():
         variants = [head]
         for _ in range(5):
-            target = int(math.exp(r.uniform(math.log(200), math.log(4000))))
+            target = int(math.exp(r.uniform(math.log(100), math.log(1500))))
             text = head + "\n\n# Guidelines\n"
             while len(text) < target:
                 text += f"- {_sentence(r)}\n"
@@ -487,20 +507,33 @@ def _build_questions(r: random.Random, count: int) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 _YEAR_US = 365 * _DAY_US
-_G_MAX_US = 65 * _SECOND  # upper bound of the clock advance for one row (see _Session)
+_G_MAX_US = 70 * _SECOND  # upper bound of the clock advance for one row (_Generator._session)
 _TOP_FRACTIONS = (0.03, 0.025, 0.022, 0.02)
 
 
-@dataclass(slots=True)
 class _Plan:
-    index: int
-    size: int
-    category: str = "plain"  # plain | crashed | child | automation
-    compact: int = 0  # wanted number of snapshots
-    cadence_us: int = 0  # mean gap between runs
-    start_us: int = 0
-    parent: int = -1
-    session_id: str = ""
+    """One planned session (a plain class: the module also loads without a sys.modules entry)."""
+
+    __slots__ = (
+        "cadence_us",
+        "category",
+        "compact",
+        "index",
+        "parent",
+        "session_id",
+        "size",
+        "start_us",
+    )
+
+    def __init__(self, index: int, size: int) -> None:
+        self.index = index
+        self.size = size
+        self.category = "plain"  # plain | crashed | child | automation
+        self.compact = 0  # wanted number of snapshots
+        self.cadence_us = 0  # mean gap between runs
+        self.start_us = 0
+        self.parent = -1
+        self.session_id = ""
 
 
 def _session_sizes(r: random.Random, n: int) -> tuple[list[int], int]:
@@ -521,8 +554,9 @@ def _session_sizes(r: random.Random, n: int) -> tuple[list[int], int]:
     cap = max(3, min(int(0.015 * n), tops[0] // 2))
     body: list[int] = []
     while remaining > 0:
-        s = int(3.5 * (1.0 - r.random()) ** (-1 / 1.1))
-        s = max(3, min(cap, s))
+        s = cap + 1
+        while s > cap:  # truncated Pareto (redraw instead of clipping: no pile-up at the cap)
+            s = max(3, int(3.5 * (1.0 - r.random()) ** (-1 / 1.1)))
         if s > remaining or remaining - s in (1, 2):
             s = remaining
         body.append(s)
@@ -567,18 +601,19 @@ def _make_plan(r: random.Random, n: int, ref_us: int) -> list[_Plan]:
         if p.category != "child":
             span = bound[p.index]
             p.start_us = ref_us - span - int(r.random() * max(0, _YEAR_US - span))
-    roots = [p for p in plans if p.category != "child"]
+    roots = sorted((p for p in plans if p.category != "child"), key=lambda p: (p.start_us, p.index))
+    root_starts = [p.start_us for p in roots]
     for p in plans:
         if p.category != "child":
             continue
-        latest = ref_us - bound[p.index] - 600 * _SECOND
-        candidates = [q for q in roots if q.start_us <= latest]
-        if not candidates:
+        # a parent that started early enough for the child to finish before the reference time
+        n_candidates = bisect.bisect_right(root_starts, ref_us - bound[p.index] - 600 * _SECOND)
+        if not n_candidates:
             p.category = "plain"
             span = bound[p.index]
             p.start_us = ref_us - span - int(r.random() * max(0, _YEAR_US - span))
             continue
-        parent = candidates[int(r.random() * len(candidates))]
+        parent = roots[int(r.random() * n_candidates)]
         p.parent = parent.index
         p.start_us = parent.start_us + int((5 + r.random() * 595) * _SECOND)
     plans.sort(key=lambda p: (p.start_us, p.index))
@@ -614,7 +649,7 @@ _TOOLS = (
 )
 _TOOL_NAMES = [t for t, _ in _TOOLS]
 _TOOL_CUM = [sum(w for _, w in _TOOLS[: i + 1]) for i in range(len(_TOOLS))]
-_ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_B64_ALNUM = bytes.maketrans(b"+/", b"Qz")  # base64 text -> alphanumeric ids
 _PREAMBLES = (
     "Let me look at the relevant files first.",
     "I'll check the tests and the implementation in parallel.",
@@ -708,6 +743,17 @@ class _Generator:
         }
         self.largest: tuple[int, str] = (0, "")
 
+    def truth(self) -> dict[str, Any]:
+        size, largest_id = self.largest
+        return {
+            "reference_time": fmt_ts(self.ref_us),
+            "counts": self.counts,
+            "largest_session": {"session_id": largest_id, "messages": size},
+            "faults": self.faults,
+            "compacted": self.compacted,
+            "children": self.children,
+        }
+
     # -- helpers ------------------------------------------------------------------------------
 
     def _flush_raw(self) -> None:
@@ -725,7 +771,12 @@ class _Generator:
             self.snapshots = []
 
     def _size(self, lo: float, hi: float) -> int:
+        """Log-uniform length in [e**lo, e**hi)."""
         return int(math.exp(lo + self.rnd() * (hi - lo)))
+
+    def _tool_size(self) -> int:
+        """Log-uniform-ish 50 B .. 20 KB, skewed to small (median ~370 B, mean ~2.3 KB)."""
+        return int(math.exp(_LN_MIN + self.rnd() ** 1.6 * (_LN_MAX - _LN_MIN)))
 
     def _slice(self, corpus: _Corpus, length: int, cut: str) -> str:
         start = corpus.offsets[int(self.rnd() * corpus.n)]
@@ -750,11 +801,15 @@ class _Generator:
         c = self._prose(max(_MIN_TEXT, int(length * 0.2)))
         return f"{a}\n\n```python\n{b}\n```\n\n{c}"
 
+    def pick(self, seq: Any) -> Any:
+        """``random.choice`` without its overhead (same stream position semantics: 1 draw)."""
+        return seq[int(self.rnd() * len(seq))]
+
     def _call_id(self, provider: str | None) -> str:
-        choices = self.rng.choices
+        text = base64.b64encode(self.rng.randbytes(18)).translate(_B64_ALNUM).decode()
         if provider == "anthropic":
-            return "toolu_01" + "".join(choices(_ALNUM, k=22))
-        return "call_" + "".join(choices(_ALNUM, k=24))
+            return "toolu_01" + text[:22]
+        return "call_" + text
 
     def _sys_env(self, content: str) -> str:
         env = self.sys_env_cache.get(content)
@@ -766,7 +821,8 @@ class _Generator:
 
     # -- sessions -----------------------------------------------------------------------------
 
-    def run(self, messages: int) -> dict[str, Any]:
+    def run(self, messages: int) -> None:
+        """Plan the sessions, then generate them in order of their first activity."""
         plans = _make_plan(self.rng, messages, self.ref_us)
         ids: dict[int, str] = {}
         for p in plans:
@@ -774,12 +830,9 @@ class _Generator:
             ids[p.index] = p.session_id
             self._session(p, ids.get(p.parent) if p.parent >= 0 else None)
         self.flush()
-        return {
-            "plans": len(plans),
-        }
 
     def _title(self, p: _Plan) -> str | None:
-        rnd, c = self.rnd, self.rng.choice
+        rnd, c = self.rnd, self.pick
         if p.category == "automation":
             return f"Nightly {c(('dependency update', 'test run', 'docs build', 'triage'))}"
         if p.category == "child":
@@ -798,7 +851,7 @@ class _Generator:
         return q[:200].strip()
 
     def _agent_name(self, p: _Plan) -> str | None:
-        c = self.rng.choice
+        c = self.pick
         if p.category == "automation":
             return c(("automation", "nightly-bot", "release-bot"))
         if p.category == "child":
@@ -812,7 +865,7 @@ class _Generator:
         return c(("coding-agent", "coding-agent", "zett", "zettcode", "assistant", "docs-writer"))
 
     def _session(self, p: _Plan, parent_id: str | None) -> None:
-        rng, rnd, bits = self.rng, self.rnd, self.bits
+        rng, rnd, bits, pick = self.rng, self.rnd, self.bits, self.pick
         sid = p.session_id
         cat = p.category
         # provider / model
@@ -830,19 +883,19 @@ class _Generator:
         model_json = _jstr(model) if model else "null"
         reasons = provider in ("anthropic", "openai") and rnd() < 0.6
         # system prompt, context
-        user = rng.choice(_USERS)
-        project = rng.choice(_PROJECTS)
+        user = pick(_USERS)
+        project = pick(_PROJECTS)
         workspace = f"/home/{user}/projects/{project}"
         if cat == "automation":
-            prompt = rng.choice(self.system_prompts["automation"])
+            prompt = pick(self.system_prompts["automation"])
             meta = {"schedule": "0 3 * * *", "trigger": "cron"}
             tags = {"automation": True}
         elif cat == "child":
-            prompt = rng.choice(self.system_prompts["explore"])
+            prompt = pick(self.system_prompts["explore"])
             meta = {"depth": 1, "subagent_type": "explore"}
             tags = {"domain": "code", "read_only": True}
         else:
-            prompt = rng.choice(self.system_prompts[rng.choice(("coding", "coding", "assistant"))])
+            prompt = pick(self.system_prompts[pick(("coding", "coding", "assistant"))])
             k = rnd()
             if k < 0.5:
                 meta = {
@@ -852,8 +905,8 @@ class _Generator:
                 }
                 tags = {"channel": "tui", "reviewed": rnd() < 0.3}
             elif k < 0.7:
-                meta = {"origin": "desktop", "locale": rng.choice(("en-US", "fr-FR", "ja-JP"))}
-                tags = {"lang": rng.choice(("en", "fr", "日本語")), "priority": int(rnd() * 3)}
+                meta = {"origin": "desktop", "locale": pick(("en-US", "fr-FR", "ja-JP"))}
+                tags = {"lang": pick(("en", "fr", "日本語")), "priority": int(rnd() * 3)}
             elif k < 0.85:
                 meta = {"origin": "api"}
                 tags = {}
@@ -908,9 +961,7 @@ class _Generator:
             reasoning = None
             if reasons and rnd() < 0.55:
                 reasoning = (
-                    rng.choice(_REASONING_SHORT)
-                    if rnd() < 0.5
-                    else self._prose(self._size(_LN_MIN, 7.3))
+                    pick(_REASONING_SHORT) if rnd() < 0.5 else self._prose(self._size(_LN_MIN, 7.3))
                 )
                 rs = cur + 200_000 + int(rnd() * 1_800_000)
                 rdur = 300_000 + int(rnd() * 19_700_000)
@@ -920,7 +971,9 @@ class _Generator:
             else:
                 rs_s = re_s = rd = None
             if content:
-                cs = cur + (5000 + int(rnd() * 45_000) if reasoning else 200_000 + int(rnd() * 1_800_000))
+                cs = cur + (
+                    5000 + int(rnd() * 45_000) if reasoning else 200_000 + int(rnd() * 1_800_000)
+                )
                 cdur = min(40_000_000, 100_000 + int(len(content) * (1500 + rnd() * 3000)))
                 ce = cs + cdur
                 cur = ce
@@ -955,30 +1008,22 @@ class _Generator:
             prev_input = inp
             ctx += output - r_tok
             # envelope
-            if calls:
-                tcj = json.dumps(calls, ensure_ascii=False)
-            else:
-                tcj = "[]"
+            tcj = json.dumps(calls, ensure_ascii=False) if calls else "[]"
             if reasoning is None:
                 rj, rbj = "null", "[]"
             else:
                 rj = _jstr(reasoning)
                 if provider == "anthropic":
                     sig = base64.b64encode(rng.randbytes(48 + int(rnd() * 48))).decode()
-                    rbj = json.dumps(
-                        [{"type": "thinking", "thinking": reasoning[:80], "signature": sig}],
-                        ensure_ascii=False,
+                    rbj = (
+                        '[{"type": "thinking", "thinking": '
+                        f'{_jstr(reasoning[:80])}, "signature": "{sig}"}}]'
                     )
                 elif rnd() < 0.5:
                     enc = base64.b64encode(rng.randbytes(64)).decode()
-                    rbj = json.dumps(
-                        [
-                            {
-                                "type": "reasoning",
-                                "id": f"rs_{bits(64):016x}",
-                                "encrypted_content": "gAAAAA" + enc,
-                            }
-                        ]
+                    rbj = (
+                        f'[{{"type": "reasoning", "id": "rs_{bits(64):016x}", '
+                        f'"encrypted_content": "gAAAAA{enc}"}}]'
                     )
                 else:
                     rbj = "[]"
@@ -1009,12 +1054,10 @@ class _Generator:
                 success = False
             elif k < 0.05:
                 path = call["arguments"].get("path", "src/main.py")
-                content = (
-                    f"Error: FileNotFoundError: [Errno 2] No such file or directory: '{path}'"
-                )
+                content = f"Error: FileNotFoundError: [Errno 2] No such file or directory: '{path}'"
                 success = False
             elif name == "read_file":
-                content = self._code(self._size(_LN_MIN, _LN_MAX))
+                content = self._code(self._tool_size())
                 if k > 0.997:
                     blocks = [
                         {"text": "Loaded chart.png (1x1, image/png)"},
@@ -1029,9 +1072,9 @@ class _Generator:
                     ]
                     content = "Loaded chart.png (1x1, image/png)"
             elif name == "grep":
-                content = self._slice(self.grep, self._size(_LN_MIN, _LN_MAX), "\n").strip("\n")
+                content = self._slice(self.grep, self._tool_size(), "\n").strip("\n")
             elif name == "shell":
-                content = self._slice(self.shell, self._size(_LN_MIN, _LN_MAX), "\n").strip("\n")
+                content = self._slice(self.shell, self._tool_size(), "\n").strip("\n")
             elif name in ("list_dir", "glob"):
                 content = self._slice(self.listing, self._size(_LN_MIN, 8.0), "\n").strip("\n")
             elif name == "edit_file":
@@ -1040,7 +1083,7 @@ class _Generator:
                     f"(lines {int(rnd() * 300) + 1}-{int(rnd() * 300) + 301}). File saved."
                 )
             else:
-                content = self._prose(self._size(_LN_MIN, _LN_MAX))
+                content = self._prose(self._tool_size())
             started = t + 2000 + int(rnd() * 18_000)
             completed = started + self._size(8.5, 16.8)
             created = completed + 300 + int(rnd() * 3700)
@@ -1084,7 +1127,7 @@ class _Generator:
                 while x >= _TOOL_CUM[i] and i < len(_TOOL_CUM) - 1:
                     i += 1
                 name = _TOOL_NAMES[i]
-                mod = rng.choice(_MODULES)
+                mod = pick(_MODULES)
                 path = f"src/{project.replace('-', '_')}/{mod}.py"
                 if name == "read_file":
                     args: dict[str, Any] = {"path": path}
@@ -1092,12 +1135,12 @@ class _Generator:
                         args["start_line"] = 1 + int(rnd() * 400)
                         args["limit"] = 40 + int(rnd() * 200)
                 elif name == "grep":
-                    args = {"pattern": f"def {rng.choice(_IDENTS)}", "path": "src"}
+                    args = {"pattern": f"def {pick(_IDENTS)}", "path": "src"}
                     if rnd() < 0.5:
                         args["glob"] = "*.py"
                 elif name == "shell":
                     args = {
-                        "command": rng.choice(
+                        "command": pick(
                             (
                                 "pytest -q",
                                 f"pytest tests/test_{mod}.py -x -q",
@@ -1109,15 +1152,15 @@ class _Generator:
                         )
                     }
                 elif name in ("list_dir", "glob"):
-                    args = {"path": rng.choice(("src", "tests", "."))}
+                    args = {"path": pick(("src", "tests", "."))}
                     if name == "glob":
                         args = {"pattern": "**/*.py"}
                 elif name == "edit_file":
-                    var = rng.choice(_VARS)
+                    var = pick(_VARS)
                     args = {
                         "path": path,
-                        "old_string": f"{var} = {rng.choice(_IDENTS)}({var})",
-                        "new_string": f"{var} = {rng.choice(_IDENTS)}({var}, strict=True)",
+                        "old_string": f"{var} = {pick(_IDENTS)}({var})",
+                        "new_string": f"{var} = {pick(_IDENTS)}({var}, strict=True)",
                     }
                 else:
                     args = {"url": f"https://docs.python.org/3/library/{mod}.html"}
@@ -1125,14 +1168,10 @@ class _Generator:
             return calls
 
         def user_text() -> str:
-            q = rng.choice(self.questions)
-            if rnd() < 0.15:
-                extra = self._size(6.0, 9.0)
-                body = (
-                    self._slice(self.shell, extra, "\n")
-                    if rnd() < 0.5
-                    else self._code(extra)
-                )
+            q = pick(self.questions)
+            if rnd() < 0.1:
+                extra = self._size(5.7, 8.7)
+                body = self._slice(self.shell, extra, "\n") if rnd() < 0.5 else self._code(extra)
                 q = f"{q}\n\n```\n{body.strip(chr(10))}\n```"
             return q
 
@@ -1170,7 +1209,9 @@ class _Generator:
                 env = _USER_PRE + _jstr(content) + _END
             return instant(2, env, content, req)
 
-        def run_rows(n_sys: int, batches: list[int], agent_turns: int, crash: tuple[int, int] | None) -> None:
+        def run_rows(
+            n_sys: int, batches: list[int], agent_turns: int, crash: tuple[int, int] | None
+        ) -> None:
             """One Agent run: system row(s), user row, assistant turns (with tool batches)."""
             nonlocal t
             if seq > 0:
@@ -1181,7 +1222,7 @@ class _Generator:
                 day = fmt(t)[:10]
                 dyn = (
                     f"Current date: {day}. Working directory: {workspace}. "
-                    f"Platform: linux. Git branch: {rng.choice(('main', 'dev', 'fix/' + project))}."
+                    f"Platform: linux. Git branch: {pick(('main', 'dev', 'fix/' + project))}."
                 )
                 instant(1, self._sys_env(dyn), dyn, req)
             user_created = user_row(req)
@@ -1189,7 +1230,7 @@ class _Generator:
             if crash is not None:
                 n_total, n_done = crash
                 calls = make_calls(n_total)
-                assistant(rng.choice(_PREAMBLES) if rnd() < 0.3 else "", calls, req)
+                assistant(pick(_PREAMBLES) if rnd() < 0.3 else "", calls, req)
                 fault_seq = seq
                 for call in calls[:n_done]:
                     tool_result(call, req)
@@ -1204,14 +1245,14 @@ class _Generator:
                 return
             for k in batches:
                 calls = make_calls(k)
-                assistant(rng.choice(_PREAMBLES) if rnd() < 0.25 else "", calls, req)
+                assistant(pick(_PREAMBLES) if rnd() < 0.25 else "", calls, req)
                 for call in calls:
                     tool_result(call, req)
-            assistant(self._answer(self._size(_LN_MIN, 8.7)), [], req)
+            assistant(self._answer(self._size(_LN_MIN, 8.3)), [], req)
             for _ in range(agent_turns):
                 goal = (
                     "Goal not met yet: "
-                    + rng.choice(("all tests must pass", "the changelog is missing", "lint fails"))
+                    + pick(("all tests must pass", "the changelog is missing", "lint fails"))
                     + ". Continue."
                 )
                 instant(6, _AGENT_PRE + _jstr(goal) + _END, goal, req)
@@ -1221,7 +1262,7 @@ class _Generator:
         def random_run() -> tuple[int, list[int], int, int]:
             n_sys = 2 if rnd() < 0.15 else 1
             batches: list[int] = []
-            while rnd() < 0.3 and len(batches) < 8:
+            while rnd() < 0.33 and len(batches) < 8:  # ~30% of assistant rows overall
                 x = rnd()
                 batches.append(1 if x < 0.6 else 2 if x < 0.9 else 3)
             agent_turns = 1 if cat == "automation" and rnd() < 0.3 else 0
@@ -1333,40 +1374,70 @@ class _Generator:
 # --------------------------------------------------------------------------------------------
 
 
-class _Writer(threading.Thread):
-    """Runs executemany in a thread: sqlite3 releases the GIL while stepping statements."""
+def _producer(send: Any, seed: int, ref_us: int, messages: int) -> None:
+    """Child process: generate rows and stream marshalled chunks to the parent."""
+    try:
+        gen = _Generator(
+            seed, ref_us, lambda sql, rows: send.send_bytes(marshal.dumps((sql, rows)))
+        )
+        gen.run(messages)
+        send.send_bytes(marshal.dumps(("done", gen.truth())))
+    except BaseException:
+        with suppress(OSError):  # the parent may be gone already
+            send.send_bytes(marshal.dumps(("error", traceback.format_exc())))
+    finally:
+        send.close()
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        super().__init__(name="make_db-writer", daemon=True)
-        self.conn = conn
-        self.queue: queue.Queue[tuple[str, list[tuple[Any, ...]]] | None] = queue.Queue(6)
-        self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            while True:
-                item = self.queue.get()
-                if item is None:
-                    return
-                if self.error is None:
-                    self.conn.executemany(*item)
-        except BaseException as exc:  # reported by the producer
-            self.error = exc
-            while self.queue.get() is not None:
-                pass
+class _RowSource:
+    """Produces the rows. With ``parallel`` (and the ``fork`` start method, in a process that
+    runs no other thread) generation runs in a child process, forked before any database is
+    opened, while the caller runs SQLite: two cores instead of one. Same rows either way."""
 
-    def put(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        if self.error is not None:
-            raise RuntimeError("database writer failed") from self.error
-        self.queue.put((sql, rows))
+    def __init__(self, seed: int, ref_us: int, messages: int, parallel: bool) -> None:
+        self.args = (seed, ref_us, messages)
+        self.proc: Any = None
+        self.recv: Any = None
+        if parallel and threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+            ctx = mp.get_context("fork")
+            self.recv, send = ctx.Pipe(duplex=False)
+            self.proc = ctx.Process(target=_producer, args=(send, *self.args), daemon=True)
+            self.proc.start()
+            send.close()
+
+    def insert_into(self, conn: sqlite3.Connection) -> dict[str, Any]:
+        """Insert every row through ``conn``; returns the ground truth."""
+        if self.proc is None:
+            gen = _Generator(self.args[0], self.args[1], conn.executemany)
+            gen.run(self.args[2])
+            return gen.truth()
+        while True:
+            try:
+                kind, payload = marshal.loads(self.recv.recv_bytes())
+            except EOFError:
+                raise RuntimeError("row generator process died") from None
+            if kind == "done":
+                return payload  # type: ignore[no-any-return]
+            if kind == "error":
+                raise RuntimeError(f"row generator failed:\n{payload}")
+            conn.executemany(kind, payload)
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        self.recv.close()
+        self.proc.join(timeout=30)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.proc.close()
+        self.proc = None
 
 
 def _remove(path: str) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
+        with suppress(FileNotFoundError):
             os.remove(path + suffix)
-        except FileNotFoundError:
-            pass
 
 
 def generate(
@@ -1376,6 +1447,7 @@ def generate(
     reference_time: str | dt.datetime | None = None,
     *,
     force: bool = False,
+    parallel: bool = True,
 ) -> dict[str, Any]:
     """Create a zett-agent database at ``path`` holding ``messages`` raw messages.
 
@@ -1394,50 +1466,31 @@ def generate(
     ref_us = parse_reference_time(reference_time)
     partial = path + ".partial"
     _remove(partial)
-    conn = sqlite3.connect(partial, isolation_level=None, check_same_thread=False)
+    source = _RowSource(seed, ref_us, messages, parallel)
     try:
-        conn.execute("PRAGMA page_size=4096")
-        conn.execute("PRAGMA journal_mode=OFF")
-        conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA cache_size=-262144")
-        conn.execute("BEGIN")
-        for ddl in DDL_TABLES.values():
-            conn.execute(ddl)
-        writer = _Writer(conn)
-        writer.start()
-        gen = _Generator(seed, ref_us, writer.put)
-        try:
-            gen.run(messages)
-        finally:
-            writer.queue.put(None)
-            writer.join()
-        if writer.error is not None:
-            raise RuntimeError("database writer failed") from writer.error
-        for ddl in DDL_INDEXES.values():
-            conn.execute(ddl)
-        conn.execute("COMMIT")
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if mode != "wal":
-            raise RuntimeError(f"could not switch to WAL (got {mode!r})")
+        with closing(sqlite3.connect(partial, isolation_level=None)) as conn:
+            conn.execute("PRAGMA page_size=4096")
+            conn.execute("PRAGMA journal_mode=OFF")
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.execute(f"PRAGMA cache_size={_CACHE_KIB}")
+            conn.execute("BEGIN")
+            for ddl in DDL_TABLES.values():
+                conn.execute(ddl)
+            truth = source.insert_into(conn)
+            for ddl in DDL_INDEXES.values():
+                conn.execute(ddl)
+            conn.execute("COMMIT")
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode != "wal":
+                raise RuntimeError(f"could not switch to WAL (got {mode!r})")
     except BaseException:
-        conn.close()
         _remove(partial)
         raise
-    conn.close()
+    finally:
+        source.close()
     os.replace(partial, path)
 
-    size, largest_id = gen.largest
-    truth: dict[str, Any] = {
-        "generator": "bench/make_db.py",
-        "layout": "D/E",
-        "seed": seed,
-        "reference_time": fmt_ts(ref_us),
-        "counts": gen.counts,
-        "largest_session": {"session_id": largest_id, "messages": size},
-        "faults": gen.faults,
-        "compacted": gen.compacted,
-        "children": gen.children,
-    }
+    truth = {"generator": "bench/make_db.py", "layout": "D/E", "seed": seed, **truth}
     with open(path + ".faults.json", "w", encoding="utf-8") as fh:
         json.dump(truth, fh, ensure_ascii=False, indent=1)
         fh.write("\n")
@@ -1460,9 +1513,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.out} exists; pass --force to overwrite", file=sys.stderr)
         return 2
     began = time.perf_counter()
-    truth = generate(
-        args.out, args.messages, args.seed, args.reference_time, force=args.force
-    )
+    truth = generate(args.out, args.messages, args.seed, args.reference_time, force=args.force)
     elapsed = time.perf_counter() - began
     counts = truth["counts"]
     print(
