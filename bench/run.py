@@ -1,0 +1,517 @@
+"""Measure every zett-sessions command against SQLite's own floor, as whole processes.
+
+    python bench/run.py                      # 1M messages (builds bench/data/ if missing)
+    python bench/run.py --messages 100000    # a smaller database
+    python bench/run.py --scale 100000,1000000,5000000 --only list,show,verify
+
+Each operation runs once to warm the cache, then ``--runs`` times; the report gives median,
+min, max and peak RSS of the process, and the ratio of the median to a floor measured in the
+same run (``python -c pass``, the ``sqlite3`` CLI running the best query, a hand-written SQL
+delete).  Results: a Markdown table on stdout and JSON in ``bench/results/``.  Targets (issue 7)
+are checked and a miss is reported plainly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+RESULTS = HERE / "results"
+VENV_BIN = Path(sys.executable).parent
+TOOL = str(VENV_BIN / "zett-sessions")
+PYTHON = sys.executable
+
+
+@dataclass
+class Timing:
+    """Whole-process measurements of one command line."""
+
+    label: str
+    runs: list[float] = field(default_factory=list)
+    peak_rss_mb: float = 0.0
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+
+@dataclass
+class Row:
+    operation: str
+    ours: Timing
+    floor: Timing
+    target: str
+    ratio_limit: float | None = None
+    absolute_limit: float | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.ours.median / self.floor.median if self.floor.median > 0 else float("inf")
+
+    @property
+    def met(self) -> bool | None:
+        checks = []
+        if self.ratio_limit is not None:
+            checks.append(self.ratio <= self.ratio_limit)
+        if self.absolute_limit is not None:
+            checks.append(self.ours.median <= self.absolute_limit)
+        return all(checks) if checks else None
+
+
+def run_once(
+    argv: list[str], *, stdout_path: str = os.devnull, stdin: str | None = None
+) -> tuple[float, float]:
+    """Run ``argv``; return (wall seconds, peak RSS in MB) of that process alone."""
+    with open(stdout_path, "wb") as out:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "120"},
+        )
+        if stdin is not None:
+            assert process.stdin is not None
+            process.stdin.write(stdin.encode())
+            process.stdin.close()
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 4):  # verify exits 4 when it finds the planted faults
+        raise RuntimeError(f"{' '.join(argv)} exited with {code}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def measure(
+    label: str,
+    argv: list[str],
+    runs: int,
+    *,
+    prepare: Callable[[], None] | None = None,
+    stdout_path: str = os.devnull,
+) -> Timing:
+    """One warm-up run, then ``runs`` measured runs (``prepare`` runs before each, untimed)."""
+    timing = Timing(label)
+    for attempt in range(runs + 1):
+        if prepare is not None:
+            prepare()
+        elapsed, rss = run_once(argv, stdout_path=stdout_path)
+        if attempt:
+            timing.runs.append(elapsed)
+            timing.peak_rss_mb = max(timing.peak_rss_mb, rss)
+    return timing
+
+
+def load_generator():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("make_db", HERE / "make_db.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ensure_database(messages: int, seed: int) -> tuple[Path, dict]:  # type: ignore[type-arg]
+    DATA.mkdir(parents=True, exist_ok=True)
+    path = DATA / f"bench-{messages}-s{seed}.sqlite3"
+    truth_path = Path(f"{path}.faults.json")
+    if not path.exists() or not truth_path.exists():
+        print(f"building {path} ({messages:,} messages)…", file=sys.stderr)
+        started = time.perf_counter()
+        load_generator().generate(str(path), messages, seed)
+        print(f"  built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return path, json.loads(truth_path.read_text())
+
+
+def sqlite_cli(db: Path, sql: str) -> list[str]:
+    return ["sqlite3", "-readonly", str(db), sql]
+
+
+def largest_session(db: Path) -> tuple[str, int]:
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        row = conn.execute(
+            "SELECT session_id, count(*) AS n FROM raw_messages GROUP BY session_id "
+            "ORDER BY n DESC LIMIT 1"
+        ).fetchone()
+    return str(row[0]), int(row[1])
+
+
+@contextlib.contextmanager
+def scratch_copy(db: Path) -> Iterator[Callable[[], Path]]:
+    """A factory that (re)makes a fresh copy of ``db`` (always at the same path)."""
+    directory = Path(tempfile.mkdtemp(prefix="zs-bench-", dir=DATA))
+    target = directory / "copy.sqlite3"
+
+    def fresh() -> Path:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        shutil.copyfile(db, target)
+        return target
+
+    try:
+        yield fresh
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def tail_follow_latency(db: Path, session_id: str, interval: float, samples: int = 5) -> Timing:
+    """Time from a writer's COMMIT to the record's line on ``tail -f --json`` stdout."""
+    timing = Timing("tail -f latency")
+    with scratch_copy(db) as fresh:
+        copy = fresh()
+        process = subprocess.Popen(
+            [
+                TOOL,
+                "--db",
+                str(copy),
+                "tail",
+                session_id,
+                "-f",
+                "-n",
+                "0",
+                "--json",
+                "--interval",
+                str(interval),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        assert process.stdout is not None
+        try:
+            time.sleep(1.0)  # let it start and take its first look
+            with contextlib.closing(sqlite3.connect(copy, isolation_level=None)) as conn:
+                for _ in range(samples):
+                    row = conn.execute(
+                        "SELECT * FROM raw_messages WHERE session_id = ? ORDER BY sequence DESC "
+                        "LIMIT 1",
+                        (session_id,),
+                    ).fetchone()
+                    columns = [
+                        d[0] for d in conn.execute("SELECT * FROM raw_messages LIMIT 0").description
+                    ]
+                    values = dict(zip(columns, row, strict=True))
+                    values["id"] = f"bench-{time.time_ns()}"
+                    values["sequence"] += 1
+                    placeholders = ", ".join("?" * len(columns))
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.execute(
+                        f"INSERT INTO raw_messages ({', '.join(columns)}) VALUES ({placeholders})",
+                        [values[c] for c in columns],
+                    )
+                    conn.execute("COMMIT")
+                    committed = time.perf_counter()
+                    process.stdout.readline()
+                    timing.runs.append(time.perf_counter() - committed)
+                    time.sleep(interval * 1.37)  # land at different points of the poll cycle
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+    return timing
+
+
+def git_describe() -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(HERE.parent), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def peer_help_command() -> list[str] | None:
+    """``sqlite-utils --help`` from a throwaway venv (the issue's comparison point)."""
+    peer = DATA / "peer-venv"
+    exe = peer / "bin" / "sqlite-utils"
+    if not exe.exists():
+        try:
+            subprocess.run([sys.executable, "-m", "venv", str(peer)], check=True)
+            subprocess.run(
+                [str(peer / "bin" / "pip"), "install", "-q", "sqlite-utils"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.CalledProcessError):
+            return None
+    return [str(exe), "--help"] if exe.exists() else None
+
+
+def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
+    rows: list[Row] = []
+
+    def want(name: str) -> bool:
+        return only is None or name in only
+
+    base = [TOOL, "--db", str(db)]
+    python_floor = measure("python -c pass", [PYTHON, "-c", "pass"], runs)
+
+    if want("help"):
+        rows.append(
+            Row(
+                "--help",
+                measure("--help", [TOOL, "--help"], runs),
+                python_floor,
+                "< 0.15 s",
+                absolute_limit=0.15,
+            )
+        )
+        rows.append(
+            Row(
+                "--version",
+                measure("--version", [TOOL, "--version"], runs),
+                python_floor,
+                "< 0.15 s",
+                absolute_limit=0.15,
+            )
+        )
+        peer = peer_help_command()
+        if peer:
+            rows.append(
+                Row(
+                    "sqlite-utils --help (peer)",
+                    measure("peer", peer, runs),
+                    python_floor,
+                    "ours faster",
+                    note="comparison point",
+                )
+            )
+
+    if want("list"):
+        first_page = (
+            "SELECT s.id, s.title, "
+            "(SELECT count(*) FROM raw_messages r WHERE r.session_id = s.id) "
+            "FROM (SELECT * FROM agent_sessions ORDER BY updated_at DESC, id DESC "
+            "LIMIT 20 OFFSET {off}) s"
+        )
+        for label, offset in (("list (first page)", 0), ("list --offset 9000", 9000)):
+            argv = [*base, "list"]
+            if offset:
+                argv += ["--offset", str(offset)]
+            ours = measure(label, argv, runs)
+            floor = measure("sqlite3 page", sqlite_cli(db, first_page.format(off=offset)), runs)
+            rows.append(
+                Row(label, ours, floor, "≤ start+imports+50 ms", absolute_limit=0.05 + 0.15)
+            )
+
+    session_id, count = largest_session(db)
+    rows_floor = measure(
+        "sqlite3 session rows",
+        sqlite_cli(
+            db, f"SELECT * FROM raw_messages WHERE session_id = '{session_id}' ORDER BY sequence"
+        ),
+        runs,
+    )
+    if want("show"):
+        out = str(DATA / "show.out")
+        rows.append(
+            Row(
+                f"show ({count:,} messages) --json",
+                measure(
+                    "show --json", [*base, "show", session_id, "--json"], runs, stdout_path=out
+                ),
+                rows_floor,
+                "≤ 3× floor",
+                ratio_limit=3.0,
+            )
+        )
+        rows.append(
+            Row(
+                f"show ({count:,} messages)",
+                measure("show", [*base, "show", session_id], runs, stdout_path=out),
+                rows_floor,
+                "(human; reported)",
+            )
+        )
+        Path(out).unlink(missing_ok=True)
+    if want("tail"):
+        floor = measure(
+            "sqlite3 last 10",
+            sqlite_cli(
+                db,
+                f"SELECT * FROM raw_messages WHERE session_id = '{session_id}' "
+                "ORDER BY sequence DESC LIMIT 10",
+            ),
+            runs,
+        )
+        rows.append(
+            Row(
+                "tail -n 10",
+                measure("tail", [*base, "tail", session_id, "-n", "10"], runs),
+                floor,
+                "(reported)",
+            )
+        )
+    if want("verify"):
+        floor = measure(
+            "sum(length)",
+            sqlite_cli(db, "SELECT sum(length(message_json)) FROM raw_messages"),
+            runs,
+        )
+        ours = measure("verify", [*base, "verify", "--quiet"], runs)
+        rows.append(
+            Row(
+                "verify (whole database)",
+                ours,
+                floor,
+                "≤ 2.5× floor, < 100 MB",
+                ratio_limit=2.5,
+                note=f"peak RSS {ours.peak_rss_mb:.0f} MB",
+            )
+        )
+    if want("delete"):
+        with scratch_copy(db) as fresh:
+            copy_path = fresh()
+            cutoff = "strftime('%Y-%m-%d %H:%M:%f', 'now', '-180 days')"
+            sql = (
+                "BEGIN IMMEDIATE; CREATE TEMP TABLE doomed AS SELECT id FROM agent_sessions "
+                f"WHERE updated_at < {cutoff}; "
+                "DELETE FROM raw_messages WHERE session_id IN (SELECT id FROM doomed); "
+                "DELETE FROM session_snapshots WHERE session_id IN (SELECT id FROM doomed); "
+                "DELETE FROM agent_sessions WHERE id IN (SELECT id FROM doomed); COMMIT;"
+            )
+            floor = measure(
+                "sql delete", ["sqlite3", str(copy_path), sql], max(1, runs // 2), prepare=fresh
+            )
+            ours = measure(
+                "delete",
+                [
+                    TOOL,
+                    "--db",
+                    str(copy_path),
+                    "delete",
+                    "--older-than",
+                    "180d",
+                    "--children",
+                    "delete",
+                    "--yes",
+                    "--skip-active",
+                    "0s",
+                ],
+                max(1, runs // 2),
+                prepare=fresh,
+            )
+            rows.append(
+                Row("delete --older-than 180d --yes", ours, floor, "≤ 1.5× floor", ratio_limit=1.5)
+            )
+    if want("tail-f"):
+        interval = 0.2
+        latency = tail_follow_latency(db, session_id, interval)
+        floor = Timing("interval", runs=[interval])
+        rows.append(
+            Row(
+                "tail -f latency (commit → line)",
+                latency,
+                floor,
+                "≤ interval + 50 ms",
+                absolute_limit=interval + 0.05,
+            )
+        )
+    return rows
+
+
+def markdown(rows: list[Row], header: str) -> str:
+    lines = [
+        header,
+        "",
+        "| operation | median | min | max | peak RSS | floor (same run) | floor median "
+        "| ratio | target | met |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---|---|",
+    ]
+    for row in rows:
+        met = {True: "yes", False: "**NO**", None: "—"}[row.met]
+        lines.append(
+            f"| {row.operation} | {row.ours.median * 1000:.0f} ms "
+            f"| {min(row.ours.runs) * 1000:.0f} ms | {max(row.ours.runs) * 1000:.0f} ms "
+            f"| {row.ours.peak_rss_mb:.0f} MB | {row.floor.label} "
+            f"| {row.floor.median * 1000:.0f} ms | {row.ratio:.2f}× | {row.target} | {met} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--scale", help="comma-separated message counts for the scale curve")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", help="comma-separated: help,list,show,tail,verify,delete,tail-f")
+    args = parser.parse_args()
+    if shutil.which("sqlite3") is None:
+        print(
+            "bench needs the sqlite3 command-line shell (Debian: apt install sqlite3)",
+            file=sys.stderr,
+        )
+        return 1
+    only = set(args.only.split(",")) if args.only else None
+    sizes = [int(v) for v in args.scale.split(",")] if args.scale else [args.messages]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    report = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "cpus": os.cpu_count(),
+        },
+        "commit": git_describe(),
+        "sizes": {},
+    }
+    for size in sizes:
+        db, _truth = ensure_database(size, args.seed)
+        size_mb = db.stat().st_size / 1e6
+        rows = benchmark(db, args.runs, only)
+        header = (
+            f"### {size:,} messages ({size_mb:,.0f} MB), {report['date']}, "
+            f"{platform.machine()} × {os.cpu_count()} cores, SQLite {sqlite3.sqlite_version}"
+        )
+        print(markdown(rows, header))
+        print()
+        report["sizes"][str(size)] = {
+            "database_mb": size_mb,
+            "rows": [
+                {
+                    **{k: v for k, v in asdict(r).items() if k not in ("ours", "floor")},
+                    "ours": {**asdict(r.ours), "median": r.ours.median},
+                    "floor": {**asdict(r.floor), "median": r.floor.median},
+                    "ratio": r.ratio,
+                    "met": r.met,
+                }
+                for r in rows
+            ],
+        }
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = RESULTS / f"bench-{stamp}.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(f"results: {out}", file=sys.stderr)
+    missed = [r.operation for s in report["sizes"].values() for r in s["rows"] if r["met"] is False]
+    if missed:
+        print("targets missed: " + "; ".join(missed), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
