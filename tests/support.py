@@ -117,3 +117,175 @@ def sample_with_layout(tmp_path: Path, layout: str) -> Path:
     finally:
         conn.close()
     return path
+
+
+# --- sessions with chosen ages (retention tests; anything that needs "old" sessions) -------
+
+from dataclasses import dataclass  # noqa: E402
+from datetime import UTC, datetime, timedelta  # noqa: E402
+
+
+@dataclass(frozen=True)
+class SeedSession:
+    """One session for ``seed_sessions``: written through the storage core, then aged."""
+
+    id: str
+    age: timedelta = timedelta(days=1)  # time since its last activity
+    messages: int = 2
+    snapshots: int = 0
+    agent: str | None = "agent"
+    title: str | None = None
+    parent: str | None = None
+    session_type: int = 0
+
+
+def seed_sessions(path: Path, sessions: Sequence[SeedSession]) -> Path:
+    """Create (or extend) a layout-E database at ``path`` holding ``sessions``.
+
+    Rows are written with ``SQLiteSessionStorage`` (so they are exactly what zett-agent
+    writes); then every timestamp of each session is moved back by its ``age`` with stdlib
+    ``sqlite3``, keeping the stored text form ``YYYY-MM-DD HH:MM:SS.ffffff``.
+    """
+    import asyncio
+
+    from zett_sessions.models import AssistantMessage, CompactedMessage, UserMessage
+    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            for spec in sessions:
+                await storage.create_session(
+                    session_id=spec.id,
+                    parent_session_id=spec.parent,
+                    title=spec.title,
+                    agent_name=spec.agent,
+                    session_type=spec.session_type,
+                )
+                for n in range(spec.messages):
+                    message = (
+                        UserMessage(content=f"question {n} of {spec.id}")
+                        if n % 2 == 0
+                        else AssistantMessage(content=f"answer {n} of {spec.id}")
+                    )
+                    await storage.append(
+                        spec.id, f"request-{n // 2}", message, parent_session_id=spec.parent
+                    )
+                for version in range(min(spec.snapshots, spec.messages)):
+                    await storage.snapshot(
+                        spec.id,
+                        CompactedMessage(content=f"summary {version + 1} of {spec.id}"),
+                        version + 1,
+                        version,
+                    )
+
+    asyncio.run(write())
+    age_sessions(path, {spec.id: spec.age for spec in sessions})
+    return path
+
+
+def age_sessions(path: Path, ages: dict[str, timedelta]) -> None:
+    """Move every timestamp of each session so its last activity was ``age`` ago."""
+    import sqlite3
+
+    from zett_sessions.timeutil import format_db_time
+
+    now = datetime.now(UTC)
+    conn = sqlite3.connect(path)
+    try:
+        for session_id, age in ages.items():
+            when = format_db_time(now - age)
+            conn.execute(
+                "UPDATE agent_sessions SET created_at = ?, updated_at = ? WHERE id = ?",
+                (when, when, session_id),
+            )
+            conn.execute(
+                "UPDATE raw_messages SET created_at = ?, updated_at = ?, started_at = ?, "
+                "completed_at = ? WHERE session_id = ?",
+                (when, when, when, when, session_id),
+            )
+            conn.execute(
+                "UPDATE session_snapshots SET created_at = ?, updated_at = ? WHERE session_id = ?",
+                (when, when, session_id),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def table_rows(path: Path, table: str, session_ids: Sequence[str] | None = None) -> list[tuple]:
+    """Every row of ``table`` (all columns, sorted), optionally only of ``session_ids``."""
+    import json
+    import sqlite3
+
+    key = "id" if table == "agent_sessions" else "session_id"
+    where = f" WHERE {key} IN (SELECT value FROM json_each(?))" if session_ids is not None else ""
+    params = (json.dumps(list(session_ids)),) if session_ids is not None else ()
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        select = ", ".join(sorted(columns))
+        rows = conn.execute(f"SELECT {select} FROM {table}{where}", params).fetchall()
+        return sorted(rows, key=repr)  # NULLs make plain tuple comparison fail
+    finally:
+        conn.close()
+
+
+# --- retention: plan and delete through the core (delete tests) --------------------------
+
+from typing import Any  # noqa: E402
+
+
+def busiest_session(path: Path) -> str:
+    """The id of the session with the most raw rows (works on every layout)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        row = conn.execute(
+            "SELECT session_id FROM raw_messages GROUP BY session_id "
+            "ORDER BY count(*) DESC, session_id LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    return str(row[0])
+
+
+def retention_plan(path: Path, policy: Any) -> Any:
+    """``build_plan`` for ``policy`` on a read-only connection (what ``delete`` shows)."""
+    import asyncio
+
+    from zett_sessions.database import Database
+    from zett_sessions.retention import build_plan
+
+    async def go() -> Any:
+        db = Database(path, read_only=True)
+        try:
+            await db.open()
+            async with db.read():
+                return await build_plan(db, policy)
+        finally:
+            await db.close()
+
+    return asyncio.run(go())
+
+
+def retention_run(
+    path: Path, policy: Any, plan: Any = None, *, busy_timeout_ms: int = 5000, **options: Any
+) -> Any:
+    """Plan (unless given) and execute ``policy`` on a writable connection."""
+    import asyncio
+
+    from zett_sessions.database import Database
+    from zett_sessions.retention import execute_plan
+
+    shown = plan if plan is not None else retention_plan(path, policy)
+
+    async def go() -> Any:
+        db = Database(path, create=False, busy_timeout_ms=busy_timeout_ms)
+        try:
+            await db.open()
+            return await execute_plan(db, shown, policy, **options)
+        finally:
+            await db.close()
+
+    return asyncio.run(go())

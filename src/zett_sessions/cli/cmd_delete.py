@@ -148,6 +148,9 @@ def delete_command(
     yes: YesOption = False,
     json_output: JsonOption = False,
     full_ids: FullIdsOption = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="List every planned session, with full ids.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Delete sessions by id and/or by policy: plan first, then one atomic transaction.
@@ -201,9 +204,17 @@ def delete_command(
     if vacuum and plan.sessions and (refusal := disk_refusal(plan.database)) is not None:
         plan = plan.model_copy(update={"refusals": (*plan.refusals, refusal)})
     if not json_output:
-        from ..render.delete import plan_renderable
+        from ..render.delete import PLAN_ROWS, plan_renderable
 
-        out.print(plan_renderable(plan, full_ids=full_ids, dry_run=dry_run, width=out.out.width))
+        out.print(
+            plan_renderable(
+                plan,
+                full_ids=full_ids or full,
+                dry_run=dry_run,
+                width=out.out.width,
+                rows=None if full else PLAN_ROWS,
+            )
+        )
     if dry_run:
         return finish(out, plan, policy, None, json_output)
     if not plan.sessions:
@@ -226,7 +237,7 @@ def delete_command(
         if json_output:
             out.json(_document(plan, policy, None))
         raise
-    finish(out, plan, policy, result, json_output, full_ids=full_ids)
+    finish(out, plan, policy, result, json_output, full_ids=full_ids or full)
     if result.space is not None and result.space.vacuum_error:
         from ..errors import DatabaseError
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -19,18 +20,30 @@ def short_ids(ids: Iterable[str], full: bool = False) -> dict[str, str]:
     unique = list(dict.fromkeys(ids))
     if full:
         return {value: value for value in unique}
+    # The longest prefix an id shares with any other is the one it shares with a neighbour in
+    # sorted order, so this is O(n log n) even for the thousands of ids a delete plan shows.
+    ordered = sorted(unique)
+    shared: dict[str, int] = dict.fromkeys(ordered, 0)
+    for left, right in itertools.pairwise(ordered):
+        common = _common_prefix(left, right)
+        shared[left] = max(shared[left], common)
+        shared[right] = max(shared[right], common)
     result: dict[str, str] = {}
     for value in unique:
         if not _UUID_LIKE.match(value):
             result[value] = value
             continue
-        length = SHORT_UUID
-        while length < len(value) and any(
-            other != value and other.startswith(value[:length]) for other in unique
-        ):
-            length += 1
-        result[value] = value[:length]
+        result[value] = value[: min(len(value), max(SHORT_UUID, shared[value] + 1))]
     return result
+
+
+def _common_prefix(left: str, right: str) -> int:
+    length = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
 
 
 def relative_time(moment: datetime | None, now: datetime | None = None) -> str:

@@ -27,6 +27,7 @@ from .common import count, human_bytes, relative_time, safe_cell, short_ids
 from .sanitize import single_line
 
 TITLE_LIMIT = 60
+PLAN_ROWS = 100  # sessions listed in a human plan unless --full (JSON always lists all)
 
 
 def _plural(n: int, word: str) -> str:
@@ -52,8 +53,10 @@ def plan_renderable(
     dry_run: bool = False,
     now: datetime | None = None,
     width: int = 100,
+    rows: int | None = PLAN_ROWS,
 ) -> RenderableType:
-    """Heading, the sessions table, totals, what is left alone and why, blocked children."""
+    """Heading, the sessions table (the first ``rows``), what is left alone and why, blocked
+    children; with ``dry_run``, the guards a real run would trip."""
     ids = _ids(plan, None, full_ids)
     parts: list[RenderableType] = []
     if not plan.sessions:
@@ -61,7 +64,12 @@ def plan_renderable(
     else:
         verb = "Would delete" if dry_run else "Plan: delete"
         parts.append(Text(f"{verb} {plan_totals(plan)}", style="bold"))
-        parts.append(_sessions_table(plan, ids, now, width))
+        parts.append(_sessions_table(plan, ids, now, width, rows))
+        hidden = len(plan.sessions) - rows if rows is not None else 0
+        if hidden > 0:
+            parts.append(
+                Text(f"… and {hidden:,} more (--full lists every one; --json too)", style="dim")
+            )
         if any(s.via == "descendant" for s in plan.sessions):
             parts.append(Text("↳ child session added by --children delete", style="dim"))
     if plan.skipped:
@@ -85,14 +93,15 @@ def plan_totals(plan: DeletePlan) -> str:
 
 
 def _sessions_table(
-    plan: DeletePlan, ids: dict[str, str], now: datetime | None, width: int
+    plan: DeletePlan, ids: dict[str, str], now: datetime | None, width: int, rows: int | None
 ) -> Table:
     """Fixed columns first; the title gets the width they leave (at least 12)."""
     table = Table(box=None, pad_edge=False, header_style="bold underline")
-    id_width = max((len(ids[s.id]) for s in plan.sessions), default=2)
+    shown = plan.sessions[:rows] if rows is not None else plan.sessions
+    id_width = max((len(ids[s.id]) for s in shown), default=2)
     table.add_column("ID", no_wrap=True, style="cyan", min_width=id_width)
     room = width - id_width - (13 + 4 + 5 + 4) - 2 * 6  # fixed columns and the gaps
-    agent_width = min(12, max(len(s.agent_name or "—") for s in plan.sessions))
+    agent_width = min(12, max(len(s.agent_name or "—") for s in shown))
     agent_width = max(5, min(agent_width, room - 12))
     title_width = max(12, min(TITLE_LIMIT, room - agent_width))
     table.add_column("Title", overflow="ellipsis", no_wrap=True, max_width=title_width)
@@ -101,7 +110,7 @@ def _sessions_table(
     table.add_column("Msgs", justify="right", no_wrap=True, min_width=4)
     table.add_column("Snaps", justify="right", no_wrap=True, min_width=5)
     table.add_column("Kids", justify="right", no_wrap=True, min_width=4)
-    for session in plan.sessions:
+    for session in shown:
         mark = Text("↳ ", style="dim") if session.via == "descendant" else Text("")
         table.add_row(
             Text(ids[session.id]),

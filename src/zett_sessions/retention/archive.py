@@ -120,7 +120,10 @@ async def archive_sessions(
     if source.is_memory:
         raise UsageError("--archive-to needs the sessions in a database file")
     created = not path.exists()
-    archive = Database(path, create=True, busy_timeout_ms=source.busy_timeout_ms)
+    # An existing non-empty file must already be a session database: never add our tables to
+    # some other application's file.
+    blank = created or path.stat().st_size == 0
+    archive = Database(path, create=blank, busy_timeout_ms=source.busy_timeout_ms)
     done = False
     try:
         await archive.open()

@@ -1,0 +1,483 @@
+"""``zett-sessions delete``: selection, plan, confirmation, guards, JSON, archive, vacuum."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections import namedtuple
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    HOSTILE_STRINGS,
+    NEWEST,
+    NEWEST_IDS,
+    SeedSession,
+    busiest_session,
+    copy_sample,
+    digest,
+    run_cli,
+    sample_with_layout,
+    seed_sessions,
+    table_rows,
+)
+from zett_sessions.cli import cmd_delete
+
+DAY = timedelta(days=1)
+
+
+def ids_in(path: Path) -> set[str]:
+    return {row[0] for row in _query(path, "SELECT id FROM agent_sessions")}
+
+
+def _query(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def delete(path: Path, *args: str, input: str | None = None) -> Any:
+    return run_cli(["--db", str(path), "delete", *args], input=input)
+
+
+def planned(path: Path, *args: str) -> list[str]:
+    """Ids a dry run would delete (from the JSON plan)."""
+    r = delete(path, *args, "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    return [s["id"] for s in json.loads(r.stdout)["plan"]["sessions"]]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return seed_sessions(
+        tmp_path / "sessions.sqlite3",
+        [
+            SeedSession("old-a", age=200 * DAY, agent="alpha", title="Fix the parser"),
+            SeedSession("old-b", age=190 * DAY, agent="beta", session_type=1, snapshots=1),
+            SeedSession("old-c", age=185 * DAY, agent="alpha", session_type=2, messages=4),
+            SeedSession("old-kid", age=185 * DAY, agent="helper", parent="old-a"),
+            SeedSession("mid", age=30 * DAY, agent="beta", title="Parser follow-up"),
+            SeedSession("busy", age=timedelta(minutes=2), agent="alpha"),
+        ],
+    )
+
+
+ALL = {"old-a", "old-b", "old-c", "old-kid", "mid", "busy"}
+
+
+def test_help_has_an_example() -> None:
+    r = run_cli(["delete", "--help"])
+    assert r.exit_code == 0, r.stderr
+    assert "Example: zett-sessions delete" in r.stdout
+    assert "--older-than" in r.stdout and "--archive-to" in r.stdout
+
+
+def test_nothing_selected_is_a_usage_error_and_never_deletes_everything(db: Path) -> None:
+    before = digest(db)
+    r = delete(db, "--yes")
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert "nothing selected" in r.stderr and "--all" in r.stderr
+    assert digest(db) == before
+
+
+# --- selection ---------------------------------------------------------------------------
+
+
+def test_delete_by_id_and_prefix(db: Path) -> None:
+    r = delete(db, "old-b", "mi", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert "Plan: delete 2 sessions" in r.stdout
+    assert "Deleted 2 sessions (4 messages, 1 snapshot)." in r.stdout
+    assert ids_in(db) == ALL - {"old-b", "mid"}
+
+
+def test_ids_on_stdin_with_dash(db: Path) -> None:
+    r = delete(db, "-", "--yes", input="old-b\n\n  mid  \n")
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(db) == ALL - {"old-b", "mid"}
+
+
+def test_empty_stdin_deletes_nothing(db: Path) -> None:
+    r = delete(db, "-", "--yes", input="")
+    assert r.exit_code == 0, r.stderr
+    assert "Nothing to delete" in r.stdout
+    assert ids_in(db) == ALL
+
+
+def test_ids_on_stdin_need_yes(db: Path) -> None:
+    before = digest(db)
+    r = delete(db, "-", input="old-b\n")
+    assert r.exit_code == 5
+    assert "--yes" in r.stderr and "stdin" in r.stderr
+    assert digest(db) == before
+
+
+def test_an_unknown_id_exits_3_unless_missing_ok(db: Path) -> None:
+    before = digest(db)
+    r = delete(db, "old-b", "no-such-session", "--yes")
+    assert r.exit_code == 3
+    assert "no-such-session" in r.stderr
+    assert r.stdout == ""
+    assert digest(db) == before
+    r = delete(db, "old-b", "no-such-session", "--yes", "--missing-ok", "--json")
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert document["plan"]["skipped"][0]["id"] == "no-such-session"
+    assert document["plan"]["skipped"][0]["reason"] == "not-found"
+    assert [d["id"] for d in document["result"]["deleted"]] == ["old-b"]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--older-than", "180d"], ["old-kid", "old-c", "old-b", "old-a"]),
+        (["--before", "2000-01-01"], []),
+        (["--older-than", "10d", "--agent", "beta"], ["mid", "old-b"]),
+        (["--older-than", "10d", "--type", "1", "--type", "2"], ["old-c", "old-b"]),
+        (["--older-than", "10d", "--roots"], ["mid", "old-c", "old-b", "old-a"]),
+        (["--title", "parser"], ["mid", "old-a"]),
+    ],
+    ids=["older-than", "before", "agent", "type-repeatable", "roots", "title"],
+)
+def test_each_policy_filter(db: Path, options: list[str], expected: list[str]) -> None:
+    assert planned(db, *options, "--children", "keep") == expected
+
+
+def test_before_takes_a_date_time_in_utc(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "UPDATE agent_sessions SET updated_at = '2026-01-01 11:59:59.000000' WHERE id = 'mid'"
+    )
+    conn.commit()
+    conn.close()
+    assert "mid" in planned(db, "--before", "2026-01-01T12:00:00")
+    assert "mid" not in planned(db, "--before", "2026-01-01T12:00:00+01:00")
+
+
+def test_ids_and_policy_intersect(db: Path) -> None:
+    r = delete(db, "old-b", "mid", "--older-than", "100d", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    plan = json.loads(r.stdout)["plan"]
+    assert [s["id"] for s in plan["sessions"]] == ["old-b"]
+    assert plan["skipped"] == [
+        {
+            "id": "mid",
+            "reason": "no-match",
+            "detail": "does not match the policy",
+            "title": None,
+            "updated_at": None,
+        }
+    ]
+
+
+def test_keep_last_keeps_the_newest_selected(db: Path) -> None:
+    assert planned(db, "--older-than", "100d", "--keep-last", "2", "--children", "keep") == [
+        "old-b",
+        "old-a",
+    ]
+
+
+def test_skip_active_leaves_busy_sessions_alone_and_reports_them(db: Path) -> None:
+    r = delete(db, "busy", "mid", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert "Left alone:" in r.stdout and "busy" in r.stdout and "active" in r.stdout
+    assert ids_in(db) == ALL - {"mid"}
+    assert planned(db, "busy", "--skip-active", "1m") == ["busy"]
+    assert planned(db, "busy", "--skip-active", "0") == ["busy"]
+
+
+def test_all_selects_everything_but_active_sessions(db: Path) -> None:
+    assert set(planned(db, "--all")) == ALL - {"busy"}
+
+
+# --- children ----------------------------------------------------------------------------
+
+
+def test_children_refuse_is_the_default_and_names_them(db: Path) -> None:
+    before = digest(db)
+    r = delete(db, "old-a", "--yes")
+    assert r.exit_code == 5
+    assert "old-kid" in r.stdout and "child of old-a" in r.stdout
+    assert "--children delete" in r.stderr
+    assert digest(db) == before
+
+
+def test_children_delete_removes_the_subtree(db: Path) -> None:
+    r = delete(db, "old-a", "--children", "delete", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert "↳" in r.stdout
+    assert ids_in(db) == ALL - {"old-a", "old-kid"}
+
+
+def test_children_keep_leaves_a_dangling_parent(db: Path) -> None:
+    r = delete(db, "old-a", "--children", "keep", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(db) == ALL - {"old-a"}
+    assert _query(db, "SELECT parent_session_id FROM agent_sessions WHERE id = 'old-kid'") == [
+        ("old-a",)
+    ]
+
+
+# --- plan, dry run, confirmation ---------------------------------------------------------
+
+
+def test_dry_run_changes_nothing(tmp_path: Path) -> None:
+    path = copy_sample(tmp_path, NEWEST)
+    before = digest(path)
+    r = run_cli(["--db", str(path), "delete", "--all", "--dry-run", "--skip-active", "0"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("Would delete 8 sessions (64 messages, 2 snapshots, about ")
+    assert "100.0% of 8 sessions" in r.stdout
+    assert digest(path) == before
+
+
+def test_dry_run_reports_what_a_real_run_would_refuse_and_exits_0(db: Path) -> None:
+    r = delete(db, "old-a", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert "A real run would be refused" in r.stdout
+    r = delete(db, "old-a", "--dry-run", "--json")
+    assert json.loads(r.stdout)["plan"]["refusals"][0]["guard"] == "children"
+    assert json.loads(r.stdout)["result"] is None
+
+
+def test_refuses_without_yes_when_stdin_is_not_a_tty(db: Path) -> None:
+    before = digest(db)
+    r = delete(db, "mid")
+    assert r.exit_code == 5
+    assert "Plan: delete 1 session" in r.stdout
+    assert r.stderr.startswith("Error: ")
+    assert "--yes" in r.stderr and "not a terminal" in r.stderr
+    assert digest(db) == before
+
+
+def test_json_without_yes_refuses_and_still_prints_the_plan(db: Path) -> None:
+    r = delete(db, "mid", "--json")
+    assert r.exit_code == 5
+    document = json.loads(r.stdout)
+    assert [s["id"] for s in document["plan"]["sessions"]] == ["mid"]
+    assert document["result"] is None
+    assert "--yes" in r.stderr
+    assert "mid" in ids_in(db)
+
+
+@pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("n\n", False), ("\n", False)])
+def test_interactive_confirmation_defaults_to_no(
+    db: Path, monkeypatch: pytest.MonkeyPatch, answer: str, deleted: bool
+) -> None:
+    monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
+    r = delete(db, "mid", input=answer)
+    assert "Delete 1 session" in r.stderr and "[y/N]" in r.stderr
+    if deleted:
+        assert r.exit_code == 0, r.stderr
+        assert "Deleted 1 session" in r.stdout
+        assert "mid" not in ids_in(db)
+    else:
+        assert r.exit_code == 5
+        assert "nothing deleted" in r.stderr
+        assert "mid" in ids_in(db)
+
+
+def test_nothing_matched_exits_0(db: Path) -> None:
+    r = delete(db, "--older-than", "1000d", "--yes", "--json")
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert document["plan"]["sessions"] == []
+    assert document["result"]["deleted"] == [] and document["result"]["totals"]["sessions"] == 0
+    r = delete(db, "--older-than", "1000d")
+    assert r.exit_code == 0, r.stderr
+    assert "Nothing to delete" in r.stdout
+
+
+# --- guards ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("guard", "limit", "allowed", "message"),
+    [
+        ("--max-sessions", "3", "4", "4 sessions, more than --max-sessions 3"),
+        ("--max-percent", "50", "70", "66.7% of the 6 sessions, more than --max-percent 50"),
+    ],
+)
+def test_size_guards_refuse_a_larger_plan(
+    db: Path, guard: str, limit: str, allowed: str, message: str
+) -> None:
+    policy = ("--older-than", "100d", "--children", "keep", "--yes")
+    before = digest(db)
+    r = delete(db, *policy, guard, limit)
+    assert r.exit_code == 5
+    assert message in r.stderr
+    assert digest(db) == before
+    r = delete(db, *policy, guard, allowed)
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(db) == {"mid", "busy"}
+
+
+def test_vacuum_refused_up_front_when_the_disk_is_too_full(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: usage(10**9, 10**9 - 10, 10))
+    before = digest(db)
+    r = delete(db, "mid", "--vacuum", "--yes")
+    assert r.exit_code == 5
+    assert "--vacuum needs about" in r.stderr
+    assert digest(db) == before
+
+
+# --- JSON, archive, vacuum ---------------------------------------------------------------
+
+
+def test_json_document_has_the_plan_and_the_result(db: Path) -> None:
+    r = delete(db, "old-b", "old-c", "--yes", "--json")
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert set(document) == {"plan", "result"}
+    plan, result = document["plan"], document["result"]
+    assert set(plan) == {
+        "database",
+        "layout",
+        "now",
+        "policy",
+        "resolved_ids",
+        "sessions",
+        "skipped",
+        "blocked_children",
+        "totals",
+        "refusals",
+    }
+    assert plan["totals"] == {
+        "sessions": 2,
+        "messages": 6,
+        "snapshots": 1,
+        "estimated_bytes": plan["totals"]["estimated_bytes"],
+        "database_sessions": 6,
+        "percent": 33.333,
+    }
+    assert plan["sessions"][0]["updated_at"].endswith("Z")
+    assert result["deleted"] == [
+        {"id": "old-c", "messages": 4, "snapshots": 0},
+        {"id": "old-b", "messages": 2, "snapshots": 1},
+    ]
+    assert result["totals"] == {"sessions": 2, "messages": 6, "snapshots": 1}
+    assert result["archive"] is None
+    assert set(result["space"]) == {
+        "page_size",
+        "file_bytes_before",
+        "file_bytes_after",
+        "free_bytes",
+        "vacuumed",
+        "vacuum_error",
+    }
+
+
+def test_archive_to_copies_before_deleting(db: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    rows = table_rows(db, "raw_messages", ["old-a", "old-kid"])
+    r = delete(db, "old-a", "--children", "delete", "--archive-to", str(archive), "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert "Archived 2 sessions (4 messages, 0 snapshots) to" in r.stdout
+    assert table_rows(archive, "raw_messages") == rows
+    listed = run_cli(["--db", str(archive), "list", "--ids"])
+    assert listed.exit_code == 0, listed.stderr
+    assert set(listed.stdout.split()) == {"old-a", "old-kid"}
+
+
+def test_archive_to_the_database_itself_is_a_usage_error(db: Path) -> None:
+    r = delete(db, "mid", "--archive-to", str(db), "--yes")
+    assert r.exit_code == 2
+    assert "being deleted from" in r.stderr
+    assert "mid" in ids_in(db)
+
+
+def test_vacuum_reports_the_size_before_and_after(tmp_path: Path) -> None:
+    path = seed_sessions(
+        tmp_path / "big.sqlite3",
+        [SeedSession(f"s{n}", age=100 * DAY, messages=100) for n in range(4)],
+    )
+    r = delete(path, "--older-than", "1d", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert "a vacuum would free" in r.stdout
+    seed_sessions(path, [SeedSession(f"t{n}", age=100 * DAY, messages=100) for n in range(4)])
+    before = path.stat().st_size
+    r = delete(path, "--older-than", "1d", "--yes", "--vacuum", "--json")
+    assert r.exit_code == 0, r.stderr
+    space = json.loads(r.stdout)["result"]["space"]
+    assert space["vacuumed"] is True and space["free_bytes"] == 0
+    assert space["file_bytes_before"] == before > space["file_bytes_after"] == path.stat().st_size
+
+
+# --- robustness --------------------------------------------------------------------------
+
+
+def test_hostile_titles_never_reach_the_terminal(tmp_path: Path) -> None:
+    path = seed_sessions(
+        tmp_path / "hostile.sqlite3",
+        [
+            SeedSession(f"h{n}", age=100 * DAY, title=text[:200], agent="x")
+            for n, text in enumerate(HOSTILE_STRINGS)
+        ],
+    )
+    r = delete(path, "--older-than", "1d", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    for char in FORBIDDEN_TERMINAL_CHARS:
+        assert char not in r.stdout
+    assert "[bold red]markup[/]" in r.stdout
+    r = delete(path, "--older-than", "1d", "--yes", "--json")
+    assert r.exit_code == 0, r.stderr
+    for char in FORBIDDEN_TERMINAL_CHARS:
+        assert char not in r.stdout
+    titles = {s["title"] for s in json.loads(r.stdout)["plan"]["sessions"]}
+    assert titles == {text[:200] for text in HOSTILE_STRINGS}
+
+
+def test_a_locked_database_is_an_operational_error(db: Path) -> None:
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        r = run_cli(["--db", str(db), "--busy-timeout", "0.1", "delete", "mid", "--yes"])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert r.exit_code == 1
+    assert "locked" in r.stderr
+    assert "mid" in ids_in(db)
+
+
+def test_a_missing_database_is_an_error_and_no_file_is_created(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.sqlite3"
+    r = delete(missing, "x", "--yes")
+    assert r.exit_code == 1
+    assert str(missing) in r.stderr
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("layout", ["A0", "A1", "B", "C"])
+def test_delete_works_on_older_layouts(tmp_path: Path, layout: str) -> None:
+    path = sample_with_layout(tmp_path, layout)
+    wanted = busiest_session(path)
+    r = delete(path, wanted, "--yes", "--skip-active", "0", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [d["id"] for d in json.loads(r.stdout)["result"]["deleted"]] == [wanted]
+    assert _query(path, f"SELECT count(*) FROM raw_messages WHERE session_id = '{wanted}'") == [
+        (0,)
+    ]
+
+
+def test_sample_tool_session_with_its_child(tmp_path: Path) -> None:
+    path = copy_sample(tmp_path, NEWEST)
+    r = run_cli(
+        ["--db", str(path), "delete", NEWEST_IDS["tools"][:13], "--children", "delete", "-y"]
+    )
+    assert r.exit_code == 0, r.stderr
+    assert "Deleted 2 sessions (16 messages, 0 snapshots)." in r.stdout
+    remaining = {row[0] for row in _query(path, "SELECT id FROM agent_sessions")}
+    assert NEWEST_IDS["tools"] not in remaining and NEWEST_IDS["child"] not in remaining
+    assert len(remaining) == 6

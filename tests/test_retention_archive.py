@@ -1,0 +1,206 @@
+"""``--archive-to``: an exact, standalone, zett-agent-format copy, made before anything goes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import stat
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from support import (
+    LEGACY_IDS,
+    SeedSession,
+    busiest_session,
+    copy_sample,
+    retention_run,
+    run_cli,
+    sample_with_layout,
+    seed_sessions,
+    table_rows,
+)
+from zett_sessions.errors import NotASessionDatabase, UsageError
+from zett_sessions.retention import DeleteResult, RetentionPolicy, RetentionRefused
+from zett_sessions.retention import archive as archive_module
+from zett_sessions.retention.archive import check_archive_path
+from zett_sessions.schema import INDEXES, TABLES
+
+DAY = timedelta(days=1)
+TABLE_NAMES = tuple(TABLES)
+
+
+def plan_and_run(path: Path, policy: RetentionPolicy, archive: Path) -> DeleteResult:
+    result: DeleteResult = retention_run(path, policy, archive=archive)
+    return result
+
+
+def everything(path: Path, ids: list[str] | None = None) -> dict[str, list[tuple]]:
+    return {table: table_rows(path, table, ids) for table in TABLE_NAMES}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return seed_sessions(
+        tmp_path / "sessions.sqlite3",
+        [
+            SeedSession("old-1", age=200 * DAY, messages=6, snapshots=2, title="first"),
+            SeedSession("old-kid", age=190 * DAY, messages=3, parent="old-1"),
+            SeedSession("young", age=3 * DAY, messages=2),
+        ],
+    )
+
+
+def test_archive_holds_exactly_the_deleted_sessions(db: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    planned = ["old-1", "old-kid"]
+    expected = everything(db, planned)
+    result = plan_and_run(db, RetentionPolicy(ids=("old-1",), children="delete"), archive)
+    assert [d.id for d in result.deleted] == planned
+    assert result.archive is not None and result.archive.created
+    assert (result.archive.sessions, result.archive.messages, result.archive.snapshots) == (
+        2,
+        9,
+        2,
+    )
+    assert everything(archive) == expected
+    assert everything(db, planned) == {table: [] for table in TABLE_NAMES}
+    assert len(table_rows(db, "raw_messages")) == 2
+
+
+def test_a_new_archive_has_the_exact_ddl_and_is_private(db: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    conn = sqlite3.connect(archive)
+    schema = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
+    conn.close()
+    assert schema == {**TABLES, **INDEXES}
+    assert stat.S_IMODE(archive.stat().st_mode) == 0o600
+
+
+def test_an_existing_archive_is_appended_to(db: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    young = everything(db, ["young"])
+    plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    result = plan_and_run(db, RetentionPolicy(ids=("old-1",), children="delete"), archive)
+    assert result.archive is not None and not result.archive.created
+    assert everything(archive, ["young"]) == young
+    assert [row[2] for row in table_rows(archive, "agent_sessions")] == [
+        "old-1",
+        "old-kid",
+        "young",
+    ]
+
+
+def test_a_session_already_archived_with_identical_rows_is_accepted(
+    db: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    copy = tmp_path / "copy.sqlite3"
+    copy.write_bytes(db.read_bytes())
+    plan_and_run(copy, RetentionPolicy(ids=("young",)), archive)  # e.g. a run that crashed
+    before = everything(archive)
+    result = plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    assert result.archive is not None and result.archive.already_archived == ("young",)
+    assert everything(archive) == before
+    assert table_rows(db, "agent_sessions", ["young"]) == []
+
+
+def test_a_session_archived_with_different_rows_is_refused_and_nothing_changes(
+    db: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    other = seed_sessions(tmp_path / "other.sqlite3", [SeedSession("young", messages=5)])
+    plan_and_run(other, RetentionPolicy(ids=("young",), skip_active=timedelta(0)), archive)
+    archived = everything(archive)
+    source = everything(db)
+    with pytest.raises(RetentionRefused, match="different rows"):
+        plan_and_run(db, RetentionPolicy(ids=("young", "old-kid")), archive)
+    assert everything(archive) == archived
+    assert everything(db) == source
+
+
+def test_a_failed_archive_check_deletes_nothing_and_removes_a_new_archive(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    source = everything(db)
+
+    async def broken(*_: object) -> None:
+        raise archive_module.ArchiveCheckFailed("injected count mismatch", str(archive))
+
+    monkeypatch.setattr(archive_module, "_check_counts", broken)
+    with pytest.raises(archive_module.ArchiveCheckFailed):
+        plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    assert everything(db) == source
+    assert not archive.exists()
+
+
+def test_an_archive_that_is_not_a_session_database_is_an_error(db: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "notes.sqlite3"
+    conn = sqlite3.connect(archive)
+    conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.close()
+    source = everything(db)
+    with pytest.raises(NotASessionDatabase):
+        plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    assert everything(db) == source
+    assert archive.exists()
+
+
+def test_the_archive_cannot_be_the_database_itself(db: Path) -> None:
+    with pytest.raises(UsageError, match="being deleted from"):
+        check_archive_path(str(db), str(db))
+
+
+def test_archiving_from_the_legacy_layout_converts_to_the_newest(tmp_path: Path) -> None:
+    source = copy_sample(tmp_path, "zett-agent-legacy.sqlite3")
+    archive = tmp_path / "archive.sqlite3"
+    wanted = LEGACY_IDS["compacted"]
+    query = "SELECT id, sequence, message_json, metadata_json, created_at FROM raw_messages"
+    conn = sqlite3.connect(source)
+    raw_before = conn.execute(f"{query} WHERE session_id = ? ORDER BY sequence", (wanted,))
+    raw_before = raw_before.fetchall()
+    conn.close()
+    result = plan_and_run(source, RetentionPolicy(ids=(wanted,)), archive)
+    assert result.archive is not None and result.archive.messages == len(raw_before)
+    conn = sqlite3.connect(archive)
+    raw_after = conn.execute(f"{query} ORDER BY sequence").fetchall()
+    tokens = conn.execute("SELECT count(*) FROM raw_messages WHERE input_tokens IS NOT NULL")
+    tokens = tokens.fetchone()
+    session_type = conn.execute("SELECT session_type FROM agent_sessions").fetchone()
+    conn.close()
+    assert raw_after == raw_before
+    assert tokens == (0,) and session_type == (0,)
+
+
+def test_archiving_from_layout_a0_derives_a_session_row(tmp_path: Path) -> None:
+    source = sample_with_layout(tmp_path, "A0")
+    archive = tmp_path / "archive.sqlite3"
+    wanted = busiest_session(source)
+    conn = sqlite3.connect(source)
+    first, last, count = conn.execute(
+        "SELECT min(created_at), max(created_at), count(*) FROM raw_messages WHERE session_id = ?",
+        (wanted,),
+    ).fetchone()
+    conn.close()
+    plan_and_run(source, RetentionPolicy(ids=(wanted,)), archive)
+    conn = sqlite3.connect(archive)
+    row = conn.execute("SELECT * FROM agent_sessions").fetchone()
+    raw = conn.execute(
+        "SELECT count(*), min(metadata_json), min(started_at = created_at) FROM raw_messages"
+    ).fetchone()
+    conn.close()
+    assert row == (wanted, None, 0, None, None, first, last)
+    assert raw == (count, "{}", 1)
+
+
+def test_the_archive_opens_with_the_other_commands(db: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    plan_and_run(db, RetentionPolicy(ids=("old-1",), children="delete"), archive)
+    listed = run_cli(["--db", str(archive), "list", "--json"])
+    assert listed.exit_code == 0, listed.stderr
+    assert {s["id"] for s in json.loads(listed.stdout)} == {"old-1", "old-kid"}
+    shown = run_cli(["--db", str(archive), "show", "old-1", "--json"])
+    assert shown.exit_code == 0, shown.stderr

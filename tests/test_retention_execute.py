@@ -1,0 +1,305 @@
+"""Carrying out a plan: exactly the planned rows, all or nothing, re-evaluated at delete time."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import (
+    SeedSession,
+    busiest_session,
+    digest,
+    retention_plan,
+    retention_run,
+    sample_with_layout,
+    seed_sessions,
+    table_rows,
+)
+from zett_sessions.database import Database
+from zett_sessions.errors import DatabaseLocked
+from zett_sessions.models import UserMessage
+from zett_sessions.queries.sessions import SessionFilter
+from zett_sessions.retention import DeletePlan, DeleteResult, RetentionPolicy, RetentionRefused
+from zett_sessions.retention import execute as execute_module
+from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+DAY = timedelta(days=1)
+TABLES = ("agent_sessions", "raw_messages", "session_snapshots")
+
+
+def plan_for(path: Path, policy: RetentionPolicy) -> DeletePlan:
+    plan: DeletePlan = retention_plan(path, policy)
+    return plan
+
+
+def run_plan(path: Path, plan: DeletePlan, policy: RetentionPolicy, **options: Any) -> DeleteResult:
+    result: DeleteResult = retention_run(path, policy, plan, **options)
+    return result
+
+
+def append_to(path: Path, session_id: str, text: str) -> None:
+    """Append one user message the way zett-agent would (bumps the session's activity)."""
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            await storage.append(session_id, "late", UserMessage(content=text))
+
+    asyncio.run(write())
+
+
+def snapshot_of(path: Path) -> dict[str, list[tuple]]:
+    return {table: table_rows(path, table) for table in TABLES}
+
+
+def old_policy(days: float = 100, **options: object) -> RetentionPolicy:
+    cutoff = datetime.now(UTC) - timedelta(days=days)
+    return RetentionPolicy(filters=SessionFilter(active_before=cutoff), **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return seed_sessions(
+        tmp_path / "sessions.sqlite3",
+        [
+            SeedSession("old-1", age=200 * DAY, messages=5, snapshots=2),
+            SeedSession("old-2", age=150 * DAY, messages=3),
+            SeedSession("young", age=5 * DAY, messages=4, snapshots=1),
+        ],
+    )
+
+
+def test_execute_deletes_exactly_the_planned_rows_of_all_three_tables(db: Path) -> None:
+    before = snapshot_of(db)
+    policy = old_policy()
+    result = run_plan(db, plan_for(db, policy), policy)
+    assert [(d.id, d.messages, d.snapshots) for d in result.deleted] == [
+        ("old-2", 3, 0),
+        ("old-1", 5, 2),
+    ]
+    after = snapshot_of(db)
+    for table in TABLES:
+        assert after[table] == table_rows(db, table, ["young"])
+        assert after[table] == [row for row in before[table] if "young" in row]
+    assert len(after["raw_messages"]) == 4 and len(after["session_snapshots"]) == 1
+
+
+def test_a_failure_after_the_first_delete_leaves_the_database_unchanged(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = old_policy()
+    plan = plan_for(db, policy)
+    before_rows = snapshot_of(db)
+    before_digest = digest(db)
+    real = execute_module._delete_from
+    calls: list[str] = []
+
+    async def failing(db_: Database, table: str, column: str, ids: str) -> int:
+        if calls:
+            raise RuntimeError("injected failure after the first DELETE")
+        calls.append(table)
+        return await real(db_, table, column, ids)
+
+    monkeypatch.setattr(execute_module, "_delete_from", failing)
+    with pytest.raises(RuntimeError, match="injected"):
+        run_plan(db, plan, policy)
+    assert calls == ["raw_messages"]  # the first DELETE really ran before the failure
+    assert snapshot_of(db) == before_rows
+    assert digest(db) == before_digest
+
+
+def test_a_row_count_mismatch_rolls_everything_back(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = old_policy()
+    plan = plan_for(db, policy)
+    before = snapshot_of(db)
+    real = execute_module._delete_from
+
+    async def miscounting(db_: Database, table: str, column: str, ids: str) -> int:
+        return await real(db_, table, column, ids) + (1 if table == "session_snapshots" else 0)
+
+    monkeypatch.setattr(execute_module, "_delete_from", miscounting)
+    with pytest.raises(execute_module.DeleteCheckFailed, match="nothing was deleted"):
+        run_plan(db, plan, policy)
+    assert snapshot_of(db) == before
+
+
+def test_a_session_active_again_at_delete_time_is_skipped_and_reported(db: Path) -> None:
+    policy = RetentionPolicy(ids=("old-1", "old-2"))
+    plan = plan_for(db, policy)
+
+    append_to(db, "old-2", "still here")
+    result = run_plan(db, plan, policy)
+    assert [d.id for d in result.deleted] == ["old-1"]
+    assert [(s.id, s.reason) for s in result.skipped] == [("old-2", "active")]
+    assert len(table_rows(db, "raw_messages", ["old-2"])) == 4
+
+
+def test_a_session_with_new_activity_no_longer_older_than_the_cutoff_is_kept(db: Path) -> None:
+    policy = old_policy(skip_active=timedelta(0))
+    plan = plan_for(db, policy)
+
+    append_to(db, "old-2", "still here")
+    result = run_plan(db, plan, policy)
+    assert [d.id for d in result.deleted] == ["old-1"]
+    assert [(s.id, s.reason) for s in result.skipped] == [("old-2", "changed")]
+    assert len(table_rows(db, "raw_messages", ["old-2"])) == 4
+
+
+def test_a_session_that_no_longer_matches_is_skipped_as_changed(db: Path) -> None:
+    policy = old_policy(skip_active=timedelta(0))
+    plan = plan_for(db, policy)
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "UPDATE agent_sessions SET updated_at = '2999-01-01 00:00:00.000000' WHERE id = 'old-1'"
+    )
+    conn.commit()
+    conn.close()
+    result = run_plan(db, plan, policy)
+    assert [d.id for d in result.deleted] == ["old-2"]
+    assert [(s.id, s.reason) for s in result.skipped] == [("old-1", "changed")]
+
+
+def test_a_session_deleted_meanwhile_is_reported_gone(db: Path) -> None:
+    policy = RetentionPolicy(ids=("old-1", "old-2"))
+    plan = plan_for(db, policy)
+
+    async def remove() -> None:
+        async with SQLiteSessionStorage(db) as storage:
+            await storage.delete_session("old-1")
+
+    asyncio.run(remove())
+    result = run_plan(db, plan, policy)
+    assert [d.id for d in result.deleted] == ["old-2"]
+    assert [(s.id, s.reason) for s in result.skipped] == [("old-1", "gone")]
+
+
+def test_messages_gained_by_a_named_session_go_with_it(db: Path) -> None:
+    policy = RetentionPolicy(ids=("old-2",), skip_active=timedelta(0))
+    plan = plan_for(db, policy)
+
+    append_to(db, "old-2", "one more")
+    result = run_plan(db, plan, policy)
+    assert [(d.id, d.messages) for d in result.deleted] == [("old-2", 4)]
+    assert table_rows(db, "raw_messages", ["old-2"]) == []
+
+
+def test_a_child_appearing_after_the_plan_refuses_the_whole_run(db: Path) -> None:
+    policy = old_policy()
+    plan = plan_for(db, policy)
+    assert plan.refusals == ()
+
+    async def adopt() -> None:
+        async with SQLiteSessionStorage(db) as storage:
+            await storage.create_session(session_id="late-child", parent_session_id="old-1")
+
+    asyncio.run(adopt())
+    before = snapshot_of(db)
+    with pytest.raises(RetentionRefused, match="late-child"):
+        run_plan(db, plan, policy)
+    assert snapshot_of(db) == before
+
+
+def test_children_keep_leaves_a_dangling_parent_id(tmp_path: Path) -> None:
+    path = seed_sessions(
+        tmp_path / "s.sqlite3",
+        [SeedSession("p", age=90 * DAY), SeedSession("k", age=90 * DAY, parent="p")],
+    )
+    policy = RetentionPolicy(ids=("p",), children="keep")
+    run_plan(path, plan_for(path, policy), policy)
+    assert [row[0] for row in table_rows(path, "agent_sessions")] == [
+        row[0] for row in table_rows(path, "agent_sessions", ["k"])
+    ]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT parent_session_id FROM agent_sessions").fetchall() == [("p",)]
+    conn.close()
+
+
+def test_a_busy_writer_past_the_timeout_is_reported_as_locked_and_nothing_changes(
+    db: Path,
+) -> None:
+    policy = old_policy()
+    plan = plan_for(db, policy)
+    before = snapshot_of(db)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(DatabaseLocked):
+            run_plan(db, plan, policy, busy_timeout_ms=100)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert snapshot_of(db) == before
+
+
+@pytest.mark.parametrize("layout", ["A0", "A1", "C"])
+def test_execute_works_on_older_layouts(tmp_path: Path, layout: str) -> None:
+    path = sample_with_layout(tmp_path, layout)
+    wanted = busiest_session(path)
+    total = len(table_rows(path, "raw_messages"))
+    policy = RetentionPolicy(ids=(wanted,))
+    result = run_plan(path, plan_for(path, policy), policy)
+    assert result.deleted[0].id == wanted
+    assert len(table_rows(path, "raw_messages")) == total - result.deleted[0].messages
+    assert table_rows(path, "raw_messages", [wanted]) == []
+
+
+APPENDER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from zett_sessions.models import UserMessage
+    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+    async def main(path, count):
+        async with SQLiteSessionStorage(path, busy_timeout_ms=30000) as storage:
+            for n in range(count):
+                await storage.append("live", "run", UserMessage(content=f"line {n}"))
+                print(n, flush=True)
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    """
+)
+
+
+def test_deleting_while_another_process_appends_to_an_unrelated_session(tmp_path: Path) -> None:
+    sessions = [SeedSession(f"old-{n:03d}", age=200 * DAY, messages=30) for n in range(40)]
+    path = seed_sessions(tmp_path / "busy.sqlite3", [*sessions, SeedSession("live", messages=0)])
+    appends = 1500
+    writer = subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(path), str(appends)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None
+        writer.stdout.readline()  # the writer is running and has committed once
+        policy = old_policy(skip_active=timedelta(0))
+        results = [run_plan(path, plan_for(path, policy), policy)]
+        during = len(table_rows(path, "raw_messages", ["live"]))
+        results.append(run_plan(path, plan_for(path, policy), policy))  # nothing left to do
+        _, errors = writer.communicate(timeout=120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    assert writer.returncode == 0, errors
+    assert 0 < during < appends  # the delete really ran while the writer was appending
+    assert sum(len(r.deleted) for r in results) == 40
+    assert sum(r.messages for r in results) == 40 * 30
+    assert len(table_rows(path, "raw_messages", ["live"])) == appends
+    assert [row for row in table_rows(path, "agent_sessions") if "live" not in row] == []
+    conn = sqlite3.connect(path)
+    sequences = conn.execute(
+        "SELECT sequence FROM raw_messages WHERE session_id = 'live' ORDER BY sequence"
+    ).fetchall()
+    conn.close()
+    assert [row[0] for row in sequences] == list(range(1, appends + 1))
