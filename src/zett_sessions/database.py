@@ -91,6 +91,7 @@ class Database:
         self._lock: asyncio.Lock | None = None
         self._closed = False
         self._foreign_tables: list[str] = []
+        self._open_lock = asyncio.Lock()
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -105,9 +106,15 @@ class Database:
         return self._layout
 
     async def open(self) -> Database:
-        """Open once; later calls return immediately."""
+        """Open once; later calls return immediately (concurrent first calls share one open)."""
         if self._conn is not None:
             return self
+        async with self._open_lock:
+            if self._conn is None:
+                await self._open()
+        return self
+
+    async def _open(self) -> None:
         if self._closed:
             raise DatabaseError("storage is closed", self.path)
         self._lock = asyncio.Lock()
@@ -118,11 +125,19 @@ class Database:
         try:
             conn.row_factory = sqlite3.Row
             with self.errors():
-                await conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                # Statements run through self.execute, which closes each cursor: a cursor left
+                # open (e.g. on a PRAGMA's result row) would keep a stale read snapshot alive
+                # and make this connection's next write fail with SQLITE_BUSY_SNAPSHOT.
+                await self.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
                 if self.read_only:
-                    await conn.execute("PRAGMA query_only = 1")
+                    await self.execute("PRAGMA query_only = 1")
                 self._layout = await self._detect_layout()
-                if self._layout.name == "" and not self.read_only and (fresh or self.create):
+                if (
+                    self._layout.name == ""
+                    and not self.read_only
+                    and not self._foreign_tables  # never add our tables to another app's file
+                    and (fresh or self.create)
+                ):
                     await self._create_schema()
                     self._layout = await self._detect_layout()
                 if self._layout.name == "":
@@ -130,11 +145,10 @@ class Database:
                 if not self.read_only:
                     mode = await self._scalar("PRAGMA journal_mode")
                     if str(mode).lower() == "wal":
-                        await conn.execute("PRAGMA synchronous = NORMAL")
+                        await self.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
             await self.close()
             raise
-        return self
 
     def _prepare_uri(self) -> tuple[str, bool]:
         if self.is_memory:
@@ -192,18 +206,24 @@ class Database:
         )
 
     async def _create_schema(self) -> None:
-        conn = self._connection()
-        await conn.execute("PRAGMA journal_mode = WAL")
-        await conn.execute("BEGIN IMMEDIATE")
+        """Create the tables in a new (empty) file, in WAL mode.
+
+        Several connections may find the same new file empty at once (tasks or processes
+        opening it together): the one that wins ``BEGIN IMMEDIATE`` creates the schema, the
+        others then see it and leave it alone.
+        """
+        await self.execute("PRAGMA journal_mode = WAL")
+        await self.execute("BEGIN IMMEDIATE")
         try:
-            for ddl in TABLES.values():
-                await conn.execute(ddl)
-            for ddl in INDEXES.values():
-                await conn.execute(ddl)
+            if not await self._scalar("SELECT count(*) FROM sqlite_master"):
+                for ddl in TABLES.values():
+                    await self.execute(ddl)
+                for ddl in INDEXES.values():
+                    await self.execute(ddl)
         except BaseException:
-            await conn.execute("ROLLBACK")
+            await self.execute("ROLLBACK")
             raise
-        await conn.execute("COMMIT")
+        await self.execute("COMMIT")
 
     async def upgrade(self) -> list[str]:
         """Bring an older layout to D/E in one transaction; returns the statements run."""

@@ -61,7 +61,7 @@ class ImageDetail(StrEnum):
 class WireModel(BaseModel):
     """Base of every model stored inside ``message_json``."""
 
-    model_config = ConfigDict(frozen=True, extra="allow", protected_namespaces=())
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="allow", protected_namespaces=())
 
     _wire_keys: tuple[str, ...] | None = PrivateAttr(default=None)
 
@@ -74,6 +74,17 @@ class WireModel(BaseModel):
         if isinstance(data, dict) and info.context and info.context.get("wire"):
             instance._wire_keys = tuple(data)
         return instance
+
+    def __eq__(self, other: object) -> bool:
+        """Equal values are equal messages: the remembered key order of a decoded envelope is
+        how to re-encode it, not part of its value (a decoded message equals the one written)."""
+        if not isinstance(other, WireModel):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and (self.__pydantic_extra__ or {}) == (other.__pydantic_extra__ or {})
+        )
 
     @property
     def wire_keys(self) -> tuple[str, ...]:
@@ -244,7 +255,7 @@ MESSAGE_TYPES: dict[int, type[Message]] = {
 class UndecodableMessage(BaseModel):
     """A stored envelope that could not be decoded; shown raw instead of failing the session."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     raw: str
     reason: str
@@ -262,7 +273,7 @@ class UndecodableMessage(BaseModel):
 class MessageTiming(BaseModel):
     """When the work behind a message happened; durations come from a monotonic clock."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     started_at: datetime
     completed_at: datetime
@@ -298,7 +309,7 @@ class MessageTiming(BaseModel):
 class ModelUsage(BaseModel):
     """Token counters of one assistant response (``input`` includes cache reads and writes)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -334,7 +345,7 @@ class ModelUsage(BaseModel):
 class RawMessageRecord(BaseModel):
     """One row of the raw log.  ``defects`` lists what could not be read as the format says."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
 
     id: str
     session_id: str
@@ -363,7 +374,7 @@ class RawMessageRecord(BaseModel):
 class SessionSummary(BaseModel):
     """A session row plus its raw message count (times are UTC-aware)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     parent_session_id: str | None = None
@@ -378,7 +389,7 @@ class SessionSummary(BaseModel):
 class ContextSnapshot(BaseModel):
     """A compaction checkpoint: ``message`` stands for raw sequences 1..boundary inclusive."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     session_id: str
@@ -392,7 +403,7 @@ class ContextSnapshot(BaseModel):
 class SessionView(BaseModel):
     """What ``load`` returns: session identity, latest snapshot and the raw tail after it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session_id: str
     parent_session_id: str | None = None

@@ -1,0 +1,96 @@
+"""An example ``SessionStorage`` adapter: an audit trail around another storage.
+
+It shows how little an adapter needs (``load``, ``append``, ``snapshot`` and ``close``) and lets
+tests see exactly which operations a runtime performs, as strings: ``"load"``,
+``"append:<kind>"`` (``append:system``, ``append:user``, ``append:assistant``, ``append:tool``,
+``append:agent``) and ``"snapshot"``.  An operation is recorded when the wrapper sees the call,
+before it is delegated, so a refused call still appears in the trail.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+from .models import (
+    CompactedMessage,
+    ContextSnapshot,
+    Message,
+    MessageTiming,
+    ModelUsage,
+    SessionView,
+)
+from .sqlite_storage import SQLiteSessionStorage
+from .storage import SessionStorage
+
+
+class ClosableStorage(SessionStorage, Protocol):
+    """A ``SessionStorage`` that also owns resources released by ``close()``."""
+
+    async def close(self) -> None: ...
+
+
+class AuditedStorage:
+    """Delegate every operation to ``inner`` and remember it in ``operations``."""
+
+    def __init__(self, inner: ClosableStorage, operations: list[str] | None = None) -> None:
+        self.inner = inner
+        self.operations: list[str] = operations if operations is not None else []
+
+    async def load(self, session_id: str) -> SessionView:
+        self.operations.append("load")
+        return await self.inner.load(session_id)
+
+    async def append(
+        self,
+        session_id: str,
+        request_id: str,
+        message: Message,
+        timing: MessageTiming | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: dict[str, Any] | None = None,
+        usage: ModelUsage | None = None,
+    ) -> int:
+        self.operations.append(f"append:{message.kind.name.lower()}")
+        return await self.inner.append(
+            session_id,
+            request_id,
+            message,
+            timing=timing,
+            parent_session_id=parent_session_id,
+            title=title,
+            agent_name=agent_name,
+            metadata=metadata,
+            tags=tags,
+            usage=usage,
+        )
+
+    async def snapshot(
+        self,
+        session_id: str,
+        compacted_message: CompactedMessage,
+        compacted_through_sequence: int,
+        expected_version: int,
+    ) -> ContextSnapshot:
+        self.operations.append("snapshot")
+        return await self.inner.snapshot(
+            session_id, compacted_message, compacted_through_sequence, expected_version
+        )
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def audited_sqlite(path: str | os.PathLike[str], **options: Any) -> AuditedStorage:
+    """An ``AuditedStorage`` around ``SQLiteSessionStorage(path, **options)``.
+
+    A module-level function, so ``functools.partial(audited_sqlite, path)`` can be pickled and
+    handed to other processes (the contract kit's ``process_factory``).
+    """
+    return AuditedStorage(SQLiteSessionStorage(path, **options))
+
+
+__all__ = ["AuditedStorage", "ClosableStorage", "audited_sqlite"]
