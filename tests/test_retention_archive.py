@@ -204,3 +204,28 @@ def test_the_archive_opens_with_the_other_commands(db: Path, tmp_path: Path) -> 
     assert {s["id"] for s in json.loads(listed.stdout)} == {"old-1", "old-kid"}
     shown = run_cli(["--db", str(archive), "show", "old-1", "--json"])
     assert shown.exit_code == 0, shown.stderr
+
+
+def test_verify_passes_on_the_archive(db: Path, tmp_path: Path) -> None:
+    if run_cli(["verify", "--help"]).exit_code != 0:
+        pytest.skip("the verify command is not available yet")
+    archive = tmp_path / "archive.sqlite3"
+    plan_and_run(db, RetentionPolicy(ids=("old-1",), children="delete"), archive)
+    r = run_cli(["--db", str(archive), "verify"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+
+
+def test_a_session_without_a_session_row_is_archived_with_a_derived_one(
+    db: Path, tmp_path: Path
+) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM agent_sessions WHERE id = 'old-1'")  # damaged: rows, no session
+    conn.commit()
+    conn.close()
+    rows = table_rows(db, "raw_messages", ["old-1"])
+    archive = tmp_path / "archive.sqlite3"
+    result = plan_and_run(db, RetentionPolicy(ids=("old-1",), children="keep"), archive)
+    assert [(d.id, d.messages, d.snapshots) for d in result.deleted] == [("old-1", 6, 2)]
+    assert table_rows(archive, "raw_messages") == rows
+    assert [row[2] for row in table_rows(archive, "agent_sessions")] == ["old-1"]
+    assert table_rows(db, "raw_messages", ["old-1"]) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -255,3 +256,20 @@ def test_plans_work_on_every_layout(tmp_path: Path, layout: str) -> None:
     assert plan.ids == (wanted,)
     assert plan.sessions[0].messages > 0
     assert plan.layout == layout
+
+
+def test_large_plans_estimate_bytes_from_the_files_average_per_message(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zett_sessions.retention import plan as plan_module
+
+    monkeypatch.setattr(plan_module, "EXACT_BYTES_LIMIT", 0)
+    plan = plan_for(db, ids=("old-c",))
+    conn = sqlite3.connect(db)
+    pages, free, size = (
+        conn.execute(f"PRAGMA {name}").fetchone()[0]
+        for name in ("page_count", "freelist_count", "page_size")
+    )
+    (rows,) = conn.execute("SELECT count(*) FROM raw_messages").fetchone()
+    conn.close()
+    assert plan.sessions[0].estimated_bytes == round(4 * (pages - free) * size / rows) > 0

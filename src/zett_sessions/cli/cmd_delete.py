@@ -279,7 +279,7 @@ def finish(
     if json_output:
         out.json(_document(plan, policy, result))
     elif result is not None and plan.sessions:
-        out.print(result_renderable(plan, result, full_ids=full_ids))
+        out.print(result_renderable(plan, result, full_ids=full_ids, width=out.out.width))
 
 
 def _document(plan: DeletePlan, policy: RetentionPolicy, result: DeleteResult | None) -> object:

@@ -6,11 +6,12 @@ Pure functions of the retention models; database text (titles, ids, paths) goes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -73,7 +74,7 @@ def plan_renderable(
         if any(s.via == "descendant" for s in plan.sessions):
             parts.append(Text("↳ child session added by --children delete", style="dim"))
     if plan.skipped:
-        parts.append(_skipped_block("Left alone:", plan.skipped, ids))
+        parts.append(_skipped_block("Left alone:", plan.skipped, ids, width))
     if plan.blocked_children:
         parts.append(_blocked_block(plan.blocked_children, ids))
     if dry_run and plan.refusals:
@@ -124,18 +125,25 @@ def _sessions_table(
     return table
 
 
-def _skipped_block(heading: str, skipped: Iterable[SkippedSession], ids: dict[str, str]) -> Text:
-    text = Text(heading, style="bold")
-    for skip in skipped:
-        text.append("\n  ")
-        text.append(ids.get(skip.id, single_line(skip.id)), style="cyan")
-        if skip.title is not None:
-            text.append("  ")
-            text.append_text(safe_cell(skip.title, TITLE_LIMIT))
-        text.append(f"  {skip.reason}", style="yellow")
-        if skip.detail:
-            text.append(f": {single_line(skip.detail)}", style="dim")
-    return text
+def _skipped_block(
+    heading: str, skipped: Sequence[SkippedSession], ids: dict[str, str], width: int
+) -> RenderableType:
+    """One row per session left alone: id, why (the reason's detail), title."""
+    table = Table(box=None, pad_edge=False, show_header=False)
+    id_width = max(len(ids.get(s.id, single_line(s.id))) for s in skipped)
+    why = [single_line(s.detail or s.reason) for s in skipped]
+    why_width = max(len(text) for text in why)
+    table.add_column(no_wrap=True, style="cyan", min_width=id_width)
+    table.add_column(no_wrap=True, style="yellow")
+    title_width = max(10, min(TITLE_LIMIT, width - 2 - id_width - why_width - 4))
+    table.add_column(no_wrap=True, overflow="ellipsis", max_width=title_width)
+    for skip, text in zip(skipped, why, strict=True):
+        table.add_row(
+            Text(ids.get(skip.id, single_line(skip.id))),
+            Text(text),
+            safe_cell(skip.title, title_width, ""),
+        )
+    return Group(Text(heading, style="bold"), Padding(table, (0, 0, 0, 2)))
 
 
 def _blocked_block(children: Iterable[BlockedChild], ids: dict[str, str]) -> Text:
@@ -150,7 +158,7 @@ def _blocked_block(children: Iterable[BlockedChild], ids: dict[str, str]) -> Tex
 
 
 def result_renderable(
-    plan: DeletePlan, result: DeleteResult, *, full_ids: bool = False
+    plan: DeletePlan, result: DeleteResult, *, full_ids: bool = False, width: int = 100
 ) -> RenderableType:
     ids = _ids(plan, result, full_ids)
     parts: list[RenderableType] = [
@@ -176,7 +184,7 @@ def result_renderable(
             )
         parts.append(line)
     if result.skipped:
-        parts.append(_skipped_block("Skipped at delete time:", result.skipped, ids))
+        parts.append(_skipped_block("Skipped at delete time:", result.skipped, ids, width))
     if result.space is not None:
         parts.append(space_text(result.space))
     return Group(*parts)

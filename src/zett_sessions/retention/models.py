@@ -123,6 +123,14 @@ class DeletePlan(_Frozen):
     total_sessions: int = 0
     refusals: tuple[Refusal, ...] = ()
 
+    def __repr__(self) -> str:
+        # Short on purpose: Python 3.11's asyncio.run formats the finished task (and so its
+        # result) while restoring the SIGINT handler; a plan can hold 100k sessions.
+        return (
+            f"DeletePlan(database={self.database!r}, sessions={len(self.sessions)}, "
+            f"skipped={len(self.skipped)}, refusals={len(self.refusals)})"
+        )
+
     @property
     def ids(self) -> tuple[str, ...]:
         return tuple(session.id for session in self.sessions)
@@ -173,6 +181,9 @@ class DeleteResult(_Frozen):
     skipped: tuple[SkippedSession, ...] = ()
     archive: ArchiveReport | None = None
     space: SpaceReport | None = None
+
+    def __repr__(self) -> str:  # short for the same reason as DeletePlan's
+        return f"DeleteResult(deleted={len(self.deleted)}, skipped={len(self.skipped)})"
 
     @property
     def messages(self) -> int:

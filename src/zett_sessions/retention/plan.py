@@ -44,6 +44,7 @@ IN_IDS = "IN (SELECT value FROM json_each(?))"
 # within 1 % of what the delete freed.
 RAW_ROW_OVERHEAD = 900
 SNAPSHOT_ROW_OVERHEAD = 300
+EXACT_BYTES_LIMIT = 100_000  # planned raw rows measured one by one; beyond, an average
 
 
 def json_ids(ids: Iterable[str]) -> str:
@@ -96,14 +97,11 @@ async def build_plan(
     skipped.extend(protected.values())
 
     blocked: list[BlockedChild] = []
+    children: dict[str, dict[str, dict[str, Any]]] = {}
     if db.layout.has_sessions_table and planned:
         if policy.children == "delete":
             skipped.extend(await _add_subtrees(db, planned, protected, policy, now))
         children = await _children(db, planned)
-        planned = {
-            sid: session.model_copy(update={"children": tuple(children.get(sid, ()))})
-            for sid, session in planned.items()
-        }
         if policy.children == "refuse":
             blocked = [
                 BlockedChild(id=child, parent_session_id=parent, **info)
@@ -111,7 +109,7 @@ async def build_plan(
                 for child, info in kids.items()
                 if child not in planned
             ]
-    sessions = await _with_counts(db, list(planned.values()), measure_bytes)
+    sessions = await _completed(db, list(planned.values()), children, measure_bytes)
     total = await _total_sessions(db)
     plan = DeletePlan(
         database=db.path,
@@ -133,12 +131,15 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
     refusals: list[Refusal] = []
     if plan.blocked_children:
         parents = len({child.parent_session_id for child in plan.blocked_children})
+        children = len(plan.blocked_children)
         refusals.append(
             Refusal(
                 guard="children",
-                message=f"{parents} planned session(s) have {len(plan.blocked_children)} "
-                "child session(s) that are not planned; choose --children delete (the whole "
-                "subtree) or --children keep (children keep a dangling parent id)",
+                message=f"{_count(parents, 'planned session')} "
+                f"{'has' if parents == 1 else 'have'} {_count(children, 'child session')} "
+                f"that {'is' if children == 1 else 'are'} not planned; choose --children "
+                "delete (the whole subtree) or --children keep (children keep a dangling "
+                "parent id)",
             )
         )
     if policy.max_sessions is not None and len(plan.sessions) > policy.max_sessions:
@@ -158,6 +159,10 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
             )
         )
     return refusals
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 # --- selection ---------------------------------------------------------------------------
@@ -255,7 +260,9 @@ def _skip(session: SessionListing, reason: str, detail: str) -> SkippedSession:
 
 
 def _planned(session: SessionListing, via: str = "selected") -> PlannedSession:
-    return PlannedSession(
+    # model_construct: the values come from the database layer already typed, and a plan may
+    # hold tens of thousands of sessions.
+    return PlannedSession.model_construct(
         id=session.id,
         title=session.title,
         agent_name=session.agent_name,
@@ -264,6 +271,9 @@ def _planned(session: SessionListing, via: str = "selected") -> PlannedSession:
         created_at=session.created_at,
         updated_at=session.updated_at,
         messages=session.message_count,
+        snapshots=0,
+        estimated_bytes=0,
+        children=(),
         via="descendant" if via == "descendant" else "selected",
     )
 
@@ -363,9 +373,13 @@ def _drop_ancestors(
 # --- counts ------------------------------------------------------------------------------
 
 
-async def _with_counts(
-    db: Database, sessions: list[PlannedSession], measure_bytes: bool
+async def _completed(
+    db: Database,
+    sessions: list[PlannedSession],
+    children: dict[str, dict[str, dict[str, Any]]],
+    measure_bytes: bool,
 ) -> list[PlannedSession]:
+    """The sessions with their children, snapshot counts and (optionally) estimated bytes."""
     if not sessions:
         return []
     ids = json_ids(s.id for s in sessions)
@@ -375,37 +389,50 @@ async def _with_counts(
         else "0"
     )
     snapshots = {
-        row[0]: (row[1], row[2])
+        row[0]: (row[1], row[2] or 0)
         for row in await db.fetchall(
             f"SELECT session_id, count(*), {snapshot_bytes} FROM session_snapshots "
             f"WHERE session_id {IN_IDS} GROUP BY session_id",
             (ids,),
         )
     }
-    raw_bytes: dict[str, int] = {}
-    if measure_bytes:
+    raw_bytes = await _raw_bytes(db, sessions, ids) if measure_bytes else {}
+    none = (0, 0)
+    return [
+        PlannedSession.model_construct(
+            **{
+                **s.__dict__,
+                "children": tuple(children.get(s.id, ())),
+                "snapshots": snapshots.get(s.id, none)[0],
+                "estimated_bytes": raw_bytes.get(s.id, 0) + snapshots.get(s.id, none)[1],
+            }
+        )
+        for s in sessions
+    ]
+
+
+async def _raw_bytes(db: Database, sessions: list[PlannedSession], ids: str) -> dict[str, int]:
+    """Bytes the planned raw rows occupy: measured row by row for plans up to
+    ``EXACT_BYTES_LIMIT`` messages; above that (reading gigabytes just for an estimate would
+    cost a good share of the delete itself) the file's average bytes per raw row is used."""
+    if sum(s.messages for s in sessions) <= EXACT_BYTES_LIMIT:
         sizes = " + ".join(
             f"coalesce(length(CAST({column} AS BLOB)), 0)"
             for column in ("message_json", "content", "metadata_json", "tags_json")
             if db.layout.has_column("raw_messages", column)
         )
-        raw_bytes = {
-            row[0]: row[1]
-            for row in await db.fetchall(
-                f"SELECT session_id, sum({sizes}) + count(*) * {RAW_ROW_OVERHEAD} "
-                f"FROM raw_messages WHERE session_id {IN_IDS} GROUP BY session_id",
-                (ids,),
-            )
-        }
-    return [
-        s.model_copy(
-            update={
-                "snapshots": snapshots.get(s.id, (0, 0))[0],
-                "estimated_bytes": raw_bytes.get(s.id, 0) + (snapshots.get(s.id, (0, 0))[1] or 0),
-            }
+        rows = await db.fetchall(
+            f"SELECT session_id, sum({sizes}) + count(*) * {RAW_ROW_OVERHEAD} "
+            f"FROM raw_messages WHERE session_id {IN_IDS} GROUP BY session_id",
+            (ids,),
         )
-        for s in sessions
-    ]
+        return {row[0]: row[1] for row in rows}
+    rows_total = int(await db.scalar("SELECT count(*) FROM raw_messages"))
+    pages = int(await db.scalar("PRAGMA page_count")) - int(
+        await db.scalar("PRAGMA freelist_count")
+    )
+    per_row = pages * int(await db.scalar("PRAGMA page_size")) / max(rows_total, 1)
+    return {s.id: round(s.messages * per_row) for s in sessions}
 
 
 async def _total_sessions(db: Database) -> int:
