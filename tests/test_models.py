@@ -1,0 +1,297 @@
+"""The pure value models: zett-agent's names, keyword constructors, defaults and invariants."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pydantic
+import pytest
+
+import zett_sessions
+from zett_sessions import (
+    AgentMessage,
+    AssistantMessage,
+    CompactedMessage,
+    ContextSnapshot,
+    ImageBytesSource,
+    ImageContent,
+    ImageDetail,
+    ImageUrlSource,
+    Message,
+    MessageKind,
+    MessageTiming,
+    ModelUsage,
+    RawMessageRecord,
+    SessionView,
+    SystemMessage,
+    TextContent,
+    ToolCall,
+    ToolMessage,
+    UndecodableMessage,
+    UserMessage,
+)
+from zett_sessions.codec import decode_envelope, encode_message
+
+MOMENT = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
+
+
+def record(sequence: int, message: Message | UndecodableMessage, role: int = 2) -> RawMessageRecord:
+    return RawMessageRecord(
+        id=f"id-{sequence}",
+        session_id="s",
+        request_id="r",
+        sequence=sequence,
+        role=role,
+        content="",
+        tool_name=None,
+        message=message,
+        metadata={},
+        tags={},
+        timing=None,
+        usage=None,
+        created_at=MOMENT,
+        updated_at=MOMENT,
+    )
+
+
+def test_every_public_name_of_the_issue_is_importable_from_the_package_root() -> None:
+    names = (
+        "SystemMessage UserMessage AssistantMessage ToolMessage AgentMessage CompactedMessage "
+        "ToolCall TextContent ImageContent ImageUrlSource ImageBytesSource MessageTiming "
+        "ModelUsage RawMessageRecord SessionSummary ContextSnapshot SessionView "
+        "SQLiteSessionStorage SessionStorage"
+    ).split()
+    for name in names:
+        assert getattr(zett_sessions, name).__name__ == name
+        assert name in zett_sessions.__all__
+
+
+def test_unknown_attribute_of_the_package_raises_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        zett_sessions.Nope  # noqa: B018
+
+
+def test_zett_agent_keyword_constructors_work_unchanged() -> None:
+    message = AssistantMessage(
+        content="", tool_calls=[ToolCall(id="c1", name="grep", arguments={})]
+    )
+    assert message.tool_calls == (ToolCall(id="c1", name="grep", arguments={}),)
+    usage = ModelUsage(
+        input_tokens=100,
+        output_tokens=25,
+        cache_read_tokens=80,
+        cache_write_tokens=0,
+        reasoning_tokens=5,
+    )
+    assert (usage.total_tokens, usage.cache_hit_rate) == (125, 0.8)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kind"),
+    [
+        (SystemMessage, 1),
+        (UserMessage, 2),
+        (AssistantMessage, 3),
+        (ToolMessage, 4),
+        (CompactedMessage, 5),
+        (AgentMessage, 6),
+    ],
+)
+def test_each_message_type_has_its_stored_kind_number(cls: type[Message], kind: int) -> None:
+    assert cls.kind == kind
+    assert MessageKind(kind) is cls.kind
+
+
+def test_a_checkpoint_is_a_user_message_subclass_with_its_own_kind() -> None:
+    checkpoint = CompactedMessage(content="summary")
+    assert isinstance(checkpoint, UserMessage)
+    assert checkpoint.kind is MessageKind.CHECKPOINT
+    assert checkpoint != UserMessage(content="summary")
+
+
+def test_defaults_follow_zett_agent() -> None:
+    system = SystemMessage(content="s")
+    user = UserMessage(content="u")
+    assistant = AssistantMessage()
+    tool = ToolMessage(tool_call_id="c", name="t", content="x")
+    assert system.include_in_messages is False
+    for message in (user, assistant, tool, AgentMessage(content="a")):
+        assert message.include_in_messages is True
+    for message in (system, user, assistant, tool):
+        assert message.persist is True
+        assert message.attributes == {}
+    assert (assistant.content, assistant.reasoning, assistant.tool_calls) == ("", None, ())
+    assert (assistant.provider, assistant.model, assistant.replay_blocks) == (None, None, ())
+    assert tool.success is True
+    assert ToolCall(id="c", name="t").arguments == {}
+    image = ImageContent(source=ImageUrlSource(url="https://x.test/a.png"))
+    assert (image.detail, image.alt_text) == (ImageDetail.AUTO, None)
+
+
+def test_models_are_immutable() -> None:
+    message = UserMessage(content="hi")
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        message.content = "changed"  # type: ignore[misc]
+    usage = ModelUsage(input_tokens=1)
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        usage.input_tokens = 2  # type: ignore[misc]
+
+
+def test_text_joins_text_blocks_with_newlines_and_skips_images() -> None:
+    user = UserMessage(
+        content=[
+            TextContent(text="first"),
+            ImageContent(source=ImageUrlSource(url="https://x.test/a.png")),
+            TextContent(text="second"),
+        ]
+    )
+    assert user.text == "first\nsecond"
+    only_image = UserMessage(
+        content=[ImageContent(source=ImageBytesSource(data=b"\x89PNG", media_type="image/png"))]
+    )
+    assert only_image.text == ""
+    assert AssistantMessage(content="", tool_calls=[ToolCall(id="c", name="t")]).text == ""
+    assert SystemMessage(content="sys").text == "sys"
+
+
+@pytest.mark.parametrize(
+    "url", ["https://a.test/x.png", "http://a.test/x", "data:image/png;base64,AA"]
+)
+def test_image_urls_accept_http_https_and_data_images(url: str) -> None:
+    assert ImageUrlSource(url=url).url == url
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [("", "must not be blank"), ("   ", "must not be blank"), ("ftp://a/x", "must start with")],
+)
+def test_image_urls_reject_blank_and_other_schemes(url: str, reason: str) -> None:
+    with pytest.raises(pydantic.ValidationError, match=reason):
+        ImageUrlSource(url=url)
+
+
+def test_image_bytes_must_be_non_empty_bytes_with_an_image_media_type() -> None:
+    assert ImageBytesSource(data=b"x", media_type="IMAGE/PNG").media_type == "IMAGE/PNG"
+    with pytest.raises(pydantic.ValidationError, match="must not be empty"):
+        ImageBytesSource(data=b"", media_type="image/png")
+    with pytest.raises(pydantic.ValidationError, match="must start with image/"):
+        ImageBytesSource(data=b"x", media_type="text/plain")
+    # A base64 string is not silently taken as the UTF-8 bytes of its text.
+    with pytest.raises(pydantic.ValidationError):
+        ImageBytesSource(data="iVBORw0KGgo=", media_type="image/png")  # type: ignore[arg-type]
+
+
+def test_timing_rejects_negative_durations_and_half_set_spans() -> None:
+    assert MessageTiming.instant(MOMENT) == MessageTiming(
+        started_at=MOMENT, completed_at=MOMENT, duration_ns=0
+    )
+    with pytest.raises(pydantic.ValidationError, match="duration_ns cannot be negative"):
+        MessageTiming(started_at=MOMENT, completed_at=MOMENT, duration_ns=-1)
+    with pytest.raises(pydantic.ValidationError, match="reasoning timing must be all set"):
+        MessageTiming(started_at=MOMENT, completed_at=MOMENT, reasoning_started_at=MOMENT)
+    with pytest.raises(pydantic.ValidationError, match="content_duration_ns cannot be negative"):
+        MessageTiming(
+            started_at=MOMENT,
+            completed_at=MOMENT,
+            content_started_at=MOMENT,
+            content_completed_at=MOMENT,
+            content_duration_ns=-5,
+        )
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"input_tokens": -1}, "input_tokens cannot be negative"),
+        ({"input_tokens": 5, "cache_read_tokens": 6}, "cache_read_tokens cannot exceed"),
+        ({"input_tokens": 5, "cache_write_tokens": 6}, "cache_write_tokens cannot exceed"),
+        ({"output_tokens": 1, "reasoning_tokens": 2}, "reasoning_tokens cannot exceed"),
+    ],
+)
+def test_usage_invariants_are_enforced(fields: dict[str, int], reason: str) -> None:
+    with pytest.raises(pydantic.ValidationError, match=reason):
+        ModelUsage(**fields)
+
+
+def test_usage_without_input_has_no_cache_hit_rate() -> None:
+    assert ModelUsage().cache_hit_rate is None
+    assert ModelUsage().total_tokens == 0
+
+
+def test_a_decoded_message_equals_the_message_that_was_written() -> None:
+    written = AssistantMessage(
+        content="ok",
+        tool_calls=[ToolCall(id="c", name="t", arguments={"a": [1, {"b": None}]})],
+        replay_blocks=[{"type": "thinking", "signature": "s=="}],
+        attributes={"k": "v"},
+    )
+    decoded = decode_envelope(encode_message(written))
+    assert decoded == written
+    assert decoded != AssistantMessage(content="ok")
+
+
+def test_unknown_keys_are_kept_as_extras() -> None:
+    message = UserMessage.model_validate({"content": "x", "future_field": {"a": 1}})
+    assert message.model_extra == {"future_field": {"a": 1}}
+    assert message != UserMessage(content="x")
+
+
+def test_view_messages_are_checkpoint_then_tail_minus_context_only_and_undecodable() -> None:
+    checkpoint = CompactedMessage(content="summary")
+    snapshot = ContextSnapshot(
+        id="snap", session_id="s", version=3, compacted_through_sequence=4, message=checkpoint
+    )
+    user = UserMessage(content="u")
+    assistant = AssistantMessage(content="a")
+    view = SessionView(
+        session_id="s",
+        snapshot=snapshot,
+        tail=(
+            record(5, SystemMessage(content="sys"), role=1),
+            record(6, user),
+            record(7, UserMessage(content="hidden", include_in_messages=False)),
+            record(8, UndecodableMessage(raw="[", reason="broken JSON"), role=9),
+            record(9, assistant, role=3),
+        ),
+    )
+    assert view.messages == [checkpoint, user, assistant]
+    assert (view.version, view.compacted_through_sequence) == (3, 4)
+    empty = SessionView(session_id="s")
+    assert (empty.messages, empty.version, empty.compacted_through_sequence) == ([], 0, 0)
+
+
+def test_an_undecodable_snapshot_contributes_no_checkpoint() -> None:
+    snapshot = ContextSnapshot(
+        id="snap",
+        session_id="s",
+        version=1,
+        compacted_through_sequence=2,
+        message=UndecodableMessage(raw="{}", reason="envelope is not a one-element array"),
+    )
+    view = SessionView(
+        session_id="s", snapshot=snapshot, tail=(record(3, UserMessage(content="u")),)
+    )
+    assert view.messages == [UserMessage(content="u")]
+    assert view.version == 1
+
+
+def test_record_kind_prefers_the_envelope_then_the_undecodable_kind_then_the_role() -> None:
+    assert record(1, AgentMessage(content="a"), role=2).kind == 6
+    assert record(1, UndecodableMessage(raw="x", reason="r", kind=42), role=2).kind == 42
+    assert record(1, UndecodableMessage(raw="x", reason="r"), role=3).kind == 3
+
+
+def test_undecodable_message_shows_its_raw_text_and_never_enters_context() -> None:
+    broken = UndecodableMessage(raw='[{"kind": 99}]', reason="unknown message kind 99", kind=99)
+    assert broken.text == '[{"kind": 99}]'
+    assert broken.include_in_messages is False
+
+
+def test_timing_keeps_aware_times_and_durations() -> None:
+    timing = MessageTiming(
+        started_at=MOMENT,
+        completed_at=MOMENT + timedelta(seconds=1),
+        duration_ns=1_000_000_001,
+    )
+    assert timing.completed_at - timing.started_at == timedelta(seconds=1)
+    assert timing.reasoning_started_at is None
