@@ -1,0 +1,860 @@
+"""SQLiteSessionStorage beyond the contract: format.md §3 rules, CRUD, files and bad inputs."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sqlite3
+import stat
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from zett_sessions import (
+    AssistantMessage,
+    CompactedMessage,
+    DatabaseError,
+    DatabaseLocked,
+    DatabaseNotFound,
+    DatabaseReadOnly,
+    InvalidBoundary,
+    Message,
+    ModelUsage,
+    NotASessionDatabase,
+    SessionExists,
+    SnapshotConflict,
+    SQLiteSessionStorage,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+    ValidationError,
+    ZettSessionsError,
+)
+from zett_sessions.database import Database, default_path
+from zett_sessions.schema import INDEXES, TABLES
+from zett_sessions.timeutil import DB_TIME_RE
+
+T = TypeVar("T")
+FixtureDb = Callable[..., Path]
+
+
+def run(path: Path | str, body: Callable[[SQLiteSessionStorage], Awaitable[T]], **kw: Any) -> T:
+    """Open a storage, run ``body`` with it, always close it."""
+
+    async def scenario() -> T:
+        async with SQLiteSessionStorage(path, **kw) as storage:
+            return await body(storage)
+
+    return asyncio.run(scenario())
+
+
+def query(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def one_line(error: BaseException) -> str:
+    text = str(error)
+    assert text and "\n" not in text
+    return text
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "sessions.sqlite3"
+
+
+# --- append -------------------------------------------------------------------------------
+
+
+def test_append_numbers_each_session_from_one(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> list[int]:
+        return [
+            await s.append("a", "r", UserMessage(content="1")),
+            await s.append("b", "r", UserMessage(content="1")),
+            await s.append("a", "r", AssistantMessage(content="2")),
+            await s.append("a", "r", UserMessage(content="3")),
+        ]
+
+    assert run(db, body) == [1, 1, 2, 3]
+
+
+def test_append_writes_zett_agent_columns(db: Path) -> None:
+    usage = ModelUsage(input_tokens=100, output_tokens=25, cache_read_tokens=80, reasoning_tokens=5)
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        context = {"metadata": {"z": 1, "é": "x"}, "tags": {"b": True, "a": None}}
+        await s.append("s", "req-1", SystemMessage(content="sys"), **context)
+        await s.append("s", "req-1", AssistantMessage(content="ok"), usage=usage, **context)
+        await s.append("s", "req-1", ToolMessage(tool_call_id="c", name="grep", content="hit"))
+
+    run(db, body)
+    rows = query(
+        db,
+        "SELECT sequence, role, content, tool_name, metadata_json, tags_json, input_tokens, "
+        "output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, started_at, "
+        "completed_at, duration_ns, created_at, updated_at, request_id FROM raw_messages "
+        "ORDER BY sequence",
+    )
+    assert [row[:4] for row in rows] == [
+        (1, 1, "sys", None),
+        (2, 3, "ok", None),
+        (3, 4, "hit", "grep"),
+    ]
+    assert rows[0][4:6] == ('{"z": 1, "é": "x"}', '{"a": null, "b": true}')
+    assert rows[2][4:6] == ("{}", "{}")
+    assert rows[0][6:11] == (None,) * 5
+    assert rows[1][6:11] == (100, 25, 80, 0, 5)
+    for row in rows:
+        started, completed, duration, created, updated = row[11:16]
+        assert all(DB_TIME_RE.fullmatch(text) for text in (started, completed, created, updated))
+        assert (started, duration) == (completed, 0)  # instantaneous without timing
+        assert created == updated
+        assert row[16] == "req-1"
+    session = query(db, "SELECT session_type, created_at, updated_at FROM agent_sessions")
+    assert session == [(0, rows[0][14], rows[2][14])]
+
+
+def test_append_stores_title_and_agent_name_unstripped_and_measures_them_unstripped(
+    db: Path,
+) -> None:
+    title = " " + "t" * 199  # 200 characters including the space
+    agent = "a" * 63 + " "
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="x"), title=title, agent_name=agent)
+        with pytest.raises(ValidationError, match="title must be at most 200 characters"):
+            await s.append("s", "r", UserMessage(content="x"), title=" " + "t" * 200)
+        with pytest.raises(ValidationError, match="agent_name must be at most 64 characters"):
+            await s.append("s", "r", UserMessage(content="x"), agent_name="a" * 64 + " ")
+
+    run(db, body)
+    assert query(db, "SELECT title, agent_name FROM agent_sessions") == [(title, agent)]
+    assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("title", "", "title must not be blank"),
+        ("title", "   ", "title must not be blank"),
+        ("title", "x" * 201, "title must be at most 200 characters"),
+        ("agent_name", "", "agent_name must not be blank"),
+        ("agent_name", "x" * 65, "agent_name must be at most 64 characters"),
+        ("metadata", [], "metadata must be a JSON object"),
+        ("metadata", {"x": float("nan")}, "metadata must be finite"),
+        ("tags", {" ": 1}, "tags keys must not be blank"),
+        ("tags", {"": 1}, "tags keys must not be blank"),
+        ("tags", {"t": (1,)}, "tags values must be JSON values"),
+    ],
+)
+def test_append_rejects_bad_context_before_touching_the_database(
+    db: Path, field: str, value: Any, reason: str
+) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(ValidationError, match=reason) as raised:
+            await s.append("s", "r", UserMessage(content="x"), **{field: value})
+        one_line(raised.value)
+        assert await s.count_messages("s") == 0
+        assert await s.get_session("s") is None
+
+    run(db, body)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        UserMessage(content="u"),
+        SystemMessage(content="s"),
+        ToolMessage(tool_call_id="c", name="t", content="x"),
+    ],
+)
+def test_usage_belongs_only_to_assistant_messages(db: Path, message: Message) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(ValidationError, match="Model usage belongs only to assistant messages"):
+            await s.append("s", "r", message, usage=ModelUsage(input_tokens=1))
+        assert await s.count_messages("s") == 0
+
+    run(db, body)
+
+
+def test_append_refuses_checkpoints(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(ValidationError, match="Checkpoints belong in snapshots, not raw logs"):
+            await s.append("s", "r", CompactedMessage(content="summary"))
+        assert await s.count_messages("s") == 0
+
+    run(db, body)
+
+
+@pytest.mark.parametrize(
+    ("session_id", "request_id"), [("", "r"), ("  ", "r"), ("s", ""), ("s", " ")]
+)
+def test_append_rejects_blank_ids(db: Path, session_id: str, request_id: str) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(ValidationError, match="must not be blank"):
+            await s.append(session_id, request_id, UserMessage(content="x"))
+
+    run(db, body)
+
+
+def test_session_parent_cannot_change_after_creation(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.append("root", "r", UserMessage(content="x"))
+        with pytest.raises(ValidationError, match="Session parent cannot change after creation"):
+            await s.append("root", "r", UserMessage(content="x"), parent_session_id="other")
+        await s.append("child", "r", UserMessage(content="x"), parent_session_id="root")
+        assert await s.append("child", "r", UserMessage(content="y"), parent_session_id="root") == 2
+        with pytest.raises(ValidationError, match="Session parent cannot change"):
+            await s.append("child", "r", UserMessage(content="z"))  # omitting it also fails
+        assert (await s.count_messages("root"), await s.count_messages("child")) == (1, 2)
+
+    run(db, body)
+
+
+def test_a_later_append_renames_the_session_but_never_the_message(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="x"), title="First", agent_name="a")
+        await s.append("s", "r", UserMessage(content="y"))
+        summary = await s.get_session("s")
+        assert summary is not None and (summary.title, summary.agent_name) == ("First", "a")
+        await s.append("s", "r", UserMessage(content="z"), title="Second")
+        summary = await s.get_session("s")
+        assert summary is not None and (summary.title, summary.agent_name) == ("Second", "a")
+
+    run(db, body)
+    assert all(
+        "Second" not in text for (text,) in query(db, "SELECT message_json FROM raw_messages")
+    )
+
+
+# --- snapshot -----------------------------------------------------------------------------
+
+
+def _three_rows(s: SQLiteSessionStorage) -> Awaitable[list[int]]:
+    async def append() -> list[int]:
+        return [await s.append("s", "r", UserMessage(content=str(n))) for n in range(3)]
+
+    return append()
+
+
+@pytest.mark.parametrize(
+    ("boundary", "error", "reason"),
+    [
+        (0, InvalidBoundary, "must identify an existing Raw Log message"),
+        (-2, InvalidBoundary, "must identify an existing Raw Log message"),
+        (4, InvalidBoundary, "must identify an existing Raw Log message"),
+    ],
+)
+def test_snapshot_refuses_out_of_range_boundaries(
+    db: Path, boundary: int, error: type[ZettSessionsError], reason: str
+) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await _three_rows(s)
+        with pytest.raises(error, match=reason) as raised:
+            await s.snapshot("s", CompactedMessage(content="c"), boundary, 0)
+        assert not isinstance(raised.value, SnapshotConflict)
+        one_line(raised.value)
+
+    run(db, body)
+    assert query(db, "SELECT count(*) FROM session_snapshots") == [(0,)]
+
+
+def test_snapshot_refuses_a_boundary_that_does_not_advance(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await _three_rows(s)
+        await s.snapshot("s", CompactedMessage(content="c"), 2, 0)
+        for boundary in (1, 2):
+            with pytest.raises(
+                InvalidBoundary, match="must advance beyond the previous checkpoint"
+            ):
+                await s.snapshot("s", CompactedMessage(content="c"), boundary, 1)
+
+    run(db, body)
+    assert query(db, "SELECT version, compacted_through_sequence FROM session_snapshots") == [
+        (1, 2)
+    ]
+
+
+def test_snapshot_conflict_is_checked_first_and_is_its_own_error(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await _three_rows(s)
+        with pytest.raises(SnapshotConflict, match="Snapshot conflict; reload the session"):
+            await s.snapshot("s", CompactedMessage(content="c"), 99, 1)
+        await s.snapshot("s", CompactedMessage(content="c"), 1, 0)
+        with pytest.raises(SnapshotConflict) as raised:
+            await s.snapshot("s", CompactedMessage(content="c"), 2, 0)
+        assert not isinstance(raised.value, InvalidBoundary)
+
+    run(db, body)
+
+
+def test_snapshot_accepts_only_a_checkpoint_message(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await _three_rows(s)
+        with pytest.raises(ValidationError, match="exactly one CompactedMessage"):
+            await s.snapshot("s", UserMessage(content="c"), 1, 0)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="must be an integer"):
+            await s.snapshot("s", CompactedMessage(content="c"), True, 0)
+
+    run(db, body)
+
+
+def test_snapshot_touches_neither_raw_rows_nor_the_session_row(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await _three_rows(s)
+
+    run(db, body)
+    raw_before = query(db, "SELECT * FROM raw_messages ORDER BY sequence")
+    session_before = query(db, "SELECT * FROM agent_sessions")
+
+    async def compact(s: SQLiteSessionStorage) -> None:
+        snapshot = await s.snapshot("s", CompactedMessage(content="c"), 3, 0)
+        assert snapshot.created_at == snapshot.updated_at
+        assert snapshot.created_at is not None and snapshot.created_at.tzinfo is not None
+
+    run(db, compact)
+    assert query(db, "SELECT * FROM raw_messages ORDER BY sequence") == raw_before
+    assert query(db, "SELECT * FROM agent_sessions") == session_before
+    [(version, boundary, created, updated)] = query(
+        db,
+        "SELECT version, compacted_through_sequence, created_at, updated_at FROM session_snapshots",
+    )
+    assert (version, boundary, created) == (1, 3, updated)
+
+
+# --- sessions -----------------------------------------------------------------------------
+
+
+def test_create_session_persists_an_empty_session(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        created = await s.create_session(
+            session_id="s1", title="  Plan  ", agent_name=" bot ", session_type=7
+        )
+        assert (created.id, created.title, created.agent_name) == ("s1", "Plan", "bot")
+        assert (created.session_type, created.message_count) == (7, 0)
+        assert created.created_at == created.updated_at
+        assert await s.get_session("s1") == created
+        generated = await s.create_session()
+        also_generated = await s.create_session(session_id="")
+        for summary in (generated, also_generated):
+            assert len(summary.id) == 36 and summary.id[14] == "7"
+        view = await s.load("s1")
+        assert (view.title, view.session_type, view.tail) == ("Plan", 7, ())
+
+    run(db, body)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "reason"),
+    [
+        ({"session_id": "  "}, ValidationError, "session_id must not be blank"),
+        ({"parent_session_id": " "}, ValidationError, "parent_session_id must not be blank"),
+        ({"session_id": "x", "parent_session_id": "x"}, ValidationError, "its own parent"),
+        ({"title": ""}, ValidationError, "title must not be blank"),
+        ({"title": "   "}, ValidationError, "title must not be blank"),
+        ({"title": "x" * 201}, ValidationError, "title must be at most 200"),
+        ({"agent_name": "x" * 65}, ValidationError, "agent_name must be at most 64"),
+        ({"session_type": -1}, ValidationError, "session_type must be a non-negative integer"),
+        ({"session_type": True}, ValidationError, "session_type must be a non-negative integer"),
+    ],
+)
+def test_create_session_validates_its_arguments(
+    db: Path, kwargs: dict[str, Any], error: type[Exception], reason: str
+) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(error, match=reason):
+            await s.create_session(**kwargs)
+        assert await s.list_sessions() == []
+
+    run(db, body)
+
+
+def test_create_session_strips_before_measuring(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        created = await s.create_session(title=" " + "x" * 200 + " ")
+        assert created.title == "x" * 200
+
+    run(db, body)
+
+
+def test_create_session_refuses_an_existing_id(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.create_session(session_id="dup")
+        with pytest.raises(SessionExists, match="Session already exists: dup"):
+            await s.create_session(session_id="dup")
+        await s.append("logged", "r", UserMessage(content="x"))
+        with pytest.raises(SessionExists):
+            await s.create_session(session_id="logged")
+
+    run(db, body)
+
+
+def test_get_session_counts_messages_and_returns_none_for_unknown_ids(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await _three_rows(s)
+        summary = await s.get_session("s")
+        assert summary is not None and summary.message_count == 3
+        assert summary.created_at is not None and summary.created_at.tzinfo is UTC
+        assert await s.get_session("missing") is None
+        assert await s.count_messages("s") == 3
+        assert await s.count_messages("missing") == 0
+
+    run(db, body)
+
+
+def test_update_session_strips_validates_and_moves_the_session_to_the_top(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.append("old", "r", UserMessage(content="x"))
+        await s.append("new", "r", UserMessage(content="x"))
+        assert [summary.id for summary in await s.list_sessions()] == ["new", "old"]
+        updated = await s.update_session("old", title="  Renamed ")
+        assert updated is not None
+        assert (updated.title, updated.agent_name, updated.message_count) == ("Renamed", None, 1)
+        assert [summary.id for summary in await s.list_sessions()] == ["old", "new"]
+        assert await s.update_session("missing", title="x") is None
+        with pytest.raises(ValidationError, match="At least one session field must be supplied"):
+            await s.update_session("old")
+        for bad in ("", "  ", "x" * 201):
+            with pytest.raises(ValidationError, match="title must"):
+                await s.update_session("old", title=bad)
+        with pytest.raises(ValidationError, match="agent_name must"):
+            await s.update_session("old", agent_name="x" * 65)
+        assert await s.count_messages("old") == 1
+
+    run(db, body)
+
+
+def test_delete_session_removes_rows_snapshots_and_session_but_not_children(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await _three_rows(s)
+        await s.snapshot("s", CompactedMessage(content="c"), 2, 0)
+        await s.append("child", "r", UserMessage(content="x"), parent_session_id="s")
+        await s.create_session(session_id="empty")
+        assert await s.delete_session("s") is True
+        assert await s.delete_session("s") is False
+        assert await s.delete_session("never") is False
+        assert await s.delete_session("empty") is True
+        child = await s.get_session("child")
+        assert child is not None and child.parent_session_id == "s"
+        assert await s.count_messages("child") == 1
+
+    run(db, body)
+    for table, column in (("raw_messages", "session_id"), ("session_snapshots", "session_id")):
+        assert query(db, f"SELECT count(*) FROM {table} WHERE {column} = 's'") == [(0,)]
+    assert query(db, "SELECT id FROM agent_sessions") == [("child",)]
+
+
+def _set_updated_at(db: Path, values: dict[str, str]) -> None:
+    conn = sqlite3.connect(db)
+    try:
+        for session_id, text in values.items():
+            conn.execute(
+                "UPDATE agent_sessions SET updated_at = ? WHERE id = ?", (text, session_id)
+            )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_list_sessions_is_newest_first_with_id_as_tie_breaker_and_paginates(db: Path) -> None:
+    async def create(s: SQLiteSessionStorage) -> None:
+        for session_id, session_type in (("a", 0), ("b", 1), ("c", 0), ("d", 2), ("e", 1)):
+            await s.create_session(session_id=session_id, session_type=session_type)
+        await s.append("c", "r", UserMessage(content="x"))
+        await s.append("c", "r", UserMessage(content="y"))
+
+    run(db, create)
+    _set_updated_at(
+        db,
+        {
+            "a": "2026-01-01 00:00:00.000000",
+            "b": "2026-01-03 00:00:00.000000",
+            "c": "2026-01-02 00:00:00.000000",
+            "d": "2026-01-03 00:00:00.000000",
+            "e": "2025-12-31 23:59:59.999999",
+        },
+    )
+
+    async def listing(s: SQLiteSessionStorage) -> None:
+        everything = await s.list_sessions()
+        assert [x.id for x in everything] == ["d", "b", "c", "a", "e"]
+        assert {x.id: x.message_count for x in everything} == {
+            "a": 0,
+            "b": 0,
+            "c": 2,
+            "d": 0,
+            "e": 0,
+        }
+        pages = [await s.list_sessions(limit=2, offset=offset) for offset in (0, 2, 4, 6)]
+        assert [[x.id for x in page] for page in pages] == [["d", "b"], ["c", "a"], ["e"], []]
+        assert [x.id for x in await s.list_sessions(session_types=[1])] == ["b", "e"]
+        assert [x.id for x in await s.list_sessions(session_types=(0, 2))] == ["d", "c", "a"]
+        assert len(await s.list_sessions(session_types=[])) == 5
+        assert await s.list_sessions(session_types=[9]) == []
+        assert everything[0].updated_at == datetime(2026, 1, 3, tzinfo=UTC)
+
+    run(db, listing)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"limit": 0}, "limit must be positive"),
+        ({"offset": -1}, "offset cannot be negative"),
+        ({"session_types": [-1]}, "session_type must be a non-negative integer"),
+        ({"session_types": [False]}, "session_type must be a non-negative integer"),
+    ],
+)
+def test_list_sessions_validates_its_options(db: Path, kwargs: dict[str, Any], reason: str) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(ValidationError, match=reason):
+            await s.list_sessions(**kwargs)
+
+    run(db, body)
+
+
+def test_list_raw_messages_bounds_are_exclusive_then_inclusive_then_paged(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        for n in range(1, 8):
+            await s.append("s", "r", UserMessage(content=str(n)))
+        await s.snapshot("s", CompactedMessage(content="c"), 5, 0)
+
+        async def seqs(**kwargs: Any) -> list[int]:
+            return [r.sequence for r in await s.list_raw_messages("s", **kwargs)]
+
+        assert await seqs() == [1, 2, 3, 4, 5, 6, 7]  # snapshots are ignored
+        assert await seqs(after_sequence=2) == [3, 4, 5, 6, 7]
+        assert await seqs(through_sequence=3) == [1, 2, 3]
+        assert await seqs(after_sequence=2, through_sequence=5) == [3, 4, 5]
+        assert await seqs(after_sequence=2, through_sequence=6, limit=2, offset=1) == [4, 5]
+        assert await seqs(after_sequence=7) == []
+        assert await s.list_raw_messages("missing") == []
+
+    run(db, body)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"after_sequence": -1}, "after_sequence cannot be negative"),
+        ({"through_sequence": 0}, "through_sequence must be positive"),
+        ({"limit": 0}, "limit must be positive"),
+        ({"offset": -1}, "offset cannot be negative"),
+    ],
+)
+def test_list_raw_messages_validates_its_options(
+    db: Path, kwargs: dict[str, Any], reason: str
+) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(ValidationError, match=reason):
+            await s.list_raw_messages("s", **kwargs)
+
+    run(db, body)
+
+
+# --- connection lifetime ------------------------------------------------------------------
+
+
+def test_memory_database_lives_until_close_and_creates_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    async def scenario() -> None:
+        storage = SQLiteSessionStorage(":memory:")
+        await storage.append("s", "r", UserMessage(content="kept"))
+        assert await storage.count_messages("s") == 1
+        assert [r.message.text for r in (await storage.load("s")).tail] == ["kept"]
+        await storage.close()
+        with pytest.raises(DatabaseError, match="storage is closed"):
+            await storage.load("s")
+        async with SQLiteSessionStorage(":memory:") as fresh:
+            assert await fresh.count_messages("s") == 0
+
+    asyncio.run(scenario())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_close_is_idempotent_and_async_with_closes(db: Path) -> None:
+    async def scenario() -> None:
+        storage = SQLiteSessionStorage(db)
+        await storage.close()  # never opened
+        storage = SQLiteSessionStorage(db)
+        await storage.load("s")
+        await storage.close()
+        await storage.close()
+        async with SQLiteSessionStorage(db) as inside:
+            await inside.append("s", "r", UserMessage(content="x"))
+        assert inside.database._conn is None
+        with pytest.raises(DatabaseError, match="storage is closed"):
+            await inside.append("s", "r", UserMessage(content="y"))
+
+    asyncio.run(scenario())
+    assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
+
+
+def test_default_path_is_zett_agents_location_without_touching_it() -> None:
+    storage = SQLiteSessionStorage()
+    assert storage.path == str(Path("~/.zett-agent/sessions.sqlite3").expanduser())
+    assert Path(storage.path) == default_path()
+    asyncio.run(storage.close())
+
+
+# --- new files ----------------------------------------------------------------------------
+
+
+def test_a_new_database_has_exactly_the_spec_schema_in_wal_mode_and_user_only_mode(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "nested" / "dir" / "new.sqlite3"
+
+    async def touch(s: SQLiteSessionStorage) -> None:
+        await s.load("anything")
+
+    run(db, touch)
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    objects = query(db, "SELECT type, name, tbl_name, sql FROM sqlite_master")
+    tables = {name: sql for kind, name, _, sql in objects if kind == "table"}
+    indexes = {name: sql for kind, name, _, sql in objects if kind == "index" and sql}
+    autoindexes = {name for kind, name, _, sql in objects if kind == "index" and not sql}
+    assert tables == TABLES
+    assert indexes == INDEXES
+    assert autoindexes == {f"sqlite_autoindex_{table}_1" for table in TABLES}
+    assert {kind for kind, *_ in objects} == {"table", "index"}
+    assert query(db, "PRAGMA journal_mode") == [("wal",)]
+    assert query(db, "PRAGMA user_version") == [(0,)]
+    assert query(db, "PRAGMA page_size") == [(4096,)]
+    for table in TABLES:
+        assert query(db, f"PRAGMA foreign_key_list({table})") == []
+    # A load wrote nothing but the schema.
+    assert query(db, "SELECT count(*) FROM agent_sessions") == [(0,)]
+
+
+def test_reopening_keeps_an_existing_rollback_journal_file_as_it_is(fixture_db: FixtureDb) -> None:
+    legacy = fixture_db("legacy")
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.update_session("project-notes", title="Renamed")
+
+    run(legacy, body)
+    assert query(legacy, "PRAGMA journal_mode") == [("delete",)]
+
+
+# --- read-only mode -----------------------------------------------------------------------
+
+
+def test_read_only_never_creates_a_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "absent" / "sessions.sqlite3"
+
+    async def scenario() -> None:
+        storage = SQLiteSessionStorage(missing, read_only=True)
+        try:
+            with pytest.raises(DatabaseNotFound) as raised:
+                await storage.load("s")
+        finally:
+            await storage.close()
+        assert one_line(raised.value) == f"no database at {missing}"
+        assert raised.value.path == str(missing)
+
+    asyncio.run(scenario())
+    assert not missing.parent.exists()
+
+
+def test_read_only_reads_and_refuses_every_write(fixture_db: FixtureDb) -> None:
+    newest = fixture_db("newest")
+    before = digest(newest)
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        view = await s.load("project-notes")
+        assert len(view.tail) == 3
+        assert len(await s.list_sessions()) == 8
+        writes: list[Callable[[], Awaitable[object]]] = [
+            lambda: s.append("project-notes", "r", UserMessage(content="x")),
+            lambda: s.snapshot("project-notes", CompactedMessage(content="c"), 1, 0),
+            lambda: s.create_session(session_id="new"),
+            lambda: s.update_session("project-notes", title="x"),
+            lambda: s.delete_session("project-notes"),
+            lambda: s.upgrade(),
+        ]
+        for write in writes:
+            with pytest.raises(DatabaseReadOnly) as raised:
+                await write()
+            assert "read-only" in one_line(raised.value)
+
+    run(newest, body, read_only=True)
+    assert digest(newest) == before
+
+
+def test_read_only_does_not_change_the_journal_mode_or_schema(fixture_db: FixtureDb) -> None:
+    legacy = fixture_db("legacy")
+    before = digest(legacy)
+
+    async def body(s: SQLiteSessionStorage) -> str:
+        await s.load("project-notes")
+        return s.database.layout.name
+
+    assert run(legacy, body, read_only=True) == "A1"
+    assert digest(legacy) == before
+    assert query(legacy, "PRAGMA journal_mode") == [("delete",)]
+
+
+# --- bad inputs ---------------------------------------------------------------------------
+
+
+def _open_error(path: Path, read_only: bool) -> ZettSessionsError:
+    async def scenario() -> ZettSessionsError:
+        storage = SQLiteSessionStorage(path, read_only=read_only)
+        try:
+            await storage.load("s")
+        except ZettSessionsError as error:
+            return error
+        finally:
+            await storage.close()
+        raise AssertionError(f"opening {path} did not fail")
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_directory_is_not_a_session_database(tmp_path: Path, read_only: bool) -> None:
+    error = _open_error(tmp_path, read_only)
+    assert isinstance(error, NotASessionDatabase)
+    assert one_line(error) == f"{tmp_path} is a directory, not a database file"
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_text_file_is_not_a_session_database_and_stays_unchanged(
+    tmp_path: Path, read_only: bool
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("These are my notes, not a database.\n" * 40)
+    before = digest(text)
+    error = _open_error(text, read_only)
+    assert isinstance(error, NotASessionDatabase)
+    assert one_line(error) == f"{text} is not an SQLite database"
+    assert digest(text) == before
+
+
+def test_an_empty_file_opened_read_only_is_not_a_session_database(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.sqlite3"
+    empty.touch()
+    error = _open_error(empty, read_only=True)
+    assert isinstance(error, NotASessionDatabase)
+    assert "is an empty database, not a zett-agent session database" in one_line(error)
+    assert empty.stat().st_size == 0
+
+
+def test_an_empty_file_is_initialised_only_when_creation_is_allowed(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.sqlite3"
+    empty.touch()
+
+    async def refuse() -> None:
+        database = Database(empty, create=False)
+        try:
+            with pytest.raises(NotASessionDatabase, match="is an empty database"):
+                await database.open()
+        finally:
+            await database.close()
+
+    asyncio.run(refuse())
+    assert empty.stat().st_size == 0
+
+    async def body(s: SQLiteSessionStorage) -> int:
+        return await s.append("s", "r", UserMessage(content="x"))
+
+    # zett-agent's own storage initialises an empty file; so does the library by default.
+    assert run(empty, body) == 1
+    assert query(empty, "PRAGMA journal_mode") == [("wal",)]
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_another_apps_database_is_refused_and_left_untouched(
+    tmp_path: Path, read_only: bool
+) -> None:
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    try:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        conn.execute("CREATE TABLE tags (name TEXT)")
+        conn.commit()
+    finally:
+        conn.close()
+    before = digest(other)
+    error = _open_error(other, read_only)
+    assert isinstance(error, NotASessionDatabase)
+    assert one_line(error) == (
+        f"{other} is not a zett-agent session database (its tables: notes, tags)"
+    )
+    assert digest(other) == before
+    assert query(other, "SELECT name FROM sqlite_master WHERE type = 'table'") == [
+        ("notes",),
+        ("tags",),
+    ]
+    assert query(other, "PRAGMA journal_mode") == [("delete",)]
+
+
+def test_a_partial_session_schema_is_not_completed_silently(tmp_path: Path) -> None:
+    partial = tmp_path / "partial.sqlite3"
+    conn = sqlite3.connect(partial)
+    try:
+        conn.execute(TABLES["raw_messages"])
+        conn.commit()
+    finally:
+        conn.close()
+    error = _open_error(partial, read_only=False)
+    assert isinstance(error, NotASessionDatabase)
+    assert "its tables: raw_messages" in one_line(error)
+
+
+def test_a_lock_held_past_the_busy_timeout_is_database_locked(db: Path) -> None:
+    async def create(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="x"))
+
+    run(db, create)
+    blocker = sqlite3.connect(db, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+
+        async def body(s: SQLiteSessionStorage) -> None:
+            with pytest.raises(DatabaseLocked) as raised:
+                await s.append("s", "r", UserMessage(content="y"))
+            assert one_line(raised.value) == f"database {db} is locked by another process"
+
+        run(db, body, busy_timeout_ms=50)
+        blocker.execute("ROLLBACK")
+    finally:
+        blocker.close()
+    assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
+
+
+def test_a_failed_write_rolls_back_the_whole_transaction(db: Path) -> None:
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="x"))
+        with pytest.raises(ValidationError):
+            # Fails inside the transaction, after the sequence was read.
+            await s.append("s", "r", UserMessage(content="y"), parent_session_id="p")
+        assert await s.append("s", "r", UserMessage(content="z")) == 2
+
+    run(db, body)
+    assert query(db, "SELECT sequence, content FROM raw_messages ORDER BY sequence") == [
+        (1, "x"),
+        (2, "z"),
+    ]
+
+
+def test_env_var_points_at_a_missing_file_in_the_test_directory(tmp_path: Path) -> None:
+    value = os.environ["ZETT_SESSIONS_DB"]
+    assert value.startswith(str(tmp_path))
+    assert not Path(value).exists()
