@@ -507,7 +507,9 @@ def main() -> int:
     out = RESULTS / f"bench-{stamp}.json"
     out.write_text(json.dumps(report, indent=2))
     print(f"results: {out}", file=sys.stderr)
-    missed = [r.operation for s in report["sizes"].values() for r in s["rows"] if r["met"] is False]
+    missed = [
+        r["operation"] for s in report["sizes"].values() for r in s["rows"] if r["met"] is False
+    ]
     if missed:
         print("targets missed: " + "; ".join(missed), file=sys.stderr)
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -10,10 +9,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
-from .output import Output
-
 if TYPE_CHECKING:
     from ..database import Database
+    from .output import Output
 
 T = TypeVar("T")
 
@@ -31,6 +29,8 @@ class AppState:
         return override or self.db or os.environ.get("ZETT_SESSIONS_DB") or None
 
     def output(self) -> Output:
+        from .output import Output
+
         return Output(color=self.color, pager=self.pager)
 
     def reader(self, override: str | None = None) -> Database:
@@ -62,6 +62,7 @@ def app_state(ctx: typer.Context) -> AppState:
 
 def run_with(db: Database, work: Callable[[Database], Awaitable[T]]) -> T:
     """Cross into async once: open ``db``, run ``work``, always close."""
+    import asyncio
 
     async def main() -> T:
         try:
