@@ -230,6 +230,63 @@ def table_rows(path: Path, table: str, session_ids: Sequence[str] | None = None)
         conn.close()
 
 
+# --- a session full of hostile text (show, tail and every command that prints messages) -----
+
+ONE_MB_LINE = "x" * 1_000_000 + "\x1b[2J" + "end of the long line"
+
+
+def write_hostile_session(path: Path, session_id: str = "hostile-session") -> str:
+    """Write (through the storage core) a session with ``HOSTILE_STRINGS`` in every text field.
+
+    Title, agent name, system/user/assistant/agent/tool content, reasoning, tool names, call
+    ids and arguments, metadata and tags all carry them; one user message also holds a 1 MB
+    line (``ONE_MB_LINE``).  The last assistant's two calls both get results.  Returns the id.
+    """
+    import asyncio
+
+    from zett_sessions.models import (
+        AgentMessage,
+        AssistantMessage,
+        SystemMessage,
+        ToolCall,
+        ToolMessage,
+        UserMessage,
+    )
+    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+    text = "\n".join(HOSTILE_STRINGS)
+    context = {
+        "metadata": {s: s for s in HOSTILE_STRINGS},
+        "tags": {f"tag {s}": [s, 1] for s in HOSTILE_STRINGS},
+    }
+    calls = tuple(
+        ToolCall(id=f"call {s}", name=f"tool {s}"[:60], arguments={s: [s, {"nested": s}]})
+        for s in HOSTILE_STRINGS[:2]
+    )
+    messages = [
+        SystemMessage(content=text),
+        UserMessage(content=text + "\n" + ONE_MB_LINE),
+        AssistantMessage(content=text, reasoning=text, tool_calls=calls, model=HOSTILE_STRINGS[0]),
+        *(ToolMessage(tool_call_id=c.id, name=c.name, content=text) for c in calls),
+        AgentMessage(content=text),
+        AssistantMessage(content=text, reasoning=text),
+    ]
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            await storage.create_session(
+                session_id=session_id,
+                title=" | ".join(HOSTILE_STRINGS)[:200],
+                agent_name=HOSTILE_STRINGS[3][:64],
+            )
+            for message in messages:
+                request = f"request {HOSTILE_STRINGS[0]}"
+                await storage.append(session_id, request, message, **context)
+
+    asyncio.run(write())
+    return session_id
+
+
 # --- retention: plan and delete through the core (delete tests) --------------------------
 
 from typing import Any  # noqa: E402
@@ -289,3 +346,19 @@ def retention_run(
             await db.close()
 
     return asyncio.run(go())
+
+
+def append_messages(
+    path: Path, session_id: str, *messages: object, request_id: str = "run"
+) -> None:
+    """Append ``messages`` to a session through ``SQLiteSessionStorage`` (creates the file)."""
+    import asyncio
+
+    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            for message in messages:
+                await storage.append(session_id, request_id, message)  # type: ignore[arg-type]
+
+    asyncio.run(write())

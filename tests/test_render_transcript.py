@@ -349,3 +349,18 @@ def test_flags_are_rendered_in_place() -> None:
     assert "⚠ incomplete tool batch (no result for b, c): left out of the model's context" in (
         text.plain
     )
+
+
+def test_release_gives_back_held_items_once_then_flags_come_late() -> None:
+    calls = (ToolCall(id="c1", name="grep"), ToolCall(id="c2", name="grep"))
+    annotator: Annotator[tuple[int, Message]] = Annotator(
+        message_of=lambda item: item[1], sequence_of=lambda item: item[0], hold=True
+    )
+    assert annotator.feed((1, AssistantMessage(tool_calls=calls))) == []
+    assert annotator.feed((2, ToolMessage(tool_call_id="c1", name="grep", content="x"))) == []
+    released = annotator.release()
+    assert [(e.item[0], e.flag, e.late) for e in released] == [(1, None, False), (2, None, False)]
+    assert annotator.release() == []  # nothing is given back twice
+    closing = annotator.feed((3, UserMessage(content="next")))
+    assert [(e.item[0], e.late) for e in closing] == [(1, True), (2, True), (3, False)]
+    assert closing[0].flag is not None and closing[0].flag.missing_call_ids == ("c2",)

@@ -35,7 +35,9 @@ ThroughOption = Annotated[
 ]
 RoleOption = Annotated[
     list[Role] | None,
-    typer.Option("--role", metavar="ROLE", help="Only these roles (repeatable)."),
+    typer.Option(
+        "--role", metavar="ROLE", case_sensitive=False, help="Only these roles (repeatable)."
+    ),
 ]
 ReasoningOption = Annotated[
     bool, typer.Option("--reasoning", help="Show the assistants' reasoning text.")

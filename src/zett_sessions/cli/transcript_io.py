@@ -291,7 +291,8 @@ async def tail(db: Database, request: Request, out: Output) -> None:
 
     json_mode = request.fmt is Format.json
     build: Callable[[sqlite3.Row], Any] = row_item if json_mode else record_from_row
-    state: TranscriptState[Any] = TranscriptState(annotator_for(hold=not request.follow))
+    # The history holds batches so flags sit in place; ``live`` releases an open one at its end.
+    state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
     renderer = TranscriptRenderer(request.options)
     async with db.read():
         session_id = await _session(db, request)

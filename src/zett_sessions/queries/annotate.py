@@ -113,8 +113,9 @@ class Annotator(Generic[T]):
         From then on the annotator behaves as ``hold=False``: if the open batch later closes
         incomplete, its dropped items come out again with ``late=True``.
         """
+        held = self.hold
         self.hold = False
-        if not self._batch:
+        if not held or not self._batch:
             return []
         head, *rest = self._batch
         entries: list[Entry[T]] = [Entry(head)]

@@ -26,7 +26,6 @@ from ..rows import raw_select
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
 from .resolve import session_exists
-from .sessions import SessionFilter, list_sessions
 from .transcript import ItemT, TranscriptState
 
 POLL_BATCH = 1000
@@ -57,11 +56,21 @@ class NoSessions(SessionNotFound):
 
 
 async def latest_session(db: Database) -> str:
-    """Id of the most recently active session (newest ``updated_at``, then id)."""
-    page = await list_sessions(db, SessionFilter(), limit=1)
-    if not page.sessions:
+    """Id of the most recently active session (the order of ``list``: ``updated_at``, then id).
+
+    Runs inside the caller's read transaction (the activity index makes it one row read).
+    """
+    if db.layout.has_sessions_table:
+        sql = "SELECT id FROM agent_sessions ORDER BY updated_at DESC, id DESC LIMIT 1"
+    else:  # layout A0: sessions exist only through their raw rows
+        sql = (
+            "SELECT session_id FROM raw_messages GROUP BY session_id "
+            "ORDER BY max(created_at) DESC, session_id DESC LIMIT 1"
+        )
+    found = await db.scalar(sql)
+    if found is None:
         raise NoSessions()
-    return page.sessions[0].id
+    return str(found)
 
 
 async def last_activity(db: Database, session_id: str) -> datetime | None:

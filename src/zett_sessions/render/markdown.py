@@ -106,7 +106,10 @@ def flag_markdown(flag: Dropped[Any]) -> str:
     facts = []
     if flag.missing_call_ids:
         facts.append("no result for " + ", ".join(code(i, 80) for i in flag.missing_call_ids))
-    if flag.unexpected_result_ids:
+    if flag.reason == "orphan_result":
+        ids = ", ".join(code(i, 80) for i in flag.unexpected_result_ids)
+        facts.append(f"{ids} has no matching call right before it")
+    elif flag.unexpected_result_ids:
         facts.append(
             "unexpected results " + ", ".join(code(i, 80) for i in flag.unexpected_result_ids)
         )

@@ -510,9 +510,8 @@ def dropped_lines(context: ResumeContext[Any]) -> Iterable[Text]:
         yield Text(f"Dropped by the projection ({len(context.dropped)}):", style="bold")
         for dropped in context.dropped:
             record = dropped.item
-            reason = REASONS.get(dropped.reason, dropped.reason)
             line = Text(f"{INDENT}#{record.sequence} {role_of(record.message, record.role)}: ")
-            line.append(f"{reason}: {single_line(dropped.detail, 400)}", style=FLAG_STYLE)
+            line.append(flag_reason(dropped), style=FLAG_STYLE)
             yield line
     if context.excluded:
         sequences = ", ".join(f"#{r.sequence}" for r in context.excluded[:20])

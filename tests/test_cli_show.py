@@ -1,0 +1,515 @@
+"""``zett-sessions show SESSION``: header, transcript, flags, marker, JSON, markdown, context."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    HOSTILE_STRINGS,
+    LEGACY,
+    LEGACY_IDS,
+    NEWEST,
+    NEWEST_IDS,
+    ONE_MB_LINE,
+    append_messages,
+    copy_sample,
+    digest,
+    run_cli,
+    sample_with_layout,
+    write_hostile_session,
+)
+from zett_sessions.models import AssistantMessage, ToolCall, UserMessage
+from zett_sessions.render.jsonout import record_json
+from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+SAMPLES = [(NEWEST, NEWEST_IDS), (LEGACY, LEGACY_IDS)]
+# What differs between the samples: the legacy era logged no system rows (format.md §0).
+EXPECTED = {
+    NEWEST: {"tools": 11, "grep": (4, 3), "flagged": [3, 4, 7], "slow": (12, 11), "boundary": 14},
+    LEGACY: {"tools": 9, "grep": (3, 2), "flagged": [2, 3, 5], "slow": (9, 8), "boundary": 10},
+}
+
+
+def show(db: Path, *args: str) -> tuple[int, str, str]:
+    r = run_cli(["--db", str(db), "show", *args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def titles(stdout: str) -> list[str]:
+    """The record title lines (``#3 assistant …``) and marker lines, in output order."""
+    return [line for line in stdout.splitlines() if re.match(r"^(#\d+ |── )", line)]
+
+
+# --- the transcript ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_show_prints_header_and_every_record_in_sequence_order(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    code, out, err = show(copy_sample(tmp_path, sample), ids["tools"])
+    assert code == 0, err
+    assert err == ""
+    assert f"Session   {ids['tools']}" in out
+    assert "Agent     coding-agent" in out
+    assert re.search(r"Children  1: 019cadd4-\S+  Trace session storage", out)
+    count = EXPECTED[sample]["tools"]
+    assert f"Messages  {count} (sequences 1–{count})" in out
+    numbers = [int(line.split()[0][1:]) for line in titles(out)]
+    assert numbers == list(range(1, count + 1))
+    assert "→ grep [toolu_01A]" in out and '"pattern": "def test_token"' in out
+    result, call = EXPECTED[sample]["grep"]
+    assert f"#{result} tool ✓ grep [toolu_01A of #{call}]" in out
+    assert f"#{result + 1} tool ✓ read_file [toolu_01B of #{call}]" in out
+
+
+def test_show_header_has_tokens_durations_and_snapshot_status(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["compacted"])
+    assert code == 0, err
+    assert "Snapshot  v2 covers 1–14, 6 messages after it (2 versions)" in out
+    assert re.search(r"Tokens    [\d,]+ total: [\d,]+ in \([\d,]+ cached\)", out)
+    assert re.search(r"Time      model [\d.]+ s · tools \d+ ms · wall", out)
+
+
+def test_show_child_names_its_parent(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["child"])
+    assert code == 0, err
+    assert f"Parent    {NEWEST_IDS['tools']}" in out
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_show_flags_the_crashed_runs_batch_and_orphan_in_place(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    code, out, err = show(copy_sample(tmp_path, sample), ids["crashed"])
+    assert code == 0, err
+    blocks = re.split(r"\n(?=#\d+ )", out.split("\n\n", 1)[1])
+    by_number = {int(block.split()[0][1:]): block for block in blocks}
+    call, result, orphan = EXPECTED[sample]["flagged"]
+    incomplete = "⚠ incomplete tool batch (no result for call_b, call_c)"
+    assert incomplete in by_number[call] and incomplete in by_number[result]
+    assert "⚠ orphan tool result" in by_number[orphan] and "call_zombie" in by_number[orphan]
+    flagged = [n for n, block in by_number.items() if "⚠" in block]
+    assert flagged == [call, result, orphan]  # the cancelled call_slow batch is complete
+    slow_result, slow_call = EXPECTED[sample]["slow"]
+    assert f"#{slow_result} tool ✗ shell [call_slow of #{slow_call}] failed" in out
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_show_marks_the_latest_snapshot_boundary_after_its_sequence(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    code, out, err = show(copy_sample(tmp_path, sample), ids["compacted"])
+    assert code == 0, err
+    lines = titles(out)
+    boundary = EXPECTED[sample]["boundary"]
+    marker = lines.index(f"── snapshot v2 covers 1–{boundary} ──")
+    assert lines[marker - 1].startswith(f"#{boundary} ")
+    assert lines[marker + 1].startswith(f"#{boundary + 1} ")
+    assert len([line for line in lines if line.startswith("──")]) == 1
+
+
+def test_show_marker_only_when_the_boundary_is_in_range(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    _, out, _ = show(db, NEWEST_IDS["compacted"], "--through", "10")
+    assert "snapshot v2" not in out
+    _, out, _ = show(db, NEWEST_IDS["compacted"], "--from", "16")
+    assert "snapshot v2" not in out
+    _, out, _ = show(db, NEWEST_IDS["compacted"], "--from", "12", "--through", "14")
+    assert titles(out)[-1] == "── snapshot v2 covers 1–14 ──"
+
+
+def test_show_range_and_roles_filter_what_is_printed(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    code, out, err = show(db, NEWEST_IDS["tools"], "--from", "3", "--through", "6")
+    assert code == 0, err
+    assert [line.split()[0] for line in titles(out)] == ["#3", "#4", "#5", "#6"]
+    code, out, _ = show(db, NEWEST_IDS["tools"], "--role", "user", "--role", "TOOL")
+    assert [line.split()[:2] for line in titles(out)] == [
+        ["#2", "user"],
+        ["#4", "tool"],
+        ["#5", "tool"],
+        ["#8", "user"],
+        ["#10", "tool"],
+    ]
+
+
+def test_show_flags_stay_right_when_the_range_starts_inside_a_batch(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["crashed"], "--from", "4")
+    assert code == 0, err
+    lines = titles(out)
+    assert lines[0].startswith("#4 tool ✗ shell [call_a of #3]")
+    assert "incomplete tool batch (no result for call_b, call_c)" in out
+    code, out, _ = show(
+        copy_sample(tmp_path, target="b.sqlite3"),
+        NEWEST_IDS["crashed"],
+        "--role",
+        "tool",
+        "--through",
+        "7",
+    )
+    assert out.count("⚠") == 2  # #4 incomplete, #7 orphan; #3 not shown
+
+
+def test_show_through_before_from_is_a_usage_error(tmp_path: Path) -> None:
+    code, out, err = show(
+        copy_sample(tmp_path), NEWEST_IDS["tools"], "--from", "5", "--through", "2"
+    )
+    assert code == 2 and out == ""
+    assert "Error: --through 2 is before --from 5" in err
+
+
+def test_show_unknown_role_is_a_usage_error(tmp_path: Path) -> None:
+    code, out, _ = show(copy_sample(tmp_path), NEWEST_IDS["tools"], "--role", "robot")
+    assert code == 2 and out == ""
+
+
+def test_show_hides_reasoning_unless_asked(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    _, out, _ = show(db, NEWEST_IDS["plain"])
+    assert "acknowledge briefly" not in out
+    assert "(reasoning hidden: 56 characters; --reasoning shows it)" in out
+    _, out, _ = show(db, NEWEST_IDS["plain"], "--reasoning")
+    assert "The user states a fact to remember; acknowledge briefly." in out
+
+
+def test_show_details_adds_metadata_tags_and_ids(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    _, plain, _ = show(db, NEWEST_IDS["crashed"], "--through", "2")
+    code, out, err = show(db, NEWEST_IDS["crashed"], "--through", "2", "--details")
+    assert code == 0, err
+    assert '"origin": "cli"' in out and '"kind": "crash"' in out
+    assert "request: " in out and "metadata:" in out
+    assert "metadata:" not in plain
+
+
+def test_show_images_as_placeholders_never_bytes(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["unicode"])
+    assert code == 0, err
+    assert "[image/png, 70 B] alt: a single red pixel" in out
+    assert "[image https://example.com/images/cat.jpg]" in out
+    assert "iVBORw0KGgo" not in out
+
+
+def test_show_truncates_long_bodies_unless_full(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    _, out, _ = show(db, NEWEST_IDS["compacted"], "--from", "13", "--through", "13")
+    assert "… 2,650 more characters (use --full to see everything)" in out
+    _, full, _ = show(db, NEWEST_IDS["compacted"], "--from", "13", "--through", "13", "--full")
+    assert "more characters" not in full and "eval.py:109: tok.kind" in full
+
+
+def test_show_of_a_10_mb_message_is_quick_and_truncated(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    append_messages(db, "huge", UserMessage(content=("z" * 999 + "\n") * 10_000))
+    started = time.perf_counter()
+    code, out, err = show(db, "huge")
+    assert code == 0, err
+    assert time.perf_counter() - started < 3
+    assert len(out) < 10_000
+    assert "… 9,998,000 more characters (use --full to see everything)" in out
+
+
+def test_show_empty_session_says_so(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["empty"])
+    assert code == 0, err
+    assert "Messages  0" in out and "#" not in out.split("Time")[1]
+    assert "No messages yet." in err
+
+
+def test_show_accepts_a_unique_prefix(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), "019cadd4-f9b6")
+    assert code == 0, err
+    assert NEWEST_IDS["crashed"] in out
+
+
+def test_show_unknown_and_ambiguous_sessions_exit_3(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    code, out, err = show(db, "no-such-session")
+    assert (code, out) == (3, "")
+    assert err.startswith("Error: no session matches 'no-such-session'")
+    code, out, err = show(db, "019cadd4")
+    assert (code, out) == (3, "")
+    assert "ambiguous" in err
+
+
+def test_show_missing_database_exits_1_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "none.sqlite3"
+    code, out, err = show(missing, "x")
+    assert (code, out) == (1, "")
+    assert f"no database at {missing}" in err
+    assert not missing.exists()
+
+
+def test_show_works_on_a_raw_only_a0_database(tmp_path: Path) -> None:
+    db = sample_with_layout(tmp_path, "A0")
+    code, out, err = show(db, LEGACY_IDS["crashed"])
+    assert code == 0, err
+    assert "no agent_sessions row" in out
+    assert "incomplete tool batch (no result for call_b, call_c)" in out
+
+
+def test_show_undecodable_rows_are_shown_raw_with_their_reason(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(
+            "UPDATE raw_messages SET message_json = ? WHERE session_id = ? AND sequence = 2",
+            ('[{"kind": 2, "data": {"content": "cut \x1b[2J', NEWEST_IDS["plain"]),
+        )
+        conn.execute(
+            "UPDATE raw_messages SET message_json = ? WHERE session_id = ? AND sequence = 3",
+            ('[{"kind": 42, "data": {}}]', NEWEST_IDS["plain"]),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    code, out, err = show(db, NEWEST_IDS["plain"])
+    assert code == 0, err
+    assert "⚠ cannot decode this row: broken JSON:" in out
+    assert '[{"kind": 2, "data": {"content": "cut ' in out and "\x1b" not in out
+    assert "#3 kind-42" in out and "unknown message kind 42" in out
+    code, out, err = show(db, NEWEST_IDS["plain"], "--json")
+    assert code == 0, err
+    records = json.loads(out)["records"]
+    assert records[1]["message"]["undecodable"] is True
+    assert records[2]["message"]["reason"] == "unknown message kind 42"
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+async def _records(path: Path, session_id: str) -> list[dict]:
+    async with SQLiteSessionStorage(path, read_only=True) as storage:
+        return [record_json(r) for r in await storage.list_raw_messages(session_id)]
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_show_json_is_lossless_and_one_document(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    db = copy_sample(tmp_path, sample)
+    for key in ("tools", "crashed", "compacted", "unicode"):
+        code, out, err = show(db, ids[key], "--json")
+        assert code == 0, err
+        assert err == ""
+        document = json.loads(out)
+        assert list(document) == ["session", "snapshot", "records", "flags"]
+        assert document["records"] == asyncio.run(_records(db, ids[key]))
+
+
+def test_show_json_session_and_snapshot_keys(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["compacted"], "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    session = document["session"]
+    assert session["id"] == NEWEST_IDS["compacted"]
+    assert session["snapshot_version"] == 2 and session["snapshot_count"] == 2
+    assert session["compacted_through_sequence"] == 14 and session["tail_length"] == 6
+    assert session["message_count"] == 20 and session["created_at"].endswith("Z")
+    assert set(session["totals"]) >= {"total_tokens", "assistant_duration_ns", "tool_duration_ns"}
+    snapshot = document["snapshot"]
+    assert snapshot["version"] == 2 and snapshot["compacted_through_sequence"] == 14
+    assert snapshot["content"].startswith("[Conversation checkpoint:")
+
+
+def test_show_json_lists_flags_of_the_crashed_run(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["crashed"], "--json")
+    assert code == 0, err
+    flags = json.loads(out)["flags"]
+    assert [(f["sequence"], f["reason"]) for f in flags] == [
+        (3, "incomplete_batch"),
+        (4, "incomplete_batch"),
+        (7, "orphan_result"),
+    ]
+    assert flags[0]["missing_call_ids"] == ["call_b", "call_c"]
+    assert flags[2]["unexpected_result_ids"] == ["call_zombie"]
+
+
+def test_show_json_of_an_empty_selection_has_empty_records(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    code, out, err = show(db, NEWEST_IDS["empty"], "--json")
+    assert code == 0, err
+    assert json.loads(out)["records"] == []
+    code, out, _ = show(db, NEWEST_IDS["tools"], "--json", "--role", "agent")
+    assert json.loads(out)["records"] == []
+
+
+def test_show_json_respects_range_and_roles(tmp_path: Path) -> None:
+    code, out, err = show(
+        copy_sample(tmp_path), NEWEST_IDS["tools"], "--json", "--from", "2", "--role", "tool"
+    )
+    assert code == 0, err
+    assert [r["sequence"] for r in json.loads(out)["records"]] == [4, 5, 10]
+
+
+def test_show_json_and_markdown_cannot_be_combined(tmp_path: Path) -> None:
+    code, out, err = show(
+        copy_sample(tmp_path), NEWEST_IDS["tools"], "--json", "--format", "markdown"
+    )
+    assert (code, out) == (2, "")
+    assert "cannot be combined" in err
+
+
+# --- --context -----------------------------------------------------------------------------
+
+
+def test_show_context_is_checkpoint_plus_projected_tail(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["compacted"], "--context")
+    assert code == 0, err
+    assert "checkpoint v2  covers 1–14" in out
+    assert "[Conversation checkpoint: historical context, not system instructions]" in out
+    assert [line.split()[0] for line in titles(out)] == ["#16", "#17", "#19", "#20"]
+    assert "The projection dropped nothing." in out
+    assert "Not replayed (include_in_messages is false" in out and "#15, #18" in out
+
+
+def test_show_context_lists_what_the_projection_dropped(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["crashed"], "--context")
+    assert code == 0, err
+    assert [line.split()[0] for line in titles(out)] == ["#2", "#6", "#8", "#10", "#11", "#12"]
+    dropped = out.split("Dropped by the projection (3):")[1]
+    assert "#3 assistant: incomplete tool batch (no result for call_b, call_c)" in dropped
+    assert "#4 tool: incomplete tool batch (no result for call_b, call_c)" in dropped
+    assert "#7 tool: orphan tool result (no matching call right before it)" in dropped
+
+
+def test_show_context_matches_what_storage_load_gives(tmp_path: Path) -> None:
+    from zett_sessions.projection import project
+
+    db = copy_sample(tmp_path)
+
+    async def expected() -> list[int]:
+        async with SQLiteSessionStorage(db, read_only=True) as storage:
+            view = await storage.load(NEWEST_IDS["crashed"])
+        kept = project(view.messages).kept
+        return [r.sequence for r in view.tail if any(r.message is m for m in kept)]
+
+    code, out, err = show(db, NEWEST_IDS["crashed"], "--context", "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert [r["sequence"] for r in document["records"]] == asyncio.run(expected())
+    assert [(d["sequence"], d["reason"]) for d in document["dropped"]] == [
+        (3, "incomplete_batch"),
+        (4, "incomplete_batch"),
+        (7, "orphan_result"),
+    ]
+    assert document["excluded_sequences"] == [1, 5, 9]
+    assert document["snapshot"] is None
+
+
+def test_show_context_refuses_a_range(tmp_path: Path) -> None:
+    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["crashed"], "--context", "--from", "3")
+    assert (code, out) == (2, "")
+    assert "--context" in err
+
+
+# --- markdown ------------------------------------------------------------------------------
+
+
+def markdown_headings(text: str) -> list[str]:
+    """Headings a Markdown renderer would see: lines starting with ``#`` outside fences."""
+    headings, fence = [], None
+    for line in text.splitlines():
+        if fence is None:
+            match = re.match(r"^(`{3,})\w*$", line)
+            if match:
+                fence = match.group(1)
+            elif line.startswith("#"):
+                headings.append(line)
+        elif line == fence:
+            fence = None
+    return headings
+
+
+def test_show_markdown_fences_cannot_be_broken_by_content(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    tricky = "before\n```\n# not a heading\n`````\nafter"
+    call = ToolCall(id="c`1", name="run ``x``", arguments={"code": "````"})
+    assistant = AssistantMessage(content="", tool_calls=(call,))
+    append_messages(db, "md", UserMessage(content=tricky), assistant)
+    code, out, err = show(db, "md", "--format", "markdown")
+    assert code == 0, err
+    assert "``````text\nbefore\n```\n# not a heading\n`````\nafter\n``````" in out
+    assert "**Tool call** ``` run ``x`` ``` `` c`1 ``" in out
+    assert '`````json\n{\n  "code": "````"\n}\n`````' in out
+    assert markdown_headings(out)[0] == "# Session `md`"
+    assert [h.split(" · ")[:2] for h in markdown_headings(out)[1:]] == [
+        ["### #1", "user"],
+        ["### #2", "assistant"],
+    ]
+
+
+def test_show_markdown_has_header_flags_and_marker(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    code, out, err = show(db, NEWEST_IDS["crashed"], "--format", "markdown")
+    assert code == 0, err
+    assert out.startswith("# Session `Fix failing tests`\n")
+    assert "> ⚠ **incomplete tool batch**: no result for `call_b`, `call_c`" in out
+    assert "> ⚠ **orphan tool result**: `call_zombie` has no matching call right before it" in out
+    _, out, _ = show(db, NEWEST_IDS["compacted"], "--format", "markdown")
+    assert "*Snapshot v2 covers messages 1–14.*" in out
+
+
+# --- safety --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sample", "ids"), SAMPLES)
+def test_show_leaves_the_database_byte_identical(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    db = copy_sample(tmp_path, sample)
+    before = digest(db)
+    for args in (["--json"], ["--context"], ["--format", "markdown"], ["--details", "--full"]):
+        code, _, err = show(db, ids["crashed"], *args)
+        assert code == 0, err
+    assert digest(db) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--full", "--reasoning", "--details"], ["--context"], ["--format", "markdown"]],
+)
+def test_show_hostile_text_never_reaches_the_terminal(tmp_path: Path, args: list[str]) -> None:
+    db = tmp_path / "hostile.sqlite3"
+    session_id = write_hostile_session(db)
+    code, out, err = show(db, session_id, *args)
+    assert code == 0, err
+    for char in FORBIDDEN_TERMINAL_CHARS:
+        assert char not in out, repr(char)
+        assert char not in err, repr(char)
+    assert "[bold red]markup[/]" in out  # shown literally, not interpreted
+    if "--full" in args:
+        assert "x" * 1_000_000 in out
+
+
+def test_show_hostile_json_round_trips_the_exact_text(tmp_path: Path) -> None:
+    db = tmp_path / "hostile.sqlite3"
+    session_id = write_hostile_session(db)
+    code, out, err = show(db, session_id, "--json")
+    assert code == 0, err
+    for char in ("\x1b", "\x07", "\x9b", "\x7f", "\u202e"):
+        assert char not in out, repr(char)
+    document = json.loads(out)
+    assert document["session"]["title"] == " | ".join(HOSTILE_STRINGS)[:200]
+    records = document["records"]
+    assert records == asyncio.run(_records(db, session_id))
+    assert records[1]["message"]["data"]["content"].endswith(ONE_MB_LINE)
+    assert records[2]["message"]["data"]["tool_calls"][0]["arguments"] == {
+        HOSTILE_STRINGS[0]: [HOSTILE_STRINGS[0], {"nested": HOSTILE_STRINGS[0]}]
+    }
+    assert records[0]["metadata"] == {s: s for s in HOSTILE_STRINGS}
+
+
+def test_show_help_has_an_example() -> None:
+    r = run_cli(["show", "--help"])
+    assert r.exit_code == 0
+    assert "Example: zett-sessions show" in r.stdout

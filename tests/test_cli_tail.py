@@ -1,0 +1,470 @@
+"""``zett-sessions tail``: the last records, ``-f`` following a live writer, ``--stale-after``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import Result
+
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    HOSTILE_STRINGS,
+    LEGACY,
+    LEGACY_IDS,
+    NEWEST,
+    NEWEST_IDS,
+    ONE_MB_LINE,
+    append_messages,
+    copy_sample,
+    digest,
+    run_cli,
+    write_hostile_session,
+)
+from zett_sessions.database import Database
+from zett_sessions.models import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from zett_sessions.queries.follow import Gone, Stale, follow
+from zett_sessions.queries.transcript import (
+    Selection,
+    TranscriptState,
+    annotator_for,
+    stream_transcript,
+)
+from zett_sessions.rows import record_from_row
+from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+TIMEOUT = 20  # seconds; no follow test may run longer
+
+
+def tail(db: Path, *args: str) -> Result:
+    return run_cli(["--db", str(db), "tail", *args])
+
+
+def numbers(stdout: str) -> list[int]:
+    return [int(m) for m in re.findall(r"^#(\d+) ", stdout, flags=re.MULTILINE)]
+
+
+def delete(path: Path, session_id: str) -> None:
+    async def run() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            await storage.delete_session(session_id)
+
+    asyncio.run(run())
+
+
+# --- the last records --------------------------------------------------------------------
+
+
+def test_tail_prints_the_last_ten_records_with_the_snapshot_marker(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), NEWEST_IDS["compacted"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == ""
+    assert numbers(r.stdout) == list(range(11, 21))
+    lines = [line for line in r.stdout.splitlines() if re.match(r"^(#\d+ |── )", line)]
+    marker = lines.index("── snapshot v2 covers 1–14 ──")
+    assert lines[marker - 1].startswith("#14 ") and lines[marker + 1].startswith("#15 ")
+    assert "Session " not in r.stdout  # no header, like tail(1)
+
+
+def test_tail_n_counts_records_and_keeps_flags_of_batches_it_cuts(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), NEWEST_IDS["crashed"], "-n", "9")
+    assert r.exit_code == 0, r.stderr
+    assert numbers(r.stdout) == list(range(4, 13))
+    assert "#4 tool ✗ shell [call_a of #3] failed" in r.stdout
+    assert r.stdout.count("incomplete tool batch (no result for call_b, call_c)") == 1
+    assert "orphan tool result" in r.stdout
+
+
+def test_tail_more_than_there_is_prints_everything(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), NEWEST_IDS["plain"], "-n", "500")
+    assert r.exit_code == 0, r.stderr
+    assert numbers(r.stdout) == [1, 2, 3]
+
+
+def test_tail_n_zero_prints_nothing(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    r = tail(db, NEWEST_IDS["tools"], "-n", "0")
+    assert (r.exit_code, r.stdout) == (0, "")
+    r = tail(db, NEWEST_IDS["tools"], "-n", "0", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == []
+
+
+def test_tail_json_is_one_array_of_records(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), NEWEST_IDS["tools"], "-n", "3", "--json")
+    assert r.exit_code == 0, r.stderr
+    records = json.loads(r.stdout)
+    assert [record["sequence"] for record in records] == [9, 10, 11]
+    assert records[1]["tool_name"] == "task" and records[1]["message"]["kind"] == 4
+
+
+def test_tail_json_of_an_empty_session_is_an_empty_array(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), NEWEST_IDS["empty"], "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == []
+
+
+def test_tail_works_on_the_legacy_sample(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path, LEGACY), LEGACY_IDS["compacted"], "-n", "5")
+    assert r.exit_code == 0, r.stderr
+    assert numbers(r.stdout) == [10, 11, 12, 13, 14]
+    assert "── snapshot v2 covers 1–10 ──" in r.stdout
+
+
+def test_tail_latest_picks_the_most_recently_active_session(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), "--latest", "-n", "1", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [record["session_id"] for record in json.loads(r.stdout)] == [NEWEST_IDS["plain"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give either a SESSION or --latest"),
+        (["x", "--latest"], "give either a SESSION or --latest"),
+        (["x", "--stale-after", "1m"], "--stale-after only applies with --follow"),
+        (["x", "-f", "--stale-after", "soon"], "invalid duration 'soon'"),
+    ],
+)
+def test_tail_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    r = tail(copy_sample(tmp_path), *args)
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert message in r.stderr
+
+
+def test_tail_negative_count_is_a_usage_error(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), NEWEST_IDS["tools"], "-n", "-1")
+    assert r.exit_code == 2
+
+
+def test_tail_unknown_session_exits_3(tmp_path: Path) -> None:
+    r = tail(copy_sample(tmp_path), "nope", "-f")
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert "no session matches 'nope'" in r.stderr
+
+
+@pytest.mark.parametrize(("sample", "ids"), [(NEWEST, NEWEST_IDS), (LEGACY, LEGACY_IDS)])
+def test_tail_leaves_the_database_byte_identical(
+    tmp_path: Path, sample: str, ids: dict[str, str]
+) -> None:
+    db = copy_sample(tmp_path, sample)
+    before = digest(db)
+    for args in (["-n", "50"], ["--json"], ["--details", "--reasoning", "--full"]):
+        r = tail(db, ids["crashed"], *args)
+        assert r.exit_code == 0, r.stderr
+    assert digest(db) == before
+
+
+def test_tail_hostile_text_never_reaches_the_terminal(tmp_path: Path) -> None:
+    db = tmp_path / "hostile.sqlite3"
+    session_id = write_hostile_session(db)
+    for args in (["-n", "100"], ["-n", "100", "--full", "--reasoning", "--details"]):
+        r = tail(db, session_id, *args)
+        assert r.exit_code == 0, r.stderr
+        for char in FORBIDDEN_TERMINAL_CHARS:
+            assert char not in r.stdout, repr(char)
+        assert "[bold red]markup[/]" in r.stdout
+    r = tail(db, session_id, "-n", "100", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert "\x1b" not in r.stdout and "\x9b" not in r.stdout
+    records = json.loads(r.stdout)
+    assert records[1]["content"].endswith(ONE_MB_LINE)
+    assert records[0]["metadata"] == {s: s for s in HOSTILE_STRINGS}
+
+
+# --- following: the query layer, driven by a fake sleep --------------------------------------
+
+
+def _follow_log(
+    path: Path,
+    session_id: str,
+    on_sleep: Callable[[SQLiteSessionStorage, int], Awaitable[bool]],
+    *,
+    stale_after: timedelta | None = None,
+    now: Callable[[], datetime] | None = None,
+) -> list[object]:
+    """History (``-n 0``) then ``follow``; ``on_sleep(writer, n)`` runs at each poll pause."""
+
+    async def run() -> list[object]:
+        events: list[object] = []
+        reader = Database(path, read_only=True)
+        try:
+            await reader.open()
+            async with SQLiteSessionStorage(path) as writer:
+                state = TranscriptState(annotator_for(hold=True))
+                async with reader.read():
+                    stream = stream_transcript(
+                        reader, session_id, Selection(last=0), record_from_row, state, live=True
+                    )
+                    events.extend([e async for e in stream])
+                polls = 0
+
+                async def sleep(_: float) -> None:
+                    nonlocal polls
+                    polls += 1
+                    if not await on_sleep(writer, polls) or polls > 200:
+                        raise TimeoutError("follow did not end")
+
+                extra = {"now": now} if now else {}
+                async for event in follow(
+                    reader,
+                    session_id,
+                    record_from_row,
+                    state,
+                    interval=0,
+                    stale_after=stale_after,
+                    sleep=sleep,
+                    **extra,
+                ):
+                    events.append(event)
+        finally:
+            await reader.close()
+        return events
+
+    return asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+
+
+def test_follow_reports_each_new_record_once_in_order_then_the_deletion(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    batches = [
+        [UserMessage(content="one")],
+        [],
+        [AssistantMessage(content="two"), UserMessage(content="three")],
+        [AssistantMessage(content="four")],
+    ]
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        if poll <= len(batches):
+            for message in batches[poll - 1]:
+                await writer.append(sid, "live", message)
+        else:
+            await writer.delete_session(sid)
+        return True
+
+    events = _follow_log(db, sid, on_sleep)
+    records = [e.item for e in events if not isinstance(e, Gone) and not e.late]
+    assert [r.sequence for r in records] == [4, 5, 6, 7]
+    assert [r.content for r in records] == ["one", "two", "three", "four"]
+    assert isinstance(events[-1], Gone)
+
+
+def test_follow_pairs_results_and_reports_an_incomplete_batch_late(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    calls = (ToolCall(id="k1", name="grep"), ToolCall(id="k2", name="read_file"))
+    script = [
+        [AssistantMessage(tool_calls=calls)],
+        [ToolMessage(tool_call_id="k1", name="grep", content="hit")],
+        [UserMessage(content="never mind")],
+    ]
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        if poll <= len(script):
+            for message in script[poll - 1]:
+                await writer.append(sid, "live", message)
+        else:
+            await writer.delete_session(sid)
+        return True
+
+    events = [e for e in _follow_log(db, sid, on_sleep) if not isinstance(e, Gone)]
+    assert [(e.item.sequence, e.late) for e in events] == [
+        (4, False),
+        (5, False),
+        (4, True),  # the batch closed incomplete when #6 arrived
+        (5, True),
+        (6, False),
+    ]
+    assert events[1].call is not None and events[1].call.sequence == 4
+    assert events[2].flag is not None and events[2].flag.missing_call_ids == ("k2",)
+
+
+def test_follow_says_stale_when_calls_stay_open_too_long(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    append_messages(db, sid, AssistantMessage(tool_calls=(ToolCall(id="slow", name="shell"),)))
+    clock = [datetime.now(UTC)]
+
+    def now() -> datetime:
+        return clock[0]
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        clock[0] += timedelta(seconds=20)
+        return True
+
+    events = _follow_log(db, sid, on_sleep, stale_after=timedelta(minutes=1), now=now)
+    stale = events[-1]
+    assert isinstance(stale, Stale)
+    assert [c.call_id for c in stale.batch.waiting] == ["slow"]
+    assert stale.idle_for >= timedelta(minutes=1)
+
+
+def test_follow_is_not_stale_without_an_open_batch(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["crashed"]  # its last batch (call_slow) is complete
+    clock = [datetime.now(UTC)]
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        clock[0] += timedelta(hours=1)
+        if poll == 5:
+            await writer.delete_session(sid)
+        return True
+
+    events = _follow_log(db, sid, on_sleep, stale_after=timedelta(minutes=1), now=lambda: clock[0])
+    assert events == [Gone(sid)]
+
+
+# --- following: the command, with a real writer -----------------------------------------------
+
+
+def _run_in_thread(args: list[str]) -> tuple[threading.Thread, list[Result]]:
+    results: list[Result] = []
+    thread = threading.Thread(target=lambda: results.append(run_cli(args)), daemon=True)
+    thread.start()
+    return thread, results
+
+
+def _wait(thread: threading.Thread, results: list[Result]) -> Result:
+    thread.join(TIMEOUT)
+    assert not thread.is_alive(), "tail -f did not stop"
+    return results[0]
+
+
+@pytest.mark.parametrize("json_mode", [False, True])
+def test_tail_follow_prints_every_appended_record_exactly_once(
+    tmp_path: Path, json_mode: bool
+) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["tools"]
+    args = ["--db", str(db), "tail", sid, "-n", "2", "-f", "--interval", "0.02"]
+    thread, results = _run_in_thread(args + (["--json"] if json_mode else []))
+    time.sleep(1.0)  # let the follower start; the assertions hold even if it starts late
+    for n in range(12):
+        append_messages(db, sid, UserMessage(content=f"live {n}"))
+        time.sleep(0.01 * (n % 3))
+    time.sleep(0.2)
+    delete(db, sid)
+    r = _wait(thread, results)
+    assert r.exit_code == 0, r.stderr
+    assert f"Session {sid} was deleted; stopped following." in r.stderr
+    if json_mode:
+        records = [json.loads(line) for line in r.stdout.splitlines()]
+        seen = [record["sequence"] for record in records]
+        contents = [r["content"] for r in records if r["content"].startswith("live ")]
+    else:
+        seen = numbers(r.stdout)
+        contents = re.findall(r"^  (live \d+)$", r.stdout, flags=re.MULTILINE)
+    # Every record from the first one shown (the history: the last 2 when tail started) to the
+    # last one appended, each exactly once, in order.
+    assert len(seen) >= 2 and seen == list(range(seen[0], 24))
+    live = [f"live {n}" for n in range(12)]
+    assert contents == live[len(live) - len(contents) :]
+
+
+def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    calls = (ToolCall(id="call_x", name="shell"), ToolCall(id="call_y", name="grep"))
+    append_messages(db, sid, AssistantMessage(tool_calls=calls))
+    append_messages(db, sid, ToolMessage(tool_call_id="call_y", name="grep", content="done"))
+    started = time.perf_counter()
+    r = tail(db, sid, "-n", "1", "-f", "--interval", "0.02", "--stale-after", "0.3s")
+    assert r.exit_code == 6, r.stderr
+    assert 0.2 < time.perf_counter() - started < TIMEOUT
+    assert numbers(r.stdout) == [5]
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: the run looks dead: nothing new for ")
+    assert "the tool calls of #4 still wait for results: call_x (shell)" in line
+    assert "call_y" not in line
+
+
+def test_tail_follow_latest_stays_on_the_session_it_picked(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    args = ["--db", str(db), "tail", "--latest", "-n", "0", "-f", "--interval", "0.02", "--json"]
+    thread, results = _run_in_thread(args)
+    time.sleep(0.3)
+    append_messages(db, NEWEST_IDS["plain"], UserMessage(content="for the latest"))
+    append_messages(db, NEWEST_IDS["tools"], UserMessage(content="elsewhere"))
+    time.sleep(0.3)
+    delete(db, NEWEST_IDS["plain"])
+    r = _wait(thread, results)
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(line)["content"] for line in r.stdout.splitlines()] == ["for the latest"]
+
+
+def test_tail_follow_never_blocks_the_writer(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    thread, results = _run_in_thread(
+        ["--db", str(db), "tail", sid, "-n", "0", "-f", "--interval", "0.01", "--json"]
+    )
+    time.sleep(1.0)  # let the follower start polling
+    worst = 0.0
+    for n in range(40):
+        started = time.perf_counter()
+        append_messages(db, sid, UserMessage(content=f"w{n}"))
+        worst = max(worst, time.perf_counter() - started)
+    time.sleep(0.2)
+    delete(db, sid)
+    r = _wait(thread, results)
+    assert r.exit_code == 0, r.stderr
+    contents = [json.loads(line)["content"] for line in r.stdout.splitlines()]
+    assert contents == [f"w{n}" for n in range(40)][40 - len(contents) :]
+    assert len(contents) >= 30
+    assert worst < 1.0  # a writer never waits on the follower (busy timeout is 5 s)
+
+
+def test_tail_follow_ctrl_c_exits_0_without_a_traceback(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zett_sessions",
+            "--db",
+            str(db),
+            "tail",
+            NEWEST_IDS["tools"],
+            "-n",
+            "1",
+            "-f",
+            "--interval",
+            "0.05",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("#11 assistant")
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "Stopped." in err
+
+
+def test_tail_help_has_an_example() -> None:
+    r = run_cli(["tail", "--help"])
+    assert r.exit_code == 0
+    assert "Example: zett-sessions tail" in r.stdout
