@@ -1,0 +1,325 @@
+"""Tool-batch checks, judged by ``zett_sessions.projection`` itself (never a second copy of it).
+
+A session the hot loop could not prove trivially complete is replayed here: every raw row
+becomes a stand-in message carrying exactly what the projection looks at (kind, whether it is
+sent, call ids, result ids) — or the fully decoded message for rows SQLite could not vouch for.
+The projection runs twice, as a resume would see the data:
+
+* on the **raw log** — each batch it drops is explained as an incomplete batch (calls without
+  any result), a misplaced result (the result exists but is cut off from its call), a duplicate,
+  a foreign result (another batch's call id) or an orphan (no call anywhere);
+* on the **resumed context** (latest checkpoint + rows after its boundary) — whatever it drops
+  beyond the raw log's drops was cut off by the boundary: ``snapshot_splits_tool_batch``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..codec import decode_envelope
+from ..database import Database
+from ..models import (
+    AssistantMessage,
+    CompactedMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UndecodableMessage,
+    UserMessage,
+)
+from ..projection import Dropped, Projection, project
+from .checks_rows import Decoded
+from .checks_snapshots import SnapshotState
+from .findings import RowFindings
+from .models import Finding
+from .scan import CTX_CALLS, CTX_EXCLUDED, CTX_MESSAGE, CTX_RESULT, SUSPECT
+from .walk import Row, call_pairs, valid_calls
+
+_EXCLUDED = SystemMessage(content="")
+_CONTEXT = UserMessage(content="")
+_CHECKPOINT = CompactedMessage(content="checkpoint")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One position of a replayed context: the raw row (``None`` for a checkpoint)."""
+
+    row: Row | None
+    message: Message | UndecodableMessage
+
+    @property
+    def sequence(self) -> Any:
+        return self.row[2] if self.row is not None else None
+
+
+def _message_of(entry: Entry) -> Message | UndecodableMessage:
+    return entry.message
+
+
+@dataclass
+class BatchVerdict:
+    findings: list[Finding] = field(default_factory=list)
+    raw: Projection[Entry] = field(default_factory=Projection)
+    resumed: Projection[Entry] = field(default_factory=Projection)
+    resume_error: str | None = None
+    open_calls: list[tuple[str, str | None, Row]] = field(default_factory=list)
+
+
+def _tool_result(call_id: Any) -> ToolMessage:
+    # Every field given: model_construct then skips default factories (the slow part).
+    return ToolMessage.model_construct(
+        attributes={},
+        persist=True,
+        include_in_messages=True,
+        tool_call_id=call_id,
+        name="",
+        content="",
+        success=True,
+    )
+
+
+def _assistant(pairs: list[tuple[Any, Any]]) -> AssistantMessage:
+    calls = tuple(
+        ToolCall.model_construct(id=call_id, name=name, arguments={}) for call_id, name in pairs
+    )
+    return AssistantMessage.model_construct(
+        attributes={},
+        persist=True,
+        include_in_messages=True,
+        content="",
+        reasoning=None,
+        tool_calls=calls,
+        provider=None,
+        model=None,
+        replay_blocks=(),
+    )
+
+
+def stand_in(row: Row) -> Message:
+    """What the projection needs to know about a row the scan vouched for."""
+    ctx = row[4]
+    if ctx == CTX_EXCLUDED:
+        return _EXCLUDED
+    if ctx == CTX_RESULT:
+        return _tool_result(row[5])
+    if ctx == CTX_CALLS:
+        return _assistant(call_pairs(row[5]) or [])
+    return _CONTEXT
+
+
+def rescanned(row: Row, message: Message | UndecodableMessage) -> Row:
+    """The scan row as SQLite would have produced it for this (decoded) message."""
+    ctx, ids = CTX_EXCLUDED, None
+    if isinstance(message, Message) and message.include_in_messages:
+        ctx = CTX_MESSAGE
+        if isinstance(message, ToolMessage):
+            ctx, ids = CTX_RESULT, message.tool_call_id
+        elif isinstance(message, AssistantMessage) and message.tool_calls:
+            ctx = CTX_CALLS
+            ids = json.dumps(
+                [value for call in message.tool_calls for value in (call.id, call.name)]
+            )
+    kind = int(message.kind) if isinstance(message, Message) else 0
+    return (row[0], row[1], row[2], kind, ctx, ids, row[6], row[7] & ~SUSPECT)
+
+
+async def replay_entries(
+    db: Database, rows: list[Row], decoded: Decoded, out: RowFindings
+) -> list[Entry]:
+    """Entries for every raw row, decoding rows whose call list the scan could not read."""
+    unreadable = [
+        row[0]
+        for row in rows
+        if row[4] == CTX_CALLS and row[0] not in decoded and not valid_calls(call_pairs(row[5]))
+    ]
+    if unreadable:
+        from .checks_rows import fetch_rows
+
+        for detail in await fetch_rows(db, unreadable, ("sequence", "message_json")):
+            message = decode_envelope(detail["message_json"])
+            decoded[detail["k"]] = message
+            if isinstance(message, UndecodableMessage):
+                out.add(
+                    "undecodable_envelope",
+                    detail["sequence"],
+                    "message_json cannot be decoded",
+                    reason=message.reason,
+                )
+    entries = []
+    for row in rows:
+        known = decoded.get(row[0])
+        entries.append(Entry(row, stand_in(row) if known is None else known))
+    return entries
+
+
+def judge_batches(
+    session_id: str, entries: list[Entry], latest: SnapshotState | None
+) -> BatchVerdict:
+    verdict = BatchVerdict(raw=project(entries, _message_of))
+    _explain_raw(session_id, entries, verdict)
+    if latest is None:
+        verdict.resumed = verdict.raw
+        return verdict
+    if latest.payload_error is not None:
+        verdict.resume_error = f"the latest snapshot cannot be loaded: {latest.payload_error}"
+    boundary = latest.int_boundary
+    tail = [
+        entry
+        for entry in entries
+        if boundary is None or not isinstance(entry.sequence, int) or entry.sequence > boundary
+    ]
+    verdict.resumed = project([Entry(None, _CHECKPOINT), *tail], _message_of)
+    _explain_resumed(session_id, latest, verdict)
+    return verdict
+
+
+def _calls_by_id(entries: list[Entry]) -> dict[str, list[Entry]]:
+    issued: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        if isinstance(entry.message, AssistantMessage):
+            for call in entry.message.tool_calls:
+                issued[call.id].append(entry)
+    return issued
+
+
+def _result_id(entry: Entry) -> str | None:
+    return entry.message.tool_call_id if isinstance(entry.message, ToolMessage) else None
+
+
+def _batches(dropped: list[Dropped[Entry]]) -> list[list[Dropped[Entry]]]:
+    """Group the projection's incomplete-batch drops: an assistant, then its result run."""
+    groups: list[list[Dropped[Entry]]] = []
+    for drop in dropped:
+        if drop.reason != "incomplete_batch":
+            continue
+        if isinstance(drop.item.message, AssistantMessage) or not groups:
+            groups.append([drop])
+        else:
+            groups[-1].append(drop)
+    return groups
+
+
+def _explain_raw(session_id: str, entries: list[Entry], verdict: BatchVerdict) -> None:
+    issued = _calls_by_id(entries)
+    orphans = [drop.item for drop in verdict.raw.dropped if drop.reason == "orphan_result"]
+    explained: set[int] = set()  # id() of orphan entries already reported as misplaced
+    add = verdict.findings.append
+    for group in _batches(verdict.raw.dropped):
+        call_entry = group[0].item
+        assert isinstance(call_entry.message, AssistantMessage)
+        calls = call_entry.message.tool_calls
+        names = {call.id: call.name for call in calls}
+        dropped_sequences = [drop.item.sequence for drop in group]
+        call_counts = Counter(call.id for call in calls)
+        seen: Counter[str] = Counter()
+        for result in (drop.item for drop in group[1:]):
+            result_id = _result_id(result)
+            assert result_id is not None
+            seen[result_id] += 1
+            if seen[result_id] <= call_counts[result_id]:
+                continue
+            if result_id in call_counts:
+                code, text = "duplicate_tool_result", f"a second result for call {result_id!r}"
+            elif issued.get(result_id):
+                code = "foreign_tool_result"
+                text = f"result for call {result_id!r}, which another assistant message issued"
+            else:
+                code, text = "orphan_tool_result", f"result for call {result_id!r}, never issued"
+            add(
+                Finding.of(
+                    code,
+                    text + "; the projection drops the whole batch",
+                    session_id=session_id,
+                    sequence=result.sequence,
+                    call_id=result_id,
+                    call_sequence=call_entry.sequence,
+                    dropped_sequences=dropped_sequences,
+                )
+            )
+        missing = list((call_counts - seen).elements())
+        never = []
+        for call_id in missing:
+            late = next(
+                (o for o in orphans if _result_id(o) == call_id and id(o) not in explained), None
+            )
+            if late is None:
+                never.append(call_id)
+                continue
+            explained.add(id(late))
+            add(
+                Finding.of(
+                    "misplaced_tool_result",
+                    f"the result for call {call_id!r} (issued at {call_entry.sequence}) is "
+                    "separated from its call by other messages",
+                    session_id=session_id,
+                    sequence=late.sequence,
+                    call_id=call_id,
+                    call_sequence=call_entry.sequence,
+                    dropped_sequences=dropped_sequences,
+                )
+            )
+        if never:
+            assert call_entry.row is not None
+            verdict.open_calls.extend(
+                (call_id, names.get(call_id), call_entry.row) for call_id in never
+            )
+            add(
+                Finding.of(
+                    "incomplete_tool_batch",
+                    f"{len(never)} of {len(calls)} tool call(s) never got a result: "
+                    + ", ".join(f"{names.get(call_id)} {call_id}" for call_id in never),
+                    session_id=session_id,
+                    sequence=call_entry.sequence,
+                    missing_call_ids=never,
+                    calls=[{"id": call.id, "name": call.name} for call in calls],
+                    dropped_sequences=dropped_sequences,
+                )
+            )
+    for orphan in orphans:
+        if id(orphan) in explained:
+            continue
+        result_id = _result_id(orphan)
+        if result_id is not None and issued.get(result_id):
+            code = "duplicate_tool_result"
+            text = f"an extra result for call {result_id!r}, which already has its result"
+        else:
+            code, text = "orphan_tool_result", f"result for call {result_id!r}, never issued"
+        add(
+            Finding.of(
+                code,
+                text + "; the projection drops it",
+                session_id=session_id,
+                sequence=orphan.sequence,
+                call_id=result_id,
+                call_sequences=[entry.sequence for entry in issued.get(result_id or "", [])],
+                dropped_sequences=[orphan.sequence],
+            )
+        )
+
+
+def _explain_resumed(session_id: str, latest: SnapshotState, verdict: BatchVerdict) -> None:
+    raw_dropped = {id(drop.item) for drop in verdict.raw.dropped}
+    cut = [
+        drop.item
+        for drop in verdict.resumed.dropped
+        if drop.item.row is not None and id(drop.item) not in raw_dropped
+    ]
+    if not cut:
+        return
+    call_ids = sorted({call_id for entry in cut if (call_id := _result_id(entry))})
+    verdict.findings.append(
+        Finding.of(
+            "snapshot_splits_tool_batch",
+            f"snapshot v{latest.version} ends at {latest.boundary}, inside a tool batch: "
+            f"{len(cut)} result(s) after it are orphans on resume",
+            session_id=session_id,
+            sequence=latest.int_boundary,
+            version=latest.version,
+            orphaned_sequences=[entry.sequence for entry in cut],
+            call_ids=call_ids,
+        )
+    )

@@ -1,0 +1,130 @@
+"""Session checks: the session row itself, rows that lost it, and the parent tree."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from .checks_rows import TIME_MESSAGES, preview, time_problem
+from .findings import RowFindings
+from .models import Finding
+from .scan import AGENT_NAME, AGENT_NAME_MAX, PARENT_MISSING, SESSION_TIMES, TITLE, TITLE_MAX
+from .walk import SessionScan
+
+
+def _label_problem(value: object, limit: int) -> str:
+    if not isinstance(value, str):
+        return f"is a {type(value).__name__}, not text"
+    if not value:
+        return "is empty"
+    return f"has {len(value)} characters (at most {limit} allowed)"
+
+
+def session_row_findings(row: sqlite3.Row, times: RowFindings) -> list[Finding]:
+    """Findings about one ``agent_sessions`` row (its SQL flags say which checks failed)."""
+    findings: list[Finding] = []
+    flags = row["flags"]
+    session_id = row["id"]
+    if flags & TITLE:
+        findings.append(
+            Finding.of(
+                "title_invalid",
+                "the title " + _label_problem(row["title"], TITLE_MAX),
+                session_id=session_id,
+                length=len(row["title"]) if isinstance(row["title"], str) else None,
+            )
+        )
+    if flags & AGENT_NAME:
+        findings.append(
+            Finding.of(
+                "agent_name_invalid",
+                "the agent name " + _label_problem(row["agent_name"], AGENT_NAME_MAX),
+                session_id=session_id,
+                length=len(row["agent_name"]) if isinstance(row["agent_name"], str) else None,
+            )
+        )
+    if flags & PARENT_MISSING:
+        findings.append(
+            Finding.of(
+                "parent_missing",
+                "the parent session does not exist",
+                session_id=session_id,
+                parent_session_id=row["parent_session_id"],
+            )
+        )
+    if flags & SESSION_TIMES:
+        for column, value in (("created_at", row["created_at"]), ("updated_at", row["updated_at"])):
+            problem = time_problem(value)
+            if problem:
+                times.add(
+                    problem,
+                    None,
+                    TIME_MESSAGES[problem],
+                    table="agent_sessions",
+                    column=column,
+                    value=preview(value),
+                )
+    return findings
+
+
+def activity_findings(session_id: str, row: sqlite3.Row, scan: SessionScan) -> list[Finding]:
+    """``updated_at`` must not be older than the last message (both in the exact form)."""
+    updated = row["updated_at"]
+    last = scan.last_created
+    if last is None or row["flags"] & SESSION_TIMES or not isinstance(updated, str):
+        return []
+    if updated >= last:
+        return []
+    return [
+        Finding.of(
+            "updated_at_before_last_message",
+            f"updated_at {updated} is older than the last message ({last})",
+            session_id=session_id,
+            sequence=scan.last_sequence,
+            updated_at=updated,
+            last_message_created_at=last,
+        )
+    ]
+
+
+def orphan_rows_finding(session_id: str, scan: SessionScan) -> Finding:
+    return Finding.of(
+        "raw_rows_without_session",
+        f"{scan.messages:,} raw row(s) for a session id without a session row",
+        session_id=session_id,
+        sequence=scan.first_sequence,
+        messages=scan.messages,
+    )
+
+
+def parent_cycles(links: dict[str, str], only: Iterable[str] | None = None) -> list[list[str]]:
+    """Every cycle among ``child -> parent`` links, each listed from its smallest id."""
+    cycles: list[list[str]] = []
+    done: set[str] = set()
+    starts = sorted(links) if only is None else sorted(set(only) & set(links))
+    for start in starts:
+        path: list[str] = []
+        position: dict[str, int] = {}
+        node: str | None = start
+        while node is not None and node not in done and node not in position:
+            position[node] = len(path)
+            path.append(node)
+            node = links.get(node)
+        if node is not None and node in position:
+            cycle = path[position[node] :]
+            smallest = cycle.index(min(cycle))
+            cycles.append(cycle[smallest:] + cycle[:smallest])
+        done.update(path)
+    return cycles
+
+
+def cycle_findings(cycles: list[list[str]]) -> list[Finding]:
+    return [
+        Finding.of(
+            "parent_cycle",
+            "parent links form a cycle: " + " -> ".join([*cycle, cycle[0]]),
+            session_id=cycle[0],
+            cycle=cycle,
+        )
+        for cycle in cycles
+    ]

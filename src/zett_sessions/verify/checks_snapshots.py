@@ -1,0 +1,148 @@
+"""Snapshot checks: versions 1..k, boundaries inside the log and advancing, valid payloads.
+
+The payload of the latest version is what a resume starts from; ``SnapshotState`` carries what
+the batch checks and the crash summary need to rebuild that resume.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from ..codec import decode_checkpoint
+from ..database import Database
+from ..models import CompactedMessage, UndecodableMessage, blocks_text
+from .checks_rows import TIME_MESSAGES, preview, time_problem
+from .findings import RowFindings
+from .models import Finding
+
+
+@dataclass(frozen=True)
+class SnapshotState:
+    """The latest snapshot of a session: where the resumed tail starts and whether it loads."""
+
+    version: Any
+    boundary: Any
+    payload_error: str | None = None
+
+    @property
+    def int_boundary(self) -> int | None:
+        value = self.boundary
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def latest_snapshot(snapshots: list[sqlite3.Row]) -> SnapshotState | None:
+    """The highest version (zett-agent's ``ORDER BY version DESC LIMIT 1``), unjudged."""
+    if not snapshots:
+        return None
+    row = snapshots[-1]
+    return SnapshotState(version=row["version"], boundary=row["compacted_through_sequence"])
+
+
+async def payload_problem(db: Database, rowid: int) -> str | None:
+    """Why the snapshot payload is not exactly one checkpoint with non-empty content."""
+    row = await db.fetchone("SELECT message_json FROM session_snapshots WHERE rowid = ?", (rowid,))
+    message = decode_checkpoint(row[0] if row is not None else None)
+    if isinstance(message, UndecodableMessage):
+        return message.reason
+    assert isinstance(message, CompactedMessage)
+    if not blocks_text(message.content).strip():
+        return "the checkpoint content is empty"
+    return None
+
+
+async def snapshot_findings(
+    db: Database,
+    session_id: str,
+    snapshots: list[sqlite3.Row],
+    last_sequence: int | None,
+    has_session_row: bool,
+    times: RowFindings,
+) -> tuple[list[Finding], SnapshotState | None]:
+    """Findings for one session's snapshots (in version order) and its latest snapshot."""
+    findings: list[Finding] = []
+    if not snapshots:
+        return findings, None
+    if not has_session_row:
+        findings.append(
+            Finding.of(
+                "snapshot_without_session",
+                f"{len(snapshots)} snapshot(s) for a session id without a session row",
+                session_id=session_id,
+                snapshots=len(snapshots),
+            )
+        )
+    expected: Any = 1
+    previous: Any = None
+    highest = last_sequence or 0
+    latest = latest_snapshot(snapshots)
+    for row in snapshots:
+        version, boundary = row["version"], row["compacted_through_sequence"]
+        if version != expected:
+            findings.append(
+                Finding.of(
+                    "snapshot_version_gap",
+                    f"snapshot version {version} where {expected} was expected",
+                    session_id=session_id,
+                    version=version,
+                    expected_version=expected,
+                )
+            )
+        expected = version + 1 if isinstance(version, int) else expected
+        is_int = isinstance(boundary, int) and not isinstance(boundary, bool)
+        if not is_int or not 1 <= boundary <= highest:
+            findings.append(
+                Finding.of(
+                    "snapshot_boundary_out_of_range",
+                    f"snapshot v{version} ends at sequence {boundary!r}, outside 1..{highest}",
+                    session_id=session_id,
+                    sequence=boundary if is_int else None,
+                    version=version,
+                    boundary=boundary,
+                    highest_sequence=highest,
+                )
+            )
+        elif isinstance(previous, int) and boundary <= previous:
+            findings.append(
+                Finding.of(
+                    "snapshot_boundary_not_advancing",
+                    f"snapshot v{version} ends at {boundary}, not after the previous {previous}",
+                    session_id=session_id,
+                    sequence=boundary,
+                    version=version,
+                    boundary=boundary,
+                    previous_boundary=previous,
+                )
+            )
+        previous = boundary
+        if not row["payload_ok"]:
+            problem = await payload_problem(db, row["rowid"])
+            if problem:
+                findings.append(
+                    Finding.of(
+                        "snapshot_payload_invalid",
+                        f"snapshot v{version}: {problem}",
+                        session_id=session_id,
+                        sequence=boundary if is_int else None,
+                        version=version,
+                        reason=problem,
+                        latest=row is snapshots[-1],
+                    )
+                )
+                if row is snapshots[-1] and latest is not None:
+                    latest = SnapshotState(latest.version, latest.boundary, problem)
+        if not row["times_ok"]:
+            for column in ("created_at", "updated_at"):
+                problem = time_problem(row[column])
+                if problem:
+                    times.add(
+                        problem,
+                        None,
+                        TIME_MESSAGES[problem],
+                        table="session_snapshots",
+                        version=version,
+                        column=column,
+                        value=preview(row[column]),
+                    )
+    return findings, latest

@@ -1,0 +1,120 @@
+"""Crash summaries: where a damaged session's durable history ends and what a resume sends."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from ..codec import decode_envelope
+from ..database import Database
+from ..models import AssistantMessage, MessageKind
+from ..timeutil import parse_db_time
+from .checks_batches import BatchVerdict, Entry
+from .checks_rows import fetch_rows
+from .checks_snapshots import SnapshotState
+from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview
+from .scan import CTX_MESSAGE
+
+ARGUMENT_PREVIEW = 160
+
+
+def _is_final_answer(entry: Entry) -> bool:
+    """An assistant message without tool calls: the end of a complete turn."""
+    message = entry.message
+    if isinstance(message, AssistantMessage):
+        return not message.tool_calls
+    return (
+        entry.row is not None
+        and entry.row[3] == MessageKind.ASSISTANT
+        and (entry.row[4] == CTX_MESSAGE)
+    )
+
+
+def _kind(entry: Entry) -> int | None:
+    if entry.row is None:
+        return int(MessageKind.CHECKPOINT)
+    if entry.row[3]:
+        return int(entry.row[3])  # the scan's kind (stand-ins do not carry it)
+    kind = getattr(entry.message, "kind", None)
+    return int(kind) if kind is not None else None
+
+
+async def _arguments(db: Database, verdict: BatchVerdict) -> dict[tuple[int, str], Any]:
+    """The arguments of every open call, by (assistant rowid, call id)."""
+    rowids = sorted({row[0] for _, _, row in verdict.open_calls})
+    found: dict[tuple[int, str], Any] = {}
+    if not rowids:
+        return found
+    for detail in await fetch_rows(db, rowids, ("message_json",)):
+        message = decode_envelope(detail["message_json"])
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                found[(detail["k"], call.id)] = call.arguments
+    return found
+
+
+def _preview(arguments: Any) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=repr)
+    return text if len(text) <= ARGUMENT_PREVIEW else text[: ARGUMENT_PREVIEW - 1] + "…"
+
+
+async def crash_summary(
+    db: Database,
+    session_id: str,
+    title: str | None,
+    agent_name: str | None,
+    entries: list[Entry],
+    verdict: BatchVerdict,
+    latest: SnapshotState | None,
+    now: datetime,
+) -> CrashSummary:
+    int_rows = [entry.row for entry in entries if entry.row and isinstance(entry.row[2], int)]
+    last = max(int_rows, key=lambda row: row[2]) if int_rows else None
+    final = next((entry for entry in reversed(verdict.raw.kept) if _is_final_answer(entry)), None)
+    arguments = await _arguments(db, verdict)
+    open_calls = []
+    for call_id, name, row in verdict.open_calls:
+        issued = parse_db_time(row[6])
+        open_calls.append(
+            OpenToolCall(
+                call_id=call_id,
+                name=name,
+                arguments_preview=_preview(arguments.get((row[0], call_id), {})),
+                sequence=row[2],
+                issued_at=issued,
+                age_seconds=(now - issued).total_seconds() if issued else None,
+            )
+        )
+    resumed = verdict.resumed
+    dropped = [
+        DroppedMessage(
+            sequence=drop.item.sequence,
+            kind=_kind(drop.item),
+            reason=drop.reason,
+            detail=drop.detail,
+        )
+        for drop in resumed.dropped
+        if drop.item.row is not None
+    ]
+    resume = ResumePreview(
+        snapshot_version=latest.version if latest else None,
+        compacted_through_sequence=latest.boundary if latest else None,
+        error=verdict.resume_error,
+        messages_kept=len(resumed.kept),
+        messages_excluded=len(resumed.excluded),
+        messages_dropped=len(dropped),
+        dropped=dropped,
+    )
+    return CrashSummary(
+        session_id=session_id,
+        title=title,
+        agent_name=agent_name,
+        messages=len(entries),
+        last_sequence=last[2] if last else None,
+        last_message_at=parse_db_time(last[6]) if last else None,
+        last_complete_turn_sequence=final.sequence if final else None,
+        last_complete_turn_at=parse_db_time(final.row[6]) if final and final.row else None,
+        open_tool_calls=open_calls,
+        resume=resume,
+    )

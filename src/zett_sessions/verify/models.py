@@ -1,0 +1,176 @@
+"""The verify report: findings with stable codes, per-session crash summaries, what was checked.
+
+A ``Finding`` names one problem: its ``code`` (see ``codes.py``), severity, the session and raw
+sequence it concerns (``None`` for database-wide findings) and machine-readable ``details``.
+Row-level problems are grouped per session and code (``details["count"]`` rows, the first few
+sequences in ``details["sequences"]``) so a database with a systematic defect yields a report of
+bounded size.  A ``CrashSummary`` tells, for a session with error findings, where the durable log
+ends and what a resume would send to the model.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .codes import CODES, Severity
+
+SCHEMA_VERSION = 1
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    severity: Severity
+    session_id: str | None = None
+    sequence: int | None = None
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        code: str,
+        message: str,
+        *,
+        session_id: str | None = None,
+        sequence: int | None = None,
+        **details: Any,
+    ) -> Finding:
+        """A finding whose severity comes from the code registry."""
+        return cls(
+            code=code,
+            severity=CODES[code].severity,
+            session_id=session_id,
+            sequence=sequence,
+            message=message,
+            details=details,
+        )
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.session_id or "", self.severity.rank, self.sequence or 0, self.code)
+
+
+class OpenToolCall(BaseModel):
+    """A call that never got a result: what the dead run was doing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    name: str | None
+    arguments_preview: str
+    sequence: int
+    issued_at: datetime | None
+    age_seconds: float | None
+
+
+class DroppedMessage(BaseModel):
+    """One raw row a resume would not send, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sequence: int
+    kind: int | None
+    reason: str
+    detail: str
+
+
+class ResumePreview(BaseModel):
+    """What ``load`` + the provider-safe projection would hand to the model right now."""
+
+    model_config = ConfigDict(frozen=True)
+
+    snapshot_version: Any = None
+    compacted_through_sequence: Any = None
+    error: str | None = None  # set when zett-agent's load would fail outright
+    messages_kept: int = 0
+    messages_excluded: int = 0
+    messages_dropped: int = 0
+    dropped: list[DroppedMessage] = Field(default_factory=list)
+
+
+class CrashSummary(BaseModel):
+    """Where a damaged session's durable history ends and what a resume would do with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    title: str | None = None
+    agent_name: str | None = None
+    messages: int = 0
+    last_sequence: int | None = None
+    last_message_at: datetime | None = None
+    last_complete_turn_sequence: int | None = None
+    last_complete_turn_at: datetime | None = None
+    open_tool_calls: list[OpenToolCall] = Field(default_factory=list)
+    resume: ResumePreview = Field(default_factory=ResumePreview)
+
+
+class DatabaseInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    layout: str
+    layout_note: str
+    integrity_check: Literal["quick_check", "integrity_check"]
+    integrity_ok: bool
+
+
+class Checked(BaseModel):
+    """How much was verified (the selection when sessions were named)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sessions: int = 0
+    messages: int = 0
+    snapshots: int = 0
+    selected_sessions: list[str] | None = None
+    seconds: float = 0.0
+
+
+class VerifyReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    database: DatabaseInfo
+    checked: Checked
+    findings: list[Finding] = Field(default_factory=list)
+    sessions: list[CrashSummary] = Field(default_factory=list)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for finding in self.findings if finding.severity is severity)
+
+    def by_code(self) -> dict[str, int]:
+        """Finding counts per code, most severe codes first, then by count."""
+        counts = Counter(finding.code for finding in self.findings)
+        return dict(
+            sorted(counts.items(), key=lambda item: (CODES[item[0]].severity.rank, -item[1]))
+        )
+
+    def has_failures(self, strict: bool = False) -> bool:
+        """True when an error (or, with ``strict``, a warning) was found."""
+        failing = {Severity.ERROR, Severity.WARNING} if strict else {Severity.ERROR}
+        return any(finding.severity in failing for finding in self.findings)
+
+    def filtered(
+        self, codes: set[str] | None = None, min_severity: Severity | None = None
+    ) -> VerifyReport:
+        """The same report with only the findings (and crash summaries) that pass the filters."""
+        findings = [
+            finding
+            for finding in self.findings
+            if (codes is None or finding.code in codes)
+            and (min_severity is None or finding.severity.rank <= min_severity.rank)
+        ]
+        kept_sessions = {finding.session_id for finding in findings}
+        return self.model_copy(
+            update={
+                "findings": findings,
+                "sessions": [s for s in self.sessions if s.session_id in kept_sessions],
+            }
+        )

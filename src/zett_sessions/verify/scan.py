@@ -1,0 +1,338 @@
+"""The SQL that reads the raw log for verify: one pass, ordered by ``(session_id, sequence)``.
+
+SQLite does the per-row work in C so Python touches each row only briefly: it validates the
+envelope once (``json_valid``), pulls the few values that decide a row's place in the
+conversation (kind, ``include_in_messages``, the tool call/result ids) and folds every cheap
+row check into one ``flags`` integer.  Only rows SQLite marks ``SUSPECT`` carry their
+``message_json`` to Python, where the real codec decodes them (broken JSON, unknown kinds,
+content blocks, bytes markers); only rows with other flags are fetched again, by rowid, for the
+details of their findings.
+
+Each scanned row is ``(rowid, session_id, sequence, kind, ctx, ids, created_at, flags, doc)``:
+
+* ``ctx`` — the row's role for the provider-safe projection: ``CTX_EXCLUDED`` (not sent:
+  ``include_in_messages`` false), ``CTX_MESSAGE`` (any other context message), ``CTX_CALLS``
+  (assistant with tool calls; ``ids`` = JSON array of call ids), ``CTX_RESULT`` (tool result;
+  ``ids`` = its ``tool_call_id``);
+* ``created_at`` — only when it has the exact stored shape (else ``NULL``);
+* ``doc`` — ``message_json`` for ``SUSPECT`` rows, else ``NULL``.
+
+The SQL is a pre-filter: whenever it cannot prove a row fine cheaply it flags the row and Python
+decides with the same code every other command uses.  Known blind spot, to keep the scan fast:
+type errors in an assistant's ``reasoning``/``provider``/``model``/``replay_blocks`` or a tool
+result's ``success`` flag are not looked for.
+"""
+
+from __future__ import annotations
+
+from ..schema import Layout
+
+# --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
+
+SUSPECT = 1  # envelope must be decoded in Python
+METADATA = 4  # metadata_json may not be a JSON object
+TAGS = 8  # tags_json may not be a JSON object, or may have a blank key
+USAGE = 16  # token counters on a non-assistant row, or breaking ModelUsage's rules
+TIMING = 32  # impossible timing
+TIMES = 64  # a timestamp column is not in the exact text form
+ROLE = 128  # role column differs from the envelope kind
+
+DETAIL_FLAGS = METADATA | TAGS | USAGE | TIMING | TIMES | ROLE
+
+CTX_EXCLUDED = 0
+CTX_MESSAGE = 1
+CTX_CALLS = 2
+CTX_RESULT = 3
+
+MAX_LOOKUP_CALLS = 4  # call lists up to this length are read with one json_extract
+
+TIME_SHAPE = "????-??-?? ??:??:??.??????"
+TOKEN_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+# Characters Python's str.strip() removes: a tag key made only of them is blank.
+BLANK_CHARS = (
+    " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+# Openings of canonical envelopes (json.dumps of zett-agent's dataclasses) in the three eras
+# of ``data`` keys (format.md §0): newest, C (attributes only), A0–B (neither).
+_ERAS = (
+    '"attributes": {}, "persist": true, "include_in_messages": INCLUDE, ',
+    '"attributes": {}, ',
+    "",
+)
+_FIRST_KEY = {
+    1: "content",
+    2: "content",
+    3: "content",
+    4: "tool_call_id",
+    5: "content",
+    6: "content",
+}
+_BY_FREQUENCY = (3, 1, 2, 4, 6)  # kinds in the order a typical log holds them
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _starts_with(column: str, prefix: str) -> str:
+    """Prefix test with two comparisons (no function call): ``prefix <= x < prefix+1``."""
+    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return f"({column} >= {_sql_text(prefix)} AND {column} < {_sql_text(upper)})"
+
+
+def _opening(kind: int, era: str) -> str:
+    include = "false" if kind == 1 else "true"
+    return f'[{{"kind": {kind}, "data": {{{era.replace("INCLUDE", include)}"{_FIRST_KEY[kind]}": "'
+
+
+def _any_opening(column: str, kind: int) -> str:
+    return "(" + " OR ".join(_starts_with(column, _opening(kind, era)) for era in _ERAS) + ")"
+
+
+def _object_flag(column: str, blank_keys: bool) -> str:
+    """Pre-filter: the text may not be a JSON object (or, for tags, may have a blank key).
+
+    A valid JSON text that sorts at or after ``{`` starts with ``{``: it is an object.
+    """
+    proven = f"json_valid({column}) AND {column} >= '{{'"
+    if blank_keys:
+        # A blank key starts right after a quote with '"', a blank character or an escape.
+        proven += f" AND {column} NOT GLOB " + _sql_text('*"[' + BLANK_CHARS + '\\"]*')
+    return f"NOT ({proven})"
+
+
+def _times_good(layout: Layout) -> list[str]:
+    shape = f"GLOB '{TIME_SHAPE}'"
+    good = [f"created_at {shape}", "updated_at = created_at"]
+    if layout.has_column("raw_messages", "started_at"):
+        good += [f"started_at {shape}", f"(completed_at = started_at OR completed_at {shape})"]
+        for name in ("reasoning", "content"):
+            good.append(
+                f"({name}_started_at IS NULL OR ({name}_started_at {shape} "
+                f"AND {name}_completed_at {shape}))"
+            )
+    return good
+
+
+def _timing_good(layout: Layout) -> list[str]:
+    if not layout.has_column("raw_messages", "duration_ns"):
+        return []
+    good = ["duration_ns >= 0", "completed_at >= started_at"]
+    for name in ("reasoning", "content"):
+        started, completed, duration = (
+            f"{name}_{part}" for part in ("started_at", "completed_at", "duration_ns")
+        )
+        good.append(
+            f"(coalesce({started}, {completed}, {duration}) IS NULL OR ({started} IS NOT NULL "
+            f"AND {completed} >= {started} AND {duration} >= 0))"
+        )
+    return good
+
+
+def _usage_good(layout: Layout) -> list[str]:
+    if not layout.has_column("raw_messages", "input_tokens"):
+        return []
+    checks = " AND ".join(
+        [f"{column} >= 0" for column in TOKEN_COLUMNS]
+        + [
+            "cache_read_tokens <= input_tokens",
+            "cache_write_tokens <= input_tokens",
+            "reasoning_tokens <= output_tokens",
+        ]
+    )
+    return [f"(coalesce({', '.join(TOKEN_COLUMNS)}) IS NULL OR (role = 3 AND {checks}))"]
+
+
+def row_flags_sql(layout: Layout) -> str:
+    """Flags computable from the row's plain columns (no JSON of message_json needed).
+
+    Written as ``CASE WHEN <every check passes> THEN 0 ELSE <which ones fail> END``: a clean
+    row (nearly all of them) costs one short-circuit conjunction, nothing more.
+    """
+    groups: list[tuple[int, list[str]]] = [(TIMES, _times_good(layout))]
+    if layout.has_column("raw_messages", "metadata_json"):
+        groups.append((METADATA, [f"NOT ({_object_flag('metadata_json', False)})"]))
+        groups.append((TAGS, [f"NOT ({_object_flag('tags_json', True)})"]))
+    groups.append((TIMING, _timing_good(layout)))
+    groups.append((USAGE, _usage_good(layout)))
+    groups = [(flag, good) for flag, good in groups if good]
+    every = " AND ".join(check for _, good in groups for check in good)
+    which = " + ".join(
+        f"CASE WHEN {' AND '.join(good)} THEN 0 ELSE {flag} END" for flag, good in groups
+    )
+    return f"CASE WHEN {every} THEN 0 ELSE {which} END"
+
+
+_CHECKED_COLUMNS = (
+    "created_at",
+    "updated_at",
+    "started_at",
+    "completed_at",
+    "duration_ns",
+    "reasoning_started_at",
+    "reasoning_completed_at",
+    "reasoning_duration_ns",
+    "content_started_at",
+    "content_completed_at",
+    "content_duration_ns",
+    *TOKEN_COLUMNS,
+    "metadata_json",
+    "tags_json",
+)
+
+
+def raw_scan_sql(layout: Layout, where: str = "") -> str:
+    """The ordered scan: rows ``(rowid, session_id, sequence, kind, ctx, ids, created_at, flags)``.
+
+    SQLite's cost here is per expression evaluated (a function call costs about as much as
+    reading a column), so: every column is read once, in the innermost level, and later levels
+    work on those values; an envelope is classified by comparing its opening with the canonical
+    opening of each kind and era (two string comparisons, no function call); only then is it
+    looked into — nothing more for kinds 1/2/6, the ``tool_call_id`` and two type checks for a
+    result, the call count (and the first ids and names) for an assistant.  Anything not
+    canonical is ``SUSPECT`` and decoded in Python.  Repeating ``json_valid(m)`` costs little
+    (SQLite keeps the parse of the current row).
+    """
+    m = "m"
+    valid = f"json_valid({m})"
+    read = ", ".join(
+        f"{column}" if layout.has_column("raw_messages", column) else f"NULL AS {column}"
+        for column in _CHECKED_COLUMNS
+    )
+    scan = (
+        "SELECT rowid AS k, session_id AS sid, sequence AS seq, role, message_json AS m, "
+        f"{read} FROM raw_messages{where} ORDER BY session_id, sequence LIMIT -1 OFFSET 0"
+    )
+    whens = []
+    for era in _ERAS:
+        for kind in _BY_FREQUENCY:
+            opening = _starts_with(m, _opening(kind, era))
+            if kind == 4:
+                code = (
+                    f"CASE WHEN json_type({m}, '$[0].data.name') = 'text' "
+                    f"AND json_type({m}, '$[0].data.content') = 'text' THEN {16 + CTX_RESULT} "
+                    "ELSE 0 END"
+                )
+            elif kind == 1:
+                code = str(4 + CTX_EXCLUDED)
+            else:
+                code = str(kind * 4 + CTX_MESSAGE)
+            whens.append(f"WHEN {opening} THEN {code}")
+    cls = f"CASE WHEN NOT {valid} THEN 0 {' '.join(whens)} ELSE 0 END"
+    # Ids and names of the first few calls come from the cached parse (one lookup); longer
+    # lists walk json_each; a tool_calls that is no array yields '!' (suspect).
+    calls_path = "'$[0].data.tool_calls'"
+    lookups = " ".join(
+        f"WHEN {n} THEN json_extract({m}, "
+        + ", ".join(
+            f"'$[0].data.tool_calls[{i}].{key}'" for i in range(n) for key in ("id", "name")
+        )
+        + ")"
+        for n in range(1, MAX_LOOKUP_CALLS + 1)
+    )
+    calls = (
+        f"CASE coalesce(json_array_length({m}, {calls_path}), 0) "
+        f"WHEN 0 THEN CASE WHEN coalesce(json_type({m}, {calls_path}), 'array') = 'array' "
+        f"THEN NULL ELSE '!' END {lookups} "
+        "ELSE (SELECT json_group_array(json_extract(value, '$.id', '$.name')) "
+        f"FROM json_each({m}, {calls_path})) END"
+    )
+    kind_is = {kind: _starts_with(m, f'[{{"kind": {kind},') for kind in (3, 4)}
+    ids = (
+        f"CASE WHEN NOT {valid} THEN NULL WHEN {kind_is[3]} THEN {calls} "
+        f"WHEN {kind_is[4]} THEN {m} ->> '$[0].data.tool_call_id' END"
+    )
+    judged = (
+        f"SELECT k, sid, seq, role, created_at AS c, {row_flags_sql(layout)} AS rf, "
+        f"{cls} AS cls, {ids} AS ids FROM ({scan}) LIMIT -1 OFFSET 0"
+    )
+    assistant = 12 + CTX_MESSAGE
+    suspect = "(cls = 0 OR ids IS '!')"
+    return (
+        "SELECT k, sid, seq, cls / 4 AS kind, "
+        f"CASE WHEN cls = {assistant} AND ids IS NOT NULL THEN {CTX_CALLS} ELSE cls % 4 END "
+        "AS ctx, "
+        "ids, c, "
+        f"CASE WHEN rf = 0 AND cls != 0 AND ids IS NOT '!' AND role = cls / 4 THEN 0 "
+        f"ELSE rf | {suspect} * {SUSPECT} | (cls != 0 AND role IS NOT cls / 4) * {ROLE} END "
+        "AS flags "
+        f"FROM ({judged})"
+    )
+
+
+# --- sessions and snapshots (small tables: exact checks in SQL, Python reads every row) ---
+
+EXACT_TIME = (
+    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] "
+    "[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]'"
+)
+
+# session flags
+TITLE = 1
+AGENT_NAME = 2
+PARENT_MISSING = 4
+SESSION_TIMES = 8
+
+TITLE_MAX = 200
+AGENT_NAME_MAX = 64
+
+
+def _exact_time(column: str) -> str:
+    return f"(typeof({column}) = 'text' AND {column} GLOB {EXACT_TIME})"
+
+
+def _label_flag(column: str, limit: int) -> str:
+    return (
+        f"({column} IS NOT NULL AND (typeof({column}) != 'text' "
+        f"OR length({column}) NOT BETWEEN 1 AND {limit}))"
+    )
+
+
+def sessions_sql(where: str = "") -> str:
+    """Session rows ordered by id, with the flags of the checks that failed."""
+    flags = " | ".join(
+        [
+            f"{_label_flag('title', TITLE_MAX)} * {TITLE}",
+            f"{_label_flag('agent_name', AGENT_NAME_MAX)} * {AGENT_NAME}",
+            "(s.parent_session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM agent_sessions p "
+            f"WHERE p.id = s.parent_session_id)) * {PARENT_MISSING}",
+            f"(NOT ({_exact_time('s.created_at')} AND {_exact_time('s.updated_at')})) "
+            f"* {SESSION_TIMES}",
+        ]
+    )
+    return (
+        "SELECT s.id, s.parent_session_id, s.title, s.agent_name, s.created_at, s.updated_at, "
+        f"{flags} AS flags FROM agent_sessions s{where} ORDER BY s.id"
+    )
+
+
+def _checkpoint_ok() -> str:
+    """SQL: the payload is one canonical checkpoint with non-blank string content."""
+    return (
+        f"(json_valid(message_json) AND {_any_opening('message_json', 5)} "
+        "AND json_array_length(message_json) = 1 "
+        "AND trim(message_json ->> '$[0].data.content') != '')"
+    )
+
+
+def snapshots_sql(where: str = "") -> str:
+    """Snapshot rows ordered by ``(session_id, version)``.
+
+    ``(rowid, session_id, version, boundary, payload_ok, times_ok, created_at, updated_at)``;
+    the payload itself is fetched by rowid only when ``payload_ok`` is false.
+    """
+    times_ok = f"({_exact_time('created_at')} AND {_exact_time('updated_at')})"
+    return (
+        "SELECT rowid, session_id, version, compacted_through_sequence, "
+        f"coalesce({_checkpoint_ok()}, 0) AS payload_ok, coalesce({times_ok}, 0) AS times_ok, "
+        "created_at, updated_at "
+        f"FROM session_snapshots{where} ORDER BY session_id, version"
+    )

@@ -1,0 +1,155 @@
+"""The hot loop: one pass over the scanned raw rows, collecting per-session facts cheaply.
+
+Python touches each of possibly millions of rows here, so the loop only compares numbers and
+short strings: sequence contiguity, ``created_at`` order, and a conservative replay of the
+provider-safe projection's batch rule (a call's results follow it directly, nothing else in
+between, each result answers an open call).  It never decides a tool-batch finding itself: a
+session whose batches are not trivially complete, or whose latest snapshot boundary falls while
+calls are still open, is marked ``needs_projection`` and judged by ``zett_sessions.projection``
+in ``checks_batches``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .scan import CTX_CALLS, CTX_MESSAGE, CTX_RESULT, SUSPECT, TIMES
+
+SAMPLE = 20  # sequences kept as examples for row-level findings; counts are always exact
+
+Row = Sequence[Any]
+"""A scanned row: ``(rowid, session_id, sequence, kind, ctx, ids, created_at, flags)``."""
+
+
+def call_pairs(ids: object) -> list[tuple[Any, Any]] | None:
+    """``(id, name)`` per call from the scan's ``ids`` text; ``None`` when it is malformed."""
+    if not isinstance(ids, str):
+        return None
+    try:
+        flat = json.loads(ids)
+    except ValueError:
+        return None
+    if not isinstance(flat, list):
+        return None
+    if flat and isinstance(flat[0], list):  # long call lists come as [[id, name], ...]
+        flat = [value for pair in flat for value in pair]
+    if len(flat) % 2:
+        return None
+    return list(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def valid_calls(pairs: list[tuple[Any, Any]] | None) -> bool:
+    return pairs is not None and all(
+        isinstance(call_id, str) and isinstance(name, str) for call_id, name in pairs
+    )
+
+
+@dataclass
+class SessionScan:
+    """What one pass over a session's raw rows found."""
+
+    session_id: Any
+    boundary: int | None = None  # latest snapshot's compacted_through_sequence
+    rows: list[Row] = field(default_factory=list)
+    first_sequence: int | None = None
+    next_sequence: int | None = None  # highest integer sequence seen + 1
+    last_created: str | None = None  # greatest exact-shape created_at
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # (first missing, last missing)
+    duplicates: list[int] = field(default_factory=list)
+    invalid_sequences: list[Row] = field(default_factory=list)
+    backwards: list[int] = field(default_factory=list)  # first SAMPLE sequences
+    backwards_count: int = 0
+    flagged: list[Row] = field(default_factory=list)
+    needs_projection: bool = False
+    pending: list[Any] | None = None  # call ids of the open batch
+    crossed: bool = False  # the walk has passed the snapshot boundary
+
+    @property
+    def messages(self) -> int:
+        return len(self.rows)
+
+    @property
+    def last_sequence(self) -> int | None:
+        return None if self.next_sequence is None else self.next_sequence - 1
+
+
+def walk(scan: SessionScan, rows: list[Row]) -> None:
+    """Fold ``rows`` (the next rows of one session, in sequence order) into ``scan``."""
+    append = scan.rows.append
+    expect = scan.next_sequence
+    last_created = scan.last_created
+    boundary = scan.boundary if scan.boundary is not None else 0
+    crossed = scan.crossed or scan.boundary is None
+    needs = scan.needs_projection
+    pending = scan.pending
+    for row in rows:
+        append(row)
+        seq = row[2]
+        expect = _sequence_anomaly(scan, row, expect) if seq != expect else seq + 1
+        flags = row[7]
+        if flags:
+            scan.flagged.append(row)
+            if flags & SUSPECT:
+                needs = True
+        created = row[6]
+        if created is not None and not flags & TIMES:
+            if last_created is None or created >= last_created:
+                last_created = created
+            else:
+                scan.backwards_count += 1
+                if len(scan.backwards) < SAMPLE:
+                    scan.backwards.append(seq)
+        if not crossed and expect is not None and expect - 1 > boundary:
+            crossed = True
+            if pending:
+                needs = True  # the latest boundary falls inside an open batch
+        ctx = row[4]
+        if ctx == CTX_MESSAGE:
+            if pending:
+                needs = True
+            pending = None
+        elif ctx == CTX_RESULT:
+            if pending and row[5] in pending:
+                pending.remove(row[5])
+            else:
+                needs = True
+        elif ctx == CTX_CALLS:
+            if pending:
+                needs = True
+            pairs = call_pairs(row[5])
+            if valid_calls(pairs):
+                assert pairs is not None
+                pending = [call_id for call_id, _ in pairs]
+            else:
+                needs = True
+                pending = None
+    scan.next_sequence = expect
+    scan.last_created = last_created
+    scan.crossed = crossed
+    scan.needs_projection = needs
+    scan.pending = pending
+
+
+def finish(scan: SessionScan) -> None:
+    """Close the walk: a batch still open at the end of the log needs the projection's verdict."""
+    if scan.pending:
+        scan.needs_projection = True
+
+
+def _sequence_anomaly(scan: SessionScan, row: Row, expect: int | None) -> int | None:
+    """Record why the row's sequence is not the expected one; return the next expectation."""
+    seq = row[2]
+    if not isinstance(seq, int):
+        scan.invalid_sequences.append(row)
+        return expect
+    if expect is None:
+        scan.first_sequence = seq
+    elif seq < expect:
+        scan.duplicates.append(seq)
+        return expect
+    else:
+        scan.gaps.append((expect, seq - 1))
+    return seq + 1
