@@ -1,9 +1,119 @@
-"""Placeholder: the `verify` command is being written."""
+"""``zett-sessions verify``: a read-only forensic check of a session database."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from .errors import handle_errors
+from .exit_codes import ExitCode
+from .options import DbOption, JsonOption
+from .state import app_state, run_with
+
+if TYPE_CHECKING:
+    from ..database import Database
+    from ..verify.models import VerifyReport
+
+
+class VerifyFormat(StrEnum):
+    human = "human"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class SeverityLevel(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+@handle_errors
+def verify_command(
+    ctx: typer.Context,
+    sessions: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[SESSION]...",
+            help="Only these sessions (id or unique prefix); default: the whole database.",
+            show_default=False,
+        ),
+    ] = None,
+    codes: Annotated[
+        list[str] | None,
+        typer.Option("--code", metavar="CODE", help="Only findings with this code (repeatable)."),
+    ] = None,
+    severity: Annotated[
+        SeverityLevel | None,
+        typer.Option("--severity", help="Only findings at least this severe."),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the summary line.")
+    ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 4).")] = False,
+    deep: Annotated[
+        bool,
+        typer.Option("--deep", help="Run PRAGMA integrity_check instead of quick_check (slower)."),
+    ] = False,
+    output_format: Annotated[
+        VerifyFormat,
+        typer.Option("--format", help="human, json (one document) or jsonl (one finding a line)."),
+    ] = VerifyFormat.human,
+    json_output: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Check a session database for damage without changing a byte; exit 4 on errors.
+
+    Sequences, snapshots, tool batches (judged like the provider-safe projection, on the raw
+    log and on the resumed context), rows, sessions and SQLite's own integrity check; every
+    finding has a stable code (see docs/verify.md).  Sessions with errors get a crash summary:
+    where the log ends, the open tool calls, what a resume would send.
+
+    Example: zett-sessions verify --severity error
+    """
+    from ..errors import UsageError
+    from ..queries.resolve import resolve_session
+    from ..verify import CODES, Severity, verify_database
+
+    unknown = sorted(set(codes or ()) - set(CODES))
+    if unknown:
+        raise UsageError(
+            f"unknown finding code {', '.join(unknown)} (known: {', '.join(sorted(CODES))})"
+        )
+    state = app_state(ctx)
+    fmt = VerifyFormat.json if json_output else output_format
+
+    async def work(database: Database) -> VerifyReport:
+        selected = None
+        if sessions:
+            selected = [await resolve_session(database, text) for text in sessions]
+        return await verify_database(database, selected, deep=deep)
+
+    report = run_with(state.reader(db), work)
+    minimum = Severity(severity.value) if severity is not None else None
+    shown = report.filtered(set(codes) if codes else None, minimum)
+    render_report(state.output(), shown, fmt, quiet=quiet)
+    if shown.has_failures(strict):
+        raise typer.Exit(int(ExitCode.VERIFY_ERRORS))
+
+
+def render_report(out: object, report: VerifyReport, fmt: VerifyFormat, *, quiet: bool) -> None:
+    from ..render.verify import finding_json, summary_line, verify_json, verify_view
+    from .output import Output
+
+    assert isinstance(out, Output)
+    if fmt is VerifyFormat.json:
+        out.json(verify_json(report))
+    elif fmt is VerifyFormat.jsonl:
+        for finding in report.findings:
+            out.jsonl(finding_json(finding))
+    elif quiet:
+        out.line(summary_line(report))
+    else:
+        with out.paged() as console:
+            console.print(verify_view(report))
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing yet."""
+    app.command("verify")(verify_command)
