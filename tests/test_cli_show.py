@@ -513,3 +513,22 @@ def test_show_help_has_an_example() -> None:
     r = run_cli(["show", "--help"])
     assert r.exit_code == 0
     assert "Example: zett-sessions show" in r.stdout
+
+
+def test_show_into_a_closed_pipe_exits_0_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "hostile.sqlite3"
+    session_id = write_hostile_session(db)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zett_sessions", "--db", str(db), "show", session_id, "--full"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(10) == b"Session   "
+    process.stdout.close()  # like `| head -c 10`: the rest (over 1 MB) hits a closed pipe
+    err = process.stderr.read()
+    assert process.wait(timeout=30) == 0, err
+    assert err == b""

@@ -151,8 +151,10 @@ def _describe(error: pydantic.ValidationError) -> str:
     return f"{where or 'data'}: {first['msg']}{more}"
 
 
-def decode_envelope(text: object) -> AnyMessage | UndecodableMessage:
-    """Decode one ``message_json`` value; never raises."""
+def parse_envelope(text: object) -> tuple[int, dict[str, Any]] | UndecodableMessage:
+    """The structural half of ``decode_envelope``: ``(kind, data)`` of a one-element envelope
+    of a known kind, or why the text is not one.  No model is built (cheap: JSON parsing only).
+    """
     if not isinstance(text, str):
         raw = "" if text is None else repr(text)
         return UndecodableMessage(raw=raw, reason="message_json is not text")
@@ -169,11 +171,21 @@ def decode_envelope(text: object) -> AnyMessage | UndecodableMessage:
     data = element.get("data")
     if isinstance(kind, bool) or not isinstance(kind, int):
         return UndecodableMessage(raw=text, reason="envelope kind is not an integer")
-    cls = MESSAGE_TYPES.get(kind)
-    if cls is None:
+    if kind not in MESSAGE_TYPES:
         return UndecodableMessage(raw=text, reason=f"unknown message kind {kind}", kind=kind)
     if not isinstance(data, dict):
         return UndecodableMessage(raw=text, reason="envelope data is not an object", kind=kind)
+    return kind, data
+
+
+def decode_envelope(text: object) -> AnyMessage | UndecodableMessage:
+    """Decode one ``message_json`` value; never raises."""
+    parsed = parse_envelope(text)
+    if isinstance(parsed, UndecodableMessage):
+        return parsed
+    kind, data = parsed
+    assert isinstance(text, str)
+    cls = MESSAGE_TYPES[kind]
     try:
         message: AnyMessage = cls.model_validate(data, context=WIRE_CONTEXT)  # type: ignore[assignment]
     except pydantic.ValidationError as error:

@@ -22,7 +22,7 @@ from .output import Output, dumps
 if TYPE_CHECKING:
     import sqlite3
 
-    from rich.console import Console
+    from rich.console import Console, RenderableType
     from rich.text import Text
 
     from ..database import Database
@@ -117,8 +117,8 @@ async def _show_text(
 
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
     with out.paged() as console:
-        console.print(header_table(header))
-        console.print()
+        write_renderable(console, header_table(header))
+        console.file.write("\n")
         stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
         await print_entries(console, stream, TranscriptRenderer(request.options))
     if state.shown == 0:
@@ -153,7 +153,18 @@ def write_text(console: Console, text: Text) -> None:
     if console.color_system is None:
         console.file.write(text.plain)
     else:
-        console.print(text, end="", soft_wrap=True)
+        write_renderable(console, text, end="", soft_wrap=True)
+
+
+def write_renderable(console: Console, renderable: RenderableType, **options: Any) -> None:
+    """``console.print`` through a capture, so a closed pipe raises ``BrokenPipeError`` here.
+
+    Rich turns a broken pipe inside ``print`` into ``SystemExit(1)``; ``… | head`` and quitting
+    the pager early are normal, and the error boundary ends them with exit 0.
+    """
+    with console.capture() as capture:
+        console.print(renderable, **options)
+    console.file.write(capture.get())
 
 
 async def _show_markdown(
@@ -208,8 +219,9 @@ async def write_json_records(
 ) -> None:
     """A JSON array of records, one per line, written as they arrive (``[]`` when none)."""
     from ..queries.transcript import Boundary
-    from ..render.jsonrows import record_json_text
+    from ..render.jsonrows import RecordWriter
 
+    record_text = RecordWriter()
     pending: str | None = None
     async with aclosing(stream) as entries:
         async for event in entries:
@@ -219,7 +231,7 @@ async def write_json_records(
                 out.line(opening)
             else:
                 out.line(pending + ",")
-            pending = indent + record_json_text(event.item)
+            pending = indent + record_text(event.item)
     if pending is None:
         out.line(opening + closing.strip())
     else:
@@ -233,7 +245,7 @@ async def _show_context(
     from ..queries.annotate import Annotator
     from ..queries.transcript import annotator_for, read_context, row_item
     from ..render.jsonout import kind_name, snapshot_json
-    from ..render.jsonrows import record_json_text
+    from ..render.jsonrows import RecordWriter
     from ..render.transcript import (
         TranscriptRenderer,
         checkpoint_text,
@@ -251,7 +263,8 @@ async def _show_context(
         out.line("{")
         out.line(f'  "session": {dumps(header_json(header), indent=None)},')
         out.line(f'  "snapshot": {dumps(snapshot, indent=None)},')
-        records = ",\n".join("    " + record_json_text(item) for item in context.kept)
+        record_text = RecordWriter()
+        records = ",\n".join("    " + record_text(item) for item in context.kept)
         out.line('  "records": [' + (f"\n{records}\n  ]," if records else "],"))
         dropped = [
             dropped_json(d, d.item.sequence, kind_name(d.item.kind)) for d in context.dropped
@@ -267,17 +280,17 @@ async def _show_context(
     entries = [entry for record in resume.kept for entry in pairing.feed(record)]
     entries += pairing.finish()
     with out.paged() as console:
-        console.print(header_table(header))
-        console.print()
-        console.print(context_intro(resume))
+        write_renderable(console, header_table(header))
+        console.file.write("\n")
+        write_renderable(console, context_intro(resume))
         checkpoint = checkpoint_text(resume, request.options)
         if checkpoint is not None:
             write_text(console, checkpoint)
         for entry in entries:
             write_text(console, renderer.entry(entry))
-        console.print()
+        console.file.write("\n")
         for line in dropped_lines(resume):
-            console.print(line, soft_wrap=True)
+            write_renderable(console, line, soft_wrap=True)
 
 
 # --- tail ------------------------------------------------------------------------------------
@@ -313,12 +326,13 @@ async def tail(db: Database, request: Request, out: Output) -> None:
 
 
 async def _write_ndjson(out: Output, stream: AsyncGenerator[Any, None]) -> None:
-    from ..render.jsonrows import record_json_text
+    from ..render.jsonrows import RecordWriter
 
+    record_text = RecordWriter()
     async with aclosing(stream) as entries:
         async for event in entries:
             if hasattr(event, "item") and not event.late:
-                out.line(record_json_text(event.item))
+                out.line(record_text(event.item))
     sys.stdout.flush()
 
 
@@ -332,10 +346,11 @@ async def _follow(
     renderer: TranscriptRenderer,
 ) -> None:
     from ..queries.follow import Gone, Stale, follow
-    from ..render.jsonrows import record_json_text
+    from ..render.jsonrows import RecordWriter
     from ..render.transcript import stale_message
     from .errors import StaleRun
 
+    record_text = RecordWriter()
     events = follow(
         db,
         session_id,
@@ -354,5 +369,5 @@ async def _follow(
             if request.fmt is not Format.json:
                 write_text(out.out, renderer.entry(event))
             elif not event.late:
-                out.line(record_json_text(event.item))
+                out.line(record_text(event.item))
             sys.stdout.flush()

@@ -21,22 +21,26 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ..codec import decode_envelope
+from ..codec import decode_envelope, parse_envelope
 from ..database import Database
 from ..models import (
+    MESSAGE_TYPES,
+    AssistantMessage,
     ContextSnapshot,
     Message,
     MessageKind,
     SessionSummary,
+    ToolCall,
+    ToolMessage,
     UndecodableMessage,
 )
 from ..projection import Dropped, project
 from ..rows import raw_select, session_select, snapshot_from_row, snapshot_select, summary_from_row
-from ..schema import TOKEN_COLUMNS
+from ..schema import RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from .annotate import Annotator, Entry, is_head
 
@@ -68,14 +72,21 @@ ItemT = TypeVar("ItemT", bound=Item)
 
 @dataclass(frozen=True, slots=True)
 class RowItem:
-    """A row plus its decoded message: all the JSON fast path needs (no record model built)."""
+    """A row, its parsed envelope and a *light* message: what the JSON fast path needs.
 
-    row: sqlite3.Row
+    ``values`` are the row's columns in ``RAW_COLUMNS`` order.  ``message`` carries only what
+    the stream reads (kind, ``include_in_messages``, tool call ids and names, a result's
+    ``tool_call_id``); it is built without validation, so use ``record_from_row`` to *show* a
+    message.  ``data`` is the envelope's ``data`` object (``None`` when undecodable).
+    """
+
+    values: tuple[Any, ...]
     message: Message | UndecodableMessage
+    data: dict[str, Any] | None = None
 
     @property
     def sequence(self) -> int:
-        value = self.row["sequence"]
+        value = self.values[_SEQUENCE]
         return value if isinstance(value, int) else 0
 
     @property
@@ -84,12 +95,73 @@ class RowItem:
             return int(self.message.kind)
         if self.message.kind is not None:
             return self.message.kind
-        role = self.row["role"]
-        return role if isinstance(role, int) else 0
+        role = self.values[_ROLE]
+        return role if isinstance(role, int) and not isinstance(role, bool) else 0
+
+
+_SEQUENCE = RAW_COLUMNS.index("sequence")
+_ROLE = RAW_COLUMNS.index("role")
+_MESSAGE_JSON = RAW_COLUMNS.index("message_json")
+_PLAIN: dict[tuple[int, bool], Message] = {}
+_EMPTY: dict[str, Any] = {}  # shared by light messages, never mutated
 
 
 def row_item(row: sqlite3.Row) -> RowItem:
-    return RowItem(row, decode_envelope(row["message_json"]))
+    """Parse a row (selected with ``raw_select``) for the JSON fast path; never raises.
+
+    Only the envelope's JSON is parsed; the few fields the stream needs are checked by hand.
+    A row where one of them is missing or of the wrong type goes through the full
+    ``decode_envelope``, so its verdict (usually "undecodable", with pydantic's reason) is the
+    same as in the human view.
+    """
+    values = tuple(row)
+    text = values[_MESSAGE_JSON]
+    parsed = parse_envelope(text)
+    if isinstance(parsed, UndecodableMessage):
+        return RowItem(values, parsed)
+    kind, data = parsed
+    message = _light_message(kind, data)
+    return RowItem(values, message if message is not None else decode_envelope(text), data)
+
+
+def _light_message(kind: int, data: dict[str, Any]) -> Message | None:
+    include = data.get("include_in_messages", kind != MessageKind.SYSTEM)
+    if not isinstance(include, bool):
+        return None
+    if kind == MessageKind.TOOL:
+        call_id, name = data.get("tool_call_id"), data.get("name")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            return None
+        return ToolMessage.model_construct(  # every field given: no default factory runs
+            tool_call_id=call_id,
+            name=name,
+            content="",
+            include_in_messages=include,
+            attributes=_EMPTY,
+            persist=True,
+            success=True,
+        )
+    if kind == MessageKind.ASSISTANT:
+        calls = data.get("tool_calls", ())
+        if not isinstance(calls, list | tuple):
+            return None
+        if calls:
+            light = []
+            for call in calls:
+                if not isinstance(call, dict):
+                    return None
+                call_id, name = call.get("id"), call.get("name")
+                if not isinstance(call_id, str) or not isinstance(name, str):
+                    return None
+                light.append(ToolCall.model_construct(id=call_id, name=name, arguments=_EMPTY))
+            return AssistantMessage.model_construct(
+                tool_calls=tuple(light), include_in_messages=include, attributes=_EMPTY
+            )
+    plain = _PLAIN.get((kind, include))
+    if plain is None:
+        plain = MESSAGE_TYPES[kind].model_construct(include_in_messages=include)
+        _PLAIN[(kind, include)] = plain
+    return plain
 
 
 # --- the header ----------------------------------------------------------------------------
