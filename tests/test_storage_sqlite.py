@@ -642,6 +642,28 @@ def test_a_new_database_has_exactly_the_spec_schema_in_wal_mode_and_user_only_mo
     assert query(db, "SELECT count(*) FROM agent_sessions") == [(0,)]
 
 
+def test_connections_creating_the_same_new_file_together_all_succeed(db: Path) -> None:
+    async def scenario() -> list[int]:
+        storages = [SQLiteSessionStorage(db) for _ in range(8)]
+        try:
+            return list(
+                await asyncio.gather(
+                    *(
+                        s.append("s", "r", UserMessage(content=str(n)))
+                        for n, s in enumerate(storages)
+                    )
+                )
+            )
+        finally:
+            for storage in storages:
+                await storage.close()
+
+    assert sorted(asyncio.run(scenario())) == list(range(1, 9))
+    assert query(db, "PRAGMA journal_mode") == [("wal",)]
+    tables = query(db, "SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+    assert dict(tables) == TABLES
+
+
 def test_reopening_keeps_an_existing_rollback_journal_file_as_it_is(fixture_db: FixtureDb) -> None:
     legacy = fixture_db("legacy")
 

@@ -206,16 +206,16 @@ class Database:
         )
 
     async def _create_schema(self) -> None:
-        """Create the tables in a new (empty) file, in WAL mode.
+        """Create the tables in a new (empty) file, then switch it to WAL mode.
 
         Several connections may find the same new file empty at once (tasks or processes
         opening it together): the one that wins ``BEGIN IMMEDIATE`` creates the schema, the
         others then see it and leave it alone.
         """
-        await self.execute("PRAGMA journal_mode = WAL")
         await self.execute("BEGIN IMMEDIATE")
         try:
-            if not await self._scalar("SELECT count(*) FROM sqlite_master"):
+            created = not await self._scalar("SELECT count(*) FROM sqlite_master")
+            if created:
                 for ddl in TABLES.values():
                     await self.execute(ddl)
                 for ddl in INDEXES.values():
@@ -224,6 +224,28 @@ class Database:
             await self.execute("ROLLBACK")
             raise
         await self.execute("COMMIT")
+        if created:
+            await self._enable_wal()
+
+    async def _enable_wal(self) -> None:
+        """``PRAGMA journal_mode = WAL`` needs the file to itself for a moment.
+
+        While other connections are reading, SQLite may answer "database is locked" at once
+        instead of waiting for the busy timeout, so the switch is retried until it has passed.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.busy_timeout_ms / 1000
+        while True:
+            try:
+                if str(await self._scalar("PRAGMA journal_mode = WAL")).lower() == "wal":
+                    return
+            except DatabaseLocked:
+                pass
+            if loop.time() >= deadline:
+                raise DatabaseLocked(
+                    f"database {self.path} is locked by another process", self.path
+                )
+            await asyncio.sleep(0.01)
 
     async def upgrade(self) -> list[str]:
         """Bring an older layout to D/E in one transaction; returns the statements run."""
