@@ -529,6 +529,7 @@ def test_show_into_a_closed_pipe_exits_0_quietly(tmp_path: Path) -> None:
     assert process.stdout is not None and process.stderr is not None
     assert process.stdout.read(10) == b"Session   "
     process.stdout.close()  # like `| head -c 10`: the rest (over 1 MB) hits a closed pipe
-    err = process.stderr.read()
+    with process.stderr:
+        err = process.stderr.read()
     assert process.wait(timeout=30) == 0, err
     assert err == b""
