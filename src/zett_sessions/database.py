@@ -224,7 +224,7 @@ class Database:
             await self.execute("ROLLBACK")
             raise
         await self.execute("COMMIT")
-        if created:
+        if created and not self.is_memory:  # an in-memory database has no WAL
             await self._enable_wal()
 
     async def _enable_wal(self) -> None:
