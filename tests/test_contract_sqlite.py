@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,18 @@ def test_audited_storage_satisfies_the_protocol(db_path: Path) -> None:
     audited = AuditedStorage(SQLiteSessionStorage(db_path))
     assert isinstance(audited, SessionStorage)
     asyncio.run(audited.close())
+
+
+def test_the_package_and_the_audit_adapter_do_not_import_pytest() -> None:
+    code = (
+        "import sys, zett_sessions, zett_sessions.audit\n"
+        "from zett_sessions import SQLiteSessionStorage, SessionPersistence, project\n"
+        "print('pytest' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False", result.stderr
 
 
 def test_one_request_through_the_lifecycle_is_load_and_three_appends(db_path: Path) -> None:
