@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import RenderableType
-from rich.text import Text
+from rich.text import Span, Text
 
 from ..models import (
     AgentMessage,
@@ -221,28 +221,27 @@ class TranscriptRenderer:
         return flag_text(entry.flag, prefix=f"#{entry.item.sequence} ")
 
     def title_line(self, record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> Text:
+        """``#3 assistant  09:15:05  2.3 s  5,120 in · 340 out  openai gpt-5`` (one line)."""
         message = record.message
         role = role_of(message, record.role)
-        line = Text()
-        line.append(f"#{record.sequence} ", style="bold")
-        line.append(role, style=ROLE_STYLES.get(role, "bold red"))
+        pieces = [(f"#{record.sequence} ", "bold"), (role, ROLE_STYLES.get(role, "bold red"))]
         if isinstance(message, ToolMessage):
-            line.append_text(result_label(message, entry))
-        moment = record.timing.started_at if record.timing else record.created_at
-        clock, self._day = when(moment, self._day)
-        line.append(f"  {clock}", style="dim")
-        if record.timing is not None and record.timing.duration_ns:
-            line.append(f"  {human_duration_ns(record.timing.duration_ns)}", style="dim")
+            pieces.extend(result_label(message, entry))
+        timing = record.timing
+        clock, self._day = when(timing.started_at if timing else record.created_at, self._day)
+        pieces.append((f"  {clock}", "dim"))
+        if timing is not None and timing.duration_ns:
+            pieces.append((f"  {human_duration_ns(timing.duration_ns)}", "dim"))
         tokens = tokens_label(record)
         if tokens:
-            line.append(f"  {tokens}", style="dim")
+            pieces.append((f"  {tokens}", "dim"))
         if isinstance(message, AssistantMessage) and (message.provider or message.model):
             model = " ".join(single_line(v, 60) for v in (message.provider, message.model) if v)
-            line.append(f"  {model}", style="dim")
+            pieces.append((f"  {model}", "dim"))
         if isinstance(message, SystemMessage) and not message.include_in_messages:
-            line.append("  (logged, not replayed)", style="dim")
-        line.append("\n")
-        return line
+            pieces.append(("  (logged, not replayed)", "dim"))
+        pieces.append(("\n", ""))
+        return styled(pieces)
 
     def message_body(self, record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> Text:
         message = record.message
@@ -265,22 +264,32 @@ class TranscriptRenderer:
         return Text()  # pragma: no cover - every message type is handled above
 
 
-def result_label(message: ToolMessage, entry: Entry[RawMessageRecord]) -> Text:
-    """`` ✓ grep [toolu_01A] answers #3`` (the call's tool name; the result's if they differ)."""
-    label = Text(" ")
-    label.append(
-        "✓" if message.success else "✗", style="bold green" if message.success else FLAG_STYLE
-    )
+def result_label(message: ToolMessage, entry: Entry[RawMessageRecord]) -> list[tuple[str, str]]:
+    """`` ✓ grep [toolu_01A of #3]`` (the call's tool name; the result's too if they differ)."""
+    pieces = [(" ", ""), ("✓", "bold green") if message.success else ("✗", FLAG_STYLE)]
     call = entry.call
     name = call.name if call is not None else message.name
-    label.append(f" {single_line(name, 80)}", style="bold")
+    pieces.append((f" {single_line(name, 80)}", "bold"))
     if call is not None and call.name != message.name:
-        label.append(f" (result says {single_line(message.name, 80)})", style="dim")
+        pieces.append((f" (result says {single_line(message.name, 80)})", "dim"))
     answers = f" of #{call.sequence}" if call is not None else ""
-    label.append(f" [{single_line(message.tool_call_id, 80)}{answers}]", style="dim")
+    pieces.append((f" [{single_line(message.tool_call_id, 80)}{answers}]", "dim"))
     if not message.success:
-        label.append(" failed", style=FLAG_STYLE)
-    return label
+        pieces.append((" failed", FLAG_STYLE))
+    return pieces
+
+
+def styled(pieces: Iterable[tuple[str, str]]) -> Text:
+    """One ``Text`` from ``(text, style)`` pieces of safe text (one pass instead of appends)."""
+    plain: list[str] = []
+    spans: list[Span] = []
+    offset = 0
+    for text, style in pieces:
+        if style:
+            spans.append(Span(offset, offset + len(text), style))
+        plain.append(text)
+        offset += len(text)
+    return Text("".join(plain), spans=spans)
 
 
 def assistant_body(message: AssistantMessage, options: TranscriptOptions) -> Text:
