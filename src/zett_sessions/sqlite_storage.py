@@ -431,9 +431,11 @@ class SQLiteSessionStorage:
 
     async def count_messages(self, session_id: str) -> int:
         db = await self._db()
-        return int(
-            await db.scalar("SELECT count(*) FROM raw_messages WHERE session_id = ?", (session_id,))
-        )
+        async with db.read():
+            count = await db.scalar(
+                "SELECT count(*) FROM raw_messages WHERE session_id = ?", (session_id,)
+            )
+        return int(count)
 
     async def list_sessions(
         self,
@@ -448,13 +450,14 @@ class SQLiteSessionStorage:
         db = await self._db()
         layout = db.layout
         if not layout.has_sessions_table:
-            rows = await db.fetchall(
-                "SELECT session_id AS id, NULL AS parent_session_id, 0 AS session_type, "
-                "NULL AS title, NULL AS agent_name, min(created_at) AS created_at, "
-                "max(created_at) AS updated_at, count(*) AS message_count FROM raw_messages "
-                "GROUP BY session_id ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
-                (limit, offset),
-            )
+            async with db.read():
+                rows = await db.fetchall(
+                    "SELECT session_id AS id, NULL AS parent_session_id, 0 AS session_type, "
+                    "NULL AS title, NULL AS agent_name, min(created_at) AS created_at, "
+                    "max(created_at) AS updated_at, count(*) AS message_count FROM raw_messages "
+                    "GROUP BY session_id ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
+                    (limit, offset),
+                )
             return [summary_from_row(row) for row in rows if not types or 0 in types]
         where = ""
         params: list[Any] = []
@@ -464,12 +467,15 @@ class SQLiteSessionStorage:
                 params.extend(types)
             elif 0 not in types:
                 return []
-        rows = await db.fetchall(
-            f"SELECT page.*, (SELECT count(*) FROM raw_messages r WHERE r.session_id = page.id) "
-            f"AS message_count FROM (SELECT {session_select(layout)} FROM agent_sessions "
-            f"{where} ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?) AS page",
-            (*params, limit, offset),
-        )
+        async with db.read():
+            rows = await db.fetchall(
+                f"SELECT page.*, "
+                f"(SELECT count(*) FROM raw_messages r WHERE r.session_id = page.id) "
+                f"AS message_count FROM (SELECT {session_select(layout)} FROM agent_sessions "
+                f"{where} ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?) AS page "
+                f"ORDER BY page.updated_at DESC, page.id DESC",
+                (*params, limit, offset),
+            )
         return [summary_from_row(row) for row in rows]
 
     async def list_raw_messages(
@@ -492,11 +498,12 @@ class SQLiteSessionStorage:
         params: tuple[Any, ...] = (session_id, after_sequence)
         if through_sequence is not None:
             params += (through_sequence,)
-        rows = await db.fetchall(
-            f"SELECT {raw_select(db.layout)} FROM raw_messages WHERE session_id = ? "
-            f"AND sequence > ? {upper} ORDER BY sequence LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
+        async with db.read():
+            rows = await db.fetchall(
+                f"SELECT {raw_select(db.layout)} FROM raw_messages WHERE session_id = ? "
+                f"AND sequence > ? {upper} ORDER BY sequence LIMIT ? OFFSET ?",
+                (*params, limit, offset),
+            )
         return [record_from_row(row) for row in rows]
 
 
