@@ -468,3 +468,41 @@ def test_tail_help_has_an_example() -> None:
     r = run_cli(["tail", "--help"])
     assert r.exit_code == 0
     assert "Example: zett-sessions tail" in r.stdout
+
+
+def test_tail_follow_waits_out_a_locked_rollback_journal_file(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = DELETE")
+        thread, results = _run_in_thread(
+            [
+                "--db",
+                str(db),
+                "--busy-timeout",
+                "0.05",
+                "tail",
+                sid,
+                "-n",
+                "0",
+                "-f",
+                "--interval",
+                "0.02",
+                "--json",
+            ]
+        )
+        time.sleep(1.0)
+        conn.execute("BEGIN EXCLUSIVE")  # readers of a rollback-journal file must wait
+        time.sleep(0.5)
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+    append_messages(db, sid, UserMessage(content="after the lock"))
+    time.sleep(0.3)
+    delete(db, sid)
+    r = _wait(thread, results)
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(line)["content"] for line in r.stdout.splitlines()] == ["after the lock"]

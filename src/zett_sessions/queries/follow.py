@@ -5,10 +5,11 @@ asking for rows with ``sequence >`` the last one seen, in order, so every row is
 once.  In WAL mode readers never block the writer; in rollback-journal mode the shared lock lasts
 only for that one indexed query.  Between polls nothing is held.
 
-The follow ends by itself in two cases, reported as events: the session was deleted
-(``Gone``), or ``stale_after`` passed with no new row while the last assistant's tool calls still
-lack results (``Stale``: the run looks dead).  Clock and sleep are parameters so tests can drive
-the loop without waiting.
+A poll that finds the file locked (a rollback-journal writer holding its lock longer than the
+busy timeout) counts as "nothing new yet".  The follow ends by itself in two cases, reported as
+events: the session was deleted (``Gone``), or ``stale_after`` passed with no new row while the
+last assistant's tool calls still lack results (``Stale``: the run looks dead).  Clock and sleep
+are parameters so tests can drive the loop without waiting.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Generic
 
 from ..database import Database
-from ..errors import SessionNotFound
+from ..errors import DatabaseLocked, SessionNotFound
 from ..rows import raw_select
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
@@ -107,9 +108,12 @@ async def follow(
     idle_since = await last_activity(db, session_id) or now()
     annotator = state.annotator
     while True:
-        async with db.read():
-            rows = await db.fetchall(sql, (session_id, state.last_sequence, POLL_BATCH))
-            gone = not rows and not await session_exists(db, session_id)
+        try:
+            async with db.read():
+                rows = await db.fetchall(sql, (session_id, state.last_sequence, POLL_BATCH))
+                gone = not rows and not await session_exists(db, session_id)
+        except DatabaseLocked:  # a rollback-journal writer held its lock past the busy timeout
+            rows, gone = [], False
         if gone:
             yield Gone(session_id)
             return

@@ -124,7 +124,9 @@ def _message_text(item: RowItem) -> str:
     stored = item.values[MESSAGE]
     if item.data is not None and isinstance(message, Message) and isinstance(stored, str):
         if not any(token in stored for token in _NON_FINITE):
-            return stored.strip()[1:-1].strip()
+            if stored[0] == "[" and stored[-1] == "]":
+                return stored[1:-1]  # the envelope as written: one copy, no parsing
+            return stored.strip()[1:-1]
         try:  # "NaN" may just be text; re-encode to know (to_wire rejects real non-finites)
             return _dumps({"kind": int(message.kind), "data": to_wire(item.data)})
         except UnsupportedValue:
