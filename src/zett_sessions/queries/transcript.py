@@ -271,23 +271,31 @@ async def read_header(db: Database, session_id: str) -> TranscriptHeader:
             (session_id,),
         )
         children = tuple(SessionRef(id=str(r["id"]), title=r["title"]) for r in rows)
-    snap_row = await db.fetchone(
-        f"SELECT {snapshot_select(layout)}, "
-        "(SELECT count(*) FROM session_snapshots c WHERE c.session_id = s.session_id) AS n "
-        "FROM session_snapshots s WHERE session_id = ? ORDER BY version DESC LIMIT 1",
-        (session_id,),
+    snapshot = await latest_snapshot(db, session_id)
+    snapshot_count = await db.scalar(
+        "SELECT count(*) FROM session_snapshots WHERE session_id = ?", (session_id,)
     )
     return TranscriptHeader(
         session=summary,
         has_session_row=row is not None,
         parent=parent,
         children=children or (),
-        snapshot=snapshot_from_row(snap_row) if snap_row is not None else None,
-        snapshot_count=int(snap_row["n"]) if snap_row is not None else 0,
+        snapshot=snapshot,
+        snapshot_count=int(snapshot_count),
         first_sequence=counts["first"],
         last_sequence=counts["last"],
         totals=await _totals(db, session_id),
     )
+
+
+async def latest_snapshot(db: Database, session_id: str) -> ContextSnapshot | None:
+    """The highest snapshot version of a session (its checkpoint decoded), if any."""
+    row = await db.fetchone(
+        f"SELECT {snapshot_select(db.layout)} FROM session_snapshots "
+        "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+        (session_id,),
+    )
+    return snapshot_from_row(row) if row is not None else None
 
 
 async def _totals(db: Database, session_id: str) -> Totals:
@@ -520,12 +528,7 @@ async def read_context(
     minus rows with ``include_in_messages = false``) put through ``project``.  The tail is held
     in memory: it is exactly what one model request carries.
     """
-    snap_row = await db.fetchone(
-        f"SELECT {snapshot_select(db.layout)} FROM session_snapshots "
-        "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
-        (session_id,),
-    )
-    snapshot = snapshot_from_row(snap_row) if snap_row is not None else None
+    snapshot = await latest_snapshot(db, session_id)
     boundary = snapshot.compacted_through_sequence if snapshot else 0
     tail: list[ItemT] = []
     async with aclosing(
