@@ -481,3 +481,24 @@ def test_sample_tool_session_with_its_child(tmp_path: Path) -> None:
     remaining = {row[0] for row in _query(path, "SELECT id FROM agent_sessions")}
     assert NEWEST_IDS["tools"] not in remaining and NEWEST_IDS["child"] not in remaining
     assert len(remaining) == 6
+
+
+def test_session_ids_complete_in_the_shell(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from zett_sessions.cli.main import app
+
+    path = copy_sample(tmp_path, NEWEST)
+    words = f"zett-sessions --db {path} delete project-notes 019cadd4-8c"
+    result = CliRunner().invoke(
+        app,
+        [],
+        env={
+            "_ZETT_SESSIONS_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - 1),
+        },
+        prog_name="zett-sessions",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split() == [NEWEST_IDS["compacted"]]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .complete import complete_session_id
 from .errors import Refused, handle_errors
 from .options import (
     AgentOption,
@@ -74,6 +75,7 @@ def delete_command(
             metavar="[SESSION]...",
             help="Session ids or unique prefixes; `-` reads ids from stdin, one per line.",
             show_default=False,
+            autocompletion=complete_session_id,
         ),
     ] = None,
     older_than: Annotated[

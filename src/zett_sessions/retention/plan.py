@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from ..database import Database
 from ..errors import SessionNotFound, UsageError
 from ..queries.resolve import resolve_session
-from ..queries.sessions import SessionFilter, SessionListing, iter_sessions
+from ..queries.sessions import SessionFilter, iter_sessions
+from ..rows import session_select
 from ..timeutil import parse_db_time, utc_now
 from .models import (
     BlockedChild,
@@ -76,7 +77,7 @@ async def build_plan(
         resolved, missing = await _resolve_ids(db, policy.ids, policy.missing_ok)
         skipped.extend(missing)
     filters = replace(policy.filters, ids=resolved)
-    candidates = [session async for session in iter_sessions(db, filters)]
+    candidates = await _select(db, filters)
     if resolved is not None:
         listed = {session.id for session in candidates}
         unlisted = [sid for sid in resolved if sid not in listed]
@@ -93,7 +94,7 @@ async def build_plan(
         reason = _protection(session, position, policy, now)
         if reason is not None:
             protected[session.id] = _skip(session, *reason)
-    planned = {s.id: _planned(s) for s in candidates if s.id not in protected}
+    planned = {s.id: s for s in candidates if s.id not in protected}
     skipped.extend(protected.values())
 
     blocked: list[BlockedChild] = []
@@ -194,7 +195,52 @@ async def _resolve_ids(
     return tuple(dict.fromkeys(resolved)), missing
 
 
-async def _rowless_sessions(db: Database, ids: Sequence[str]) -> list[SessionListing]:
+@dataclass(slots=True)
+class _Candidate:
+    """A session row as the plan needs it (plain and cheap: a plan may hold 100k of them)."""
+
+    id: str
+    parent_session_id: str | None
+    session_type: int
+    title: str | None
+    agent_name: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    messages: int
+    via: str = "selected"
+
+
+async def _select(db: Database, filters: SessionFilter, via: str = "selected") -> list[_Candidate]:
+    """Sessions matching ``filters``, newest activity first, with their message counts."""
+    if not db.layout.has_sessions_table:  # layout A0: sessions derived from the raw log
+        return [
+            _Candidate(s.id, None, 0, None, None, s.created_at, s.updated_at, s.message_count, via)
+            async for s in iter_sessions(db, filters)
+        ]
+    where, params = filters.where(db)
+    rows = await db.fetchall(
+        f"SELECT {session_select(db.layout)}, (SELECT count(*) FROM raw_messages r "
+        "WHERE r.session_id = agent_sessions.id) AS message_count "
+        f"FROM agent_sessions{where} ORDER BY updated_at DESC, id DESC",
+        params,
+    )
+    return [
+        _Candidate(
+            str(row["id"]),
+            row["parent_session_id"],
+            row["session_type"] if isinstance(row["session_type"], int) else 0,
+            row["title"],
+            row["agent_name"],
+            parse_db_time(row["created_at"]),
+            parse_db_time(row["updated_at"]),
+            row["message_count"],
+            via,
+        )
+        for row in rows
+    ]
+
+
+async def _rowless_sessions(db: Database, ids: Sequence[str]) -> list[_Candidate]:
     """Named sessions that have raw rows or snapshots but no session row (damaged files)."""
     if not ids:
         return []
@@ -209,24 +255,22 @@ async def _rowless_sessions(db: Database, ids: Sequence[str]) -> list[SessionLis
         (json_ids(ids),),
     )
     return [
-        SessionListing.model_construct(
-            id=row["id"],
-            parent_session_id=None,
-            session_type=0,
-            title=None,
-            agent_name=None,
-            created_at=parse_db_time(row["created"]),
-            updated_at=parse_db_time(row["updated"]),
-            message_count=row["message_count"],
-            snapshot_version=0,
-            child_count=0,
+        _Candidate(
+            row["id"],
+            None,
+            0,
+            None,
+            None,
+            parse_db_time(row["created"]),
+            parse_db_time(row["updated"]),
+            row["message_count"],
         )
         for row in rows
     ]
 
 
 def _protection(
-    session: SessionListing, position: int, policy: RetentionPolicy, now: datetime
+    session: _Candidate, position: int, policy: RetentionPolicy, now: datetime
 ) -> tuple[str, str] | None:
     if position < policy.keep_last:
         return "keep-last", f"one of the {policy.keep_last} most recent (--keep-last)"
@@ -249,32 +293,13 @@ def _window(policy: RetentionPolicy) -> str:
     return f"{seconds}s"
 
 
-def _skip(session: SessionListing, reason: str, detail: str) -> SkippedSession:
+def _skip(session: _Candidate, reason: str, detail: str) -> SkippedSession:
     return SkippedSession(
         id=session.id,
         reason=reason,
         detail=detail,
         title=session.title,
         updated_at=session.updated_at,
-    )
-
-
-def _planned(session: SessionListing, via: str = "selected") -> PlannedSession:
-    # model_construct: the values come from the database layer already typed, and a plan may
-    # hold tens of thousands of sessions.
-    return PlannedSession.model_construct(
-        id=session.id,
-        title=session.title,
-        agent_name=session.agent_name,
-        session_type=session.session_type,
-        parent_session_id=session.parent_session_id,
-        created_at=session.created_at,
-        updated_at=session.updated_at,
-        messages=session.message_count,
-        snapshots=0,
-        estimated_bytes=0,
-        children=(),
-        via="descendant" if via == "descendant" else "selected",
     )
 
 
@@ -299,7 +324,7 @@ async def _children(db: Database, parents: Iterable[str]) -> dict[str, dict[str,
 
 async def _add_subtrees(
     db: Database,
-    planned: dict[str, PlannedSession],
+    planned: dict[str, _Candidate],
     protected: dict[str, SkippedSession],
     policy: RetentionPolicy,
     now: datetime,
@@ -322,14 +347,14 @@ async def _add_subtrees(
         frontier = []
         if not fresh:
             break
-        async for child in iter_sessions(db, SessionFilter(ids=tuple(fresh))):
+        for child in await _select(db, SessionFilter(ids=tuple(fresh)), "descendant"):
             if _is_active(child.updated_at, policy, now):
                 skipped.append(
                     _skip(child, "active", f"activity within the last {_window(policy)}")
                 )
                 kept.append((child.id, fresh[child.id]))
                 continue
-            planned[child.id] = _planned(child, "descendant")
+            planned[child.id] = child
             frontier.append(child.id)
     for kept_id, parent in kept:
         skipped.extend(_drop_ancestors(planned, parent, kept_id))
@@ -337,7 +362,7 @@ async def _add_subtrees(
     return skipped
 
 
-def _prune_orphaned_descendants(planned: dict[str, PlannedSession]) -> None:
+def _prune_orphaned_descendants(planned: dict[str, _Candidate]) -> None:
     """A descendant is planned only for its ancestor's sake: unplan it when that one stays."""
     changed = True
     while changed:
@@ -349,7 +374,7 @@ def _prune_orphaned_descendants(planned: dict[str, PlannedSession]) -> None:
 
 
 def _drop_ancestors(
-    planned: dict[str, PlannedSession], parent: str | None, kept_id: str
+    planned: dict[str, _Candidate], parent: str | None, kept_id: str
 ) -> list[SkippedSession]:
     """Un-plan ``parent`` and its planned ancestors (a kept session must keep its parent)."""
     dropped: list[SkippedSession] = []
@@ -375,7 +400,7 @@ def _drop_ancestors(
 
 async def _completed(
     db: Database,
-    sessions: list[PlannedSession],
+    sessions: list[_Candidate],
     children: dict[str, dict[str, dict[str, Any]]],
     measure_bytes: bool,
 ) -> list[PlannedSession]:
@@ -398,20 +423,27 @@ async def _completed(
     }
     raw_bytes = await _raw_bytes(db, sessions, ids) if measure_bytes else {}
     none = (0, 0)
+    # model_construct: every value was typed above, and a plan may hold 100k sessions.
     return [
         PlannedSession.model_construct(
-            **{
-                **s.__dict__,
-                "children": tuple(children.get(s.id, ())),
-                "snapshots": snapshots.get(s.id, none)[0],
-                "estimated_bytes": raw_bytes.get(s.id, 0) + snapshots.get(s.id, none)[1],
-            }
+            id=s.id,
+            title=s.title,
+            agent_name=s.agent_name,
+            session_type=s.session_type,
+            parent_session_id=s.parent_session_id,
+            created_at=s.created_at,
+            updated_at=s.updated_at,
+            messages=s.messages,
+            snapshots=snapshots.get(s.id, none)[0],
+            estimated_bytes=raw_bytes.get(s.id, 0) + snapshots.get(s.id, none)[1],
+            children=tuple(children.get(s.id, ())),
+            via="descendant" if s.via == "descendant" else "selected",
         )
         for s in sessions
     ]
 
 
-async def _raw_bytes(db: Database, sessions: list[PlannedSession], ids: str) -> dict[str, int]:
+async def _raw_bytes(db: Database, sessions: list[_Candidate], ids: str) -> dict[str, int]:
     """Bytes the planned raw rows occupy: measured row by row for plans up to
     ``EXACT_BYTES_LIMIT`` messages; above that (reading gigabytes just for an estimate would
     cost a good share of the delete itself) the file's average bytes per raw row is used."""
