@@ -206,13 +206,20 @@ def test_the_archive_opens_with_the_other_commands(db: Path, tmp_path: Path) -> 
     assert shown.exit_code == 0, shown.stderr
 
 
-def test_verify_passes_on_the_archive(db: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", ["seeded", "legacy"])
+def test_verify_passes_on_the_archive(db: Path, tmp_path: Path, source: str) -> None:
     if run_cli(["verify", "--help"]).exit_code != 0:
         pytest.skip("the verify command is not available yet")
     archive = tmp_path / "archive.sqlite3"
-    plan_and_run(db, RetentionPolicy(ids=("old-1",), children="delete"), archive)
+    if source == "legacy":  # rows converted from layout A1 (the crashed session is left out)
+        legacy = copy_sample(tmp_path, "zett-agent-legacy.sqlite3")
+        ids = tuple(LEGACY_IDS[name] for name in ("plain", "tools", "compacted", "unicode"))
+        plan_and_run(legacy, RetentionPolicy(ids=ids, children="delete"), archive)
+    else:
+        plan_and_run(db, RetentionPolicy(ids=("old-1",), children="delete"), archive)
     r = run_cli(["--db", str(archive), "verify"])
     assert r.exit_code == 0, r.stdout + r.stderr
+    assert "0 errors" in r.stdout
 
 
 def test_a_session_without_a_session_row_is_archived_with_a_derived_one(
