@@ -76,6 +76,10 @@ def list_command(
             "--ids", "-q", help="Only ids, one per line (all matches unless --limit is given)."
         ),
     ] = False,
+    problems: Annotated[
+        bool,
+        typer.Option("--problems", help="Only sessions with verify errors (reads every message)."),
+    ] = False,
     output_format: Annotated[
         ListFormat, typer.Option("--format", help="Output format.")
     ] = ListFormat.table,
@@ -91,6 +95,7 @@ def list_command(
     from ..queries.resolve import resolve_session
     from ..queries.sessions import SessionFilter, list_sessions
     from ..timeutil import parse_duration, parse_moment, utc_now
+    from ..verify import problem_session_ids
 
     state = app_state(ctx)
     fmt = ListFormat.json if json_output else output_format
@@ -113,6 +118,7 @@ def list_command(
             active_since=after,
             active_before=before,
             title=title,
+            ids=tuple(await problem_session_ids(database)) if problems else None,
         )
         return await list_sessions(database, filters, limit=page_size, offset=offset)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .codes import CODES, CodeInfo, Severity
 from .models import CrashSummary, Finding, VerifyReport
-from .runner import verify_database
+from .runner import problem_session_ids, verify_database
 
 __all__ = [
     "CODES",
@@ -17,5 +17,6 @@ __all__ = [
     "Finding",
     "Severity",
     "VerifyReport",
+    "problem_session_ids",
     "verify_database",
 ]

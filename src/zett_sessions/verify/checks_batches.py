@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..codec import decode_envelope
-from ..database import Database
 from ..models import (
     AssistantMessage,
     CompactedMessage,
@@ -36,6 +35,7 @@ from .checks_rows import Decoded
 from .checks_snapshots import SnapshotState
 from .findings import RowFindings
 from .models import Finding
+from .reader import Reader
 from .scan import CTX_CALLS, CTX_EXCLUDED, CTX_MESSAGE, CTX_RESULT, SUSPECT
 from .walk import Row, call_pairs, valid_calls
 
@@ -127,8 +127,8 @@ def rescanned(row: Row, message: Message | UndecodableMessage) -> Row:
     return (row[0], row[1], row[2], kind, ctx, ids, row[6], row[7] & ~SUSPECT)
 
 
-async def replay_entries(
-    db: Database, rows: list[Row], decoded: Decoded, out: RowFindings
+def replay_entries(
+    reader: Reader, rows: list[Row], decoded: Decoded, out: RowFindings
 ) -> list[Entry]:
     """Entries for every raw row, decoding rows whose call list the scan could not read."""
     unreadable = [
@@ -139,7 +139,7 @@ async def replay_entries(
     if unreadable:
         from .checks_rows import fetch_rows
 
-        for detail in await fetch_rows(db, unreadable, ("sequence", "message_json")):
+        for detail in fetch_rows(reader, unreadable, ("sequence", "message_json")):
             message = decode_envelope(detail["message_json"])
             decoded[detail["k"]] = message
             if isinstance(message, UndecodableMessage):

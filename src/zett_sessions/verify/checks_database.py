@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from ..database import Database
+import asyncio
+import contextlib
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+from ..database import translate_sqlite_error
+from ..errors import DatabaseUnreadable
 from ..schema import Layout
 from .models import Finding
 
@@ -33,16 +41,58 @@ def layout_findings(layout: Layout) -> list[Finding]:
     return findings
 
 
-async def integrity_check(path: str, deep: bool, busy_timeout_ms: int) -> list[str]:
-    """SQLite's report lines (``["ok"]`` when healthy), read on a connection of its own."""
-    pragma = "integrity_check" if deep else "quick_check"
-    db = Database(path, read_only=True, busy_timeout_ms=busy_timeout_ms)
+# Run in a child interpreter that imports nothing but sqlite3: SQLite's global mutexes make a
+# second connection in this process slow down the scan instead of running beside it.
+_INTEGRITY_SCRIPT = """
+import json, sqlite3, sys
+from urllib.parse import quote
+path, pragma, busy = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    conn = sqlite3.connect("file:" + quote(path) + "?mode=ro", uri=True, isolation_level=None)
     try:
-        await db.open()
-        rows = await db.fetchall(f"PRAGMA {pragma}")
+        conn.execute("PRAGMA busy_timeout = %d" % busy)
+        conn.execute("PRAGMA query_only = 1")
+        lines = [str(row[0]) for row in conn.execute("PRAGMA " + pragma)]
     finally:
-        await db.close()
-    return [str(row[0]) for row in rows]
+        conn.close()
+    print(json.dumps({"lines": lines}))
+except sqlite3.Error as error:
+    print(json.dumps({"error": str(error)}))
+"""
+
+
+async def integrity_check(path: str, deep: bool, busy_timeout_ms: int) -> list[str]:
+    """SQLite's report lines (``["ok"]`` when healthy), from a read-only child process."""
+    pragma = "integrity_check" if deep else "quick_check"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",
+        "-c",
+        _INTEGRITY_SCRIPT,
+        str(Path(path).resolve()),
+        pragma,
+        str(int(busy_timeout_ms)),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        output, errors = await process.communicate()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise
+    try:
+        answer = json.loads(output)
+    except ValueError:
+        detail = errors.decode(errors="replace").strip().splitlines()
+        raise DatabaseUnreadable(
+            f"PRAGMA {pragma} of {path} did not run ({detail[-1] if detail else 'no output'})",
+            path,
+        ) from None
+    if "error" in answer:
+        raise translate_sqlite_error(sqlite3.DatabaseError(answer["error"]), path)
+    return [str(line) for line in answer["lines"]]
 
 
 def integrity_findings(lines: list[str], deep: bool) -> list[Finding]:

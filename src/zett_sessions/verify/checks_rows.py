@@ -13,10 +13,10 @@ import sqlite3
 from typing import Any
 
 from ..codec import decode_envelope, decode_json_object
-from ..database import Database
 from ..models import AnyMessage, MessageKind, UndecodableMessage
 from ..timeutil import parse_db_time
 from .findings import RowFindings
+from .reader import Reader
 from .scan import METADATA, ROLE, SUSPECT, TAGS, TIMES, TIMING, TOKEN_COLUMNS, USAGE
 from .walk import Row, SessionScan
 
@@ -70,24 +70,24 @@ def preview(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def fetch_rows(db: Database, rowids: list[int], columns: tuple[str, ...]) -> list[Any]:
+def fetch_rows(reader: Reader, rowids: list[int], columns: tuple[str, ...]) -> list[Any]:
     """The given columns of raw rows by rowid (absent columns of older layouts read as NULL)."""
-    select = db.layout.select_list("raw_messages", columns)
-    return await db.fetchall(
+    select = reader.layout.select_list("raw_messages", columns)
+    return reader.fetchall(
         f"SELECT rowid AS k, {select} FROM raw_messages "
         "WHERE rowid IN (SELECT value FROM json_each(?))",
         (json.dumps(rowids),),
     )
 
 
-async def check_rows(db: Database, scan: SessionScan, out: RowFindings) -> Decoded:
+def check_rows(reader: Reader, scan: SessionScan, out: RowFindings) -> Decoded:
     """Report the flagged rows of ``scan`` into ``out``; return the decoded suspect envelopes."""
     decoded: Decoded = {}
     if not scan.flagged:
         return decoded
     by_rowid = {row[0]: row for row in scan.flagged}
-    present = db.layout.columns.get("raw_messages", frozenset())
-    for detail in await fetch_rows(db, list(by_rowid), DETAIL_COLUMNS):
+    present = reader.layout.columns.get("raw_messages", frozenset())
+    for detail in fetch_rows(reader, list(by_rowid), DETAIL_COLUMNS):
         _check_row(by_rowid[detail["k"]], detail, present, out, decoded)
     return decoded
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codec import decode_checkpoint
-from ..database import Database
 from ..models import CompactedMessage, UndecodableMessage, blocks_text
 from .checks_rows import TIME_MESSAGES, preview, time_problem
 from .findings import RowFindings
 from .models import Finding
+from .reader import Reader
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,9 @@ def latest_snapshot(snapshots: list[sqlite3.Row]) -> SnapshotState | None:
     return SnapshotState(version=row["version"], boundary=row["compacted_through_sequence"])
 
 
-async def payload_problem(db: Database, rowid: int) -> str | None:
+def payload_problem(reader: Reader, rowid: int) -> str | None:
     """Why the snapshot payload is not exactly one checkpoint with non-empty content."""
-    row = await db.fetchone("SELECT message_json FROM session_snapshots WHERE rowid = ?", (rowid,))
+    row = reader.fetchone("SELECT message_json FROM session_snapshots WHERE rowid = ?", (rowid,))
     message = decode_checkpoint(row[0] if row is not None else None)
     if isinstance(message, UndecodableMessage):
         return message.reason
@@ -52,23 +52,27 @@ async def payload_problem(db: Database, rowid: int) -> str | None:
     return None
 
 
-async def snapshot_findings(
-    db: Database,
+def snapshot_findings(
+    reader: Reader,
     session_id: str,
     snapshots: list[sqlite3.Row],
     last_sequence: int | None,
-    has_session_row: bool,
+    orphaned: bool,
     times: RowFindings,
 ) -> tuple[list[Finding], SnapshotState | None]:
-    """Findings for one session's snapshots (in version order) and its latest snapshot."""
+    """Findings for one session's snapshots (in version order) and its latest snapshot.
+
+    ``orphaned``: the session id has neither a session row nor raw rows.
+    """
     findings: list[Finding] = []
     if not snapshots:
         return findings, None
-    if not has_session_row:
+    if orphaned:
         findings.append(
             Finding.of(
                 "snapshot_without_session",
-                f"{len(snapshots)} snapshot(s) for a session id without a session row",
+                f"{len(snapshots)} snapshot(s) for a session id with neither a session row nor "
+                "raw rows",
                 session_id=session_id,
                 snapshots=len(snapshots),
             )
@@ -91,7 +95,9 @@ async def snapshot_findings(
             )
         expected = version + 1 if isinstance(version, int) else expected
         is_int = isinstance(boundary, int) and not isinstance(boundary, bool)
-        if not is_int or not 1 <= boundary <= highest:
+        if orphaned:
+            pass  # there is no log for the boundary to point into: reported above
+        elif not is_int or not 1 <= boundary <= highest:
             findings.append(
                 Finding.of(
                     "snapshot_boundary_out_of_range",
@@ -117,7 +123,7 @@ async def snapshot_findings(
             )
         previous = boundary
         if not row["payload_ok"]:
-            problem = await payload_problem(db, row["rowid"])
+            problem = payload_problem(reader, row["rowid"])
             if problem:
                 findings.append(
                     Finding.of(

@@ -118,8 +118,8 @@ _ENTRIES = (
         "snapshot_without_session",
         _W,
         "snapshots",
-        "snapshots exist for a session id that has no session row",
-        "leftover of an incomplete delete; `delete` the session id or ignore",
+        "snapshots exist for a session id that has neither a session row nor raw rows",
+        "leftover of an incomplete delete; nothing loads them; `delete` the session id",
     ),
     # --- tool batches --------------------------------------------------------------------
     CodeInfo(

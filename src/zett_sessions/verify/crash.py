@@ -7,13 +7,13 @@ from datetime import datetime
 from typing import Any
 
 from ..codec import decode_envelope
-from ..database import Database
 from ..models import AssistantMessage, MessageKind
 from ..timeutil import parse_db_time
 from .checks_batches import BatchVerdict, Entry
 from .checks_rows import fetch_rows
 from .checks_snapshots import SnapshotState
 from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview
+from .reader import Reader
 from .scan import CTX_MESSAGE
 
 ARGUMENT_PREVIEW = 160
@@ -40,13 +40,13 @@ def _kind(entry: Entry) -> int | None:
     return int(kind) if kind is not None else None
 
 
-async def _arguments(db: Database, verdict: BatchVerdict) -> dict[tuple[int, str], Any]:
+def _arguments(reader: Reader, verdict: BatchVerdict) -> dict[tuple[int, str], Any]:
     """The arguments of every open call, by (assistant rowid, call id)."""
     rowids = sorted({row[0] for _, _, row in verdict.open_calls})
     found: dict[tuple[int, str], Any] = {}
     if not rowids:
         return found
-    for detail in await fetch_rows(db, rowids, ("message_json",)):
+    for detail in fetch_rows(reader, rowids, ("message_json",)):
         message = decode_envelope(detail["message_json"])
         if isinstance(message, AssistantMessage):
             for call in message.tool_calls:
@@ -59,8 +59,8 @@ def _preview(arguments: Any) -> str:
     return text if len(text) <= ARGUMENT_PREVIEW else text[: ARGUMENT_PREVIEW - 1] + "…"
 
 
-async def crash_summary(
-    db: Database,
+def crash_summary(
+    reader: Reader,
     session_id: str,
     title: str | None,
     agent_name: str | None,
@@ -71,8 +71,15 @@ async def crash_summary(
 ) -> CrashSummary:
     int_rows = [entry.row for entry in entries if entry.row and isinstance(entry.row[2], int)]
     last = max(int_rows, key=lambda row: row[2]) if int_rows else None
-    final = next((entry for entry in reversed(verdict.raw.kept) if _is_final_answer(entry)), None)
-    arguments = await _arguments(db, verdict)
+    final = next(
+        (
+            entry
+            for entry in reversed(verdict.raw.kept)
+            if isinstance(entry.sequence, int) and _is_final_answer(entry)
+        ),
+        None,
+    )
+    arguments = _arguments(reader, verdict)
     open_calls = []
     for call_id, name, row in verdict.open_calls:
         issued = parse_db_time(row[6])

@@ -64,7 +64,7 @@ class OpenToolCall(BaseModel):
     call_id: str
     name: str | None
     arguments_preview: str
-    sequence: int
+    sequence: int | str | None
     issued_at: datetime | None
     age_seconds: float | None
 
@@ -74,7 +74,7 @@ class DroppedMessage(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    sequence: int
+    sequence: int | str | None  # whatever the row holds (a broken row may hold text)
     kind: int | None
     reason: str
     detail: str

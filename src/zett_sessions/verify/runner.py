@@ -2,16 +2,19 @@
 
 How the work is laid out (the machine this is tuned for has two cores):
 
-* ``PRAGMA quick_check`` (``integrity_check`` with ``deep``) runs on a connection of its own
-  while the checks run;
-* the raw log is read in ``(session_id, sequence)`` order by ``scan.raw_scan_sql``; on a large
-  database it is split into session-id ranges, each read on its own read-only connection, so
-  SQLite works on both cores;
+* ``PRAGMA quick_check`` (``integrity_check`` with ``deep``) runs in a small child process on a
+  read-only connection of its own, while the checks run;
+* the raw log is read in ``(session_id, sequence)`` order by ``scan.raw_scan_sql``.  A range of
+  session ids is checked by one thread doing everything itself on its own read-only connection
+  (``reader.Reader``); on a large database the id space is split and the other ranges run in
+  separate processes, because SQLite connections within one process serialize on global
+  mutexes;
 * per range, three ordered streams — session rows, snapshots, scanned raw rows — are merged by
   session id, so each session is judged once, with all its facts, and then forgotten: memory is
   bounded by the largest session, never by the database.
 
-Nothing here prints or imports the CLI; the caller renders the report.
+Nothing here prints or imports the CLI; the caller renders the report.  Ranges checked by
+different connections may see different moments of a database that is being written to.
 """
 
 from __future__ import annotations
@@ -20,15 +23,18 @@ import asyncio
 import contextlib
 import itertools
 import json
+import pickle
 import sqlite3
+import sys
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import aclosing
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ..database import Database
+from ..errors import DatabaseUnreadable, ValidationError
+from ..schema import Layout
 from ..timeutil import utc_now
 from .checks_batches import BatchVerdict, judge_batches, replay_entries, rescanned
 from .checks_database import integrity_check, integrity_findings, layout_findings
@@ -46,14 +52,15 @@ from .codes import Severity
 from .crash import crash_summary
 from .findings import RowFindings
 from .models import Checked, CrashSummary, DatabaseInfo, Finding, VerifyReport
+from .reader import Reader
 from .scan import raw_scan_sql, sessions_sql, snapshots_sql
 from .walk import Row, SessionScan, finish, walk
 
-PARALLEL_MIN_ROWS = 200_000  # below this one connection is faster than coordinating several
-WALK_CHUNK = 4096
+PARALLEL_MIN_ROWS = 200_000  # below this, starting another process costs more than it saves
+SCAN_BATCH = 4096
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Range:
     """A slice of the session-id space: ``low <= id < high`` (open ends are ``None``)."""
 
@@ -88,93 +95,74 @@ class _Result:
 class _Peek:
     """An ordered row stream with a look-ahead row, consumed one session id at a time."""
 
-    def __init__(self, rows: AsyncIterator[sqlite3.Row] | None, key: int) -> None:
+    def __init__(self, rows: Iterator[sqlite3.Row], key: int) -> None:
         self.rows = rows
         self.key = key
-        self.head: sqlite3.Row | None = None
-
-    async def start(self) -> None:
-        if self.rows is not None:
-            self.head = await anext(self.rows, None)
+        self.head: sqlite3.Row | None = next(rows, None)
 
     @property
     def next_id(self) -> Any:
         return None if self.head is None else self.head[self.key]
 
-    async def take(self, session_id: Any) -> list[sqlite3.Row]:
+    def take(self, session_id: Any) -> list[sqlite3.Row]:
         taken: list[sqlite3.Row] = []
         while self.head is not None and self.head[self.key] == session_id:
             taken.append(self.head)
-            assert self.rows is not None
-            self.head = await anext(self.rows, None)
+            self.head = next(self.rows, None)
         return taken
 
 
 class _RangeChecker:
-    """Checks every session of one range on one connection."""
+    """Checks every session of one range on one connection, synchronously."""
 
     def __init__(
-        self, db: Database, span: _Range, now: datetime, summarize: frozenset[str] = frozenset()
+        self, reader: Reader, span: _Range, now: datetime, summarize: frozenset[str]
     ) -> None:
-        self.db = db
-        self.layout = db.layout
+        self.reader = reader
+        self.layout = reader.layout
         self.span = span
         self.now = now
         self.summarize = summarize  # sessions that get a crash summary whatever is found
         self.result = _Result()
 
-    async def run(self) -> _Result:
-        db, layout = self.db, self.layout
-        async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(db.read())
-            sessions_rows = None
-            if layout.has_sessions_table:
+    def run(self) -> _Result:
+        reader = self.reader
+        with reader.snapshot():
+            no_sessions: Iterator[sqlite3.Row] = iter(())
+            if self.layout.has_sessions_table:
                 where, params = self.span.where("s.id")
-                sessions_rows = await stack.enter_async_context(
-                    aclosing(db.stream(sessions_sql(where), params))
-                )
+                no_sessions = reader.rows(sessions_sql(where), params)
             where, params = self.span.where("session_id")
-            snapshot_rows = await stack.enter_async_context(
-                aclosing(db.stream(snapshots_sql(where), params))
-            )
-            raw_rows = await stack.enter_async_context(
-                aclosing(db.stream(raw_scan_sql(layout, where), params, batch=2048))
-            )
-            self.sessions = _Peek(sessions_rows, 0)
-            self.snapshots = _Peek(snapshot_rows, 1)
-            await self.sessions.start()
-            await self.snapshots.start()
-            await self._walk(raw_rows)
-            await self._flush_before(None)
+            self.sessions = _Peek(no_sessions, 0)
+            self.snapshots = _Peek(reader.rows(snapshots_sql(where), params), 1)
+            self._walk(reader.batches(raw_scan_sql(self.layout, where), params, SCAN_BATCH))
+            self._flush_before(None)
         return self.result
 
-    async def _walk(self, rows: AsyncIterator[sqlite3.Row]) -> None:
+    def _walk(self, batches: Iterator[list[Row]]) -> None:
         scan: SessionScan | None = None
         context: tuple[sqlite3.Row | None, list[sqlite3.Row]] = (None, [])
-        buffer: list[Row] = []
-        async for row in rows:
-            if scan is None or row[1] != scan.session_id:
-                if scan is not None:
-                    walk(scan, buffer)
-                    buffer = []
-                    await self._judge(scan.session_id, *context, scan)
-                await self._flush_before(row[1])
-                context = (await self._take_session(row[1]), await self.snapshots.take(row[1]))
-                latest = latest_snapshot(context[1])
-                scan = SessionScan(row[1], boundary=latest.int_boundary if latest else None)
-            buffer.append(row)
-            if len(buffer) >= WALK_CHUNK:
-                walk(scan, buffer)
-                buffer = []
+        for batch in batches:
+            index, size = 0, len(batch)
+            while index < size:
+                session_id = batch[index][1]
+                if scan is None or session_id != scan.session_id:
+                    if scan is not None:
+                        self._judge(scan.session_id, *context, scan)
+                    self._flush_before(session_id)
+                    context = (self._take_session(session_id), self.snapshots.take(session_id))
+                    latest = latest_snapshot(context[1])
+                    boundary = latest.int_boundary if latest else None
+                    scan = SessionScan(session_id, boundary=boundary)
+                index = walk(scan, batch, index)
         if scan is not None:
-            walk(scan, buffer)
-            await self._judge(scan.session_id, *context, scan)
+            self._judge(scan.session_id, *context, scan)
 
-    async def _take_session(self, session_id: Any) -> sqlite3.Row | None:
-        rows = await self.sessions.take(session_id)
+    def _take_session(self, session_id: Any) -> sqlite3.Row | None:
+        rows = self.sessions.take(session_id)
         return rows[0] if rows else None
 
-    async def _flush_before(self, session_id: Any) -> None:
+    def _flush_before(self, session_id: Any) -> None:
         """Judge sessions that have a session row or snapshots but no raw row before ``id``."""
         while True:
             candidates = [
@@ -185,10 +173,10 @@ class _RangeChecker:
             if not candidates:
                 return
             current = min(candidates)
-            row = await self._take_session(current)
-            await self._judge(current, row, await self.snapshots.take(current), None)
+            row = self._take_session(current)
+            self._judge(current, row, self.snapshots.take(current), None)
 
-    async def _judge(
+    def _judge(
         self,
         session_id: Any,
         row: sqlite3.Row | None,
@@ -203,19 +191,19 @@ class _RangeChecker:
             result.messages += scan.messages
             if _plainly_clean(row, snapshots, scan) and session_id not in self.summarize:
                 return
-        findings, summary = await self._check(str(session_id), row, snapshots, scan)
+        findings, summary = self._check(str(session_id), row, snapshots, scan)
         result.findings.extend(findings)
         if summary is not None:
             result.summaries.append(summary)
 
-    async def _check(
+    def _check(
         self,
         session_id: str,
         row: sqlite3.Row | None,
         snapshots: list[sqlite3.Row],
         scan: SessionScan | None,
     ) -> tuple[list[Finding], CrashSummary | None]:
-        db = self.db
+        reader = self.reader
         findings: list[Finding] = []
         grouped = RowFindings(session_id)
         if row is not None and row["flags"]:
@@ -227,19 +215,19 @@ class _RangeChecker:
             elif self.layout.has_sessions_table:
                 findings.append(orphan_rows_finding(session_id, scan))
         last = scan.last_sequence if scan is not None else None
-        has_row = row is not None or not self.layout.has_sessions_table
-        snapshot_problems, latest = await snapshot_findings(
-            db, session_id, snapshots, last, has_row, grouped
+        orphaned = row is None and scan is None
+        snapshot_problems, latest = snapshot_findings(
+            reader, session_id, snapshots, last, orphaned, grouped
         )
         findings += snapshot_problems
         rows = scan.rows if scan is not None else []
         verdict: BatchVerdict | None = None
         entries = []
-        decoded = await check_rows(db, scan, grouped) if scan is not None else {}
+        decoded = check_rows(reader, scan, grouped) if scan is not None else {}
         if scan is not None and decoded and scan.needs_projection:
             scan = _rewalk(scan, decoded)  # the decoded rows may well be ordinary messages
         if scan is not None and scan.needs_projection:
-            entries = await replay_entries(db, rows, decoded, grouped)
+            entries = replay_entries(reader, rows, decoded, grouped)
             verdict = judge_batches(session_id, entries, latest)
             findings += verdict.findings
         findings += grouped
@@ -247,10 +235,10 @@ class _RangeChecker:
         if not failed and session_id not in self.summarize:
             return findings, None
         if verdict is None:
-            entries = await replay_entries(db, rows, decoded, RowFindings(session_id))
+            entries = replay_entries(reader, rows, decoded, RowFindings(session_id))
             verdict = judge_batches(session_id, entries, latest)
-        summary = await crash_summary(
-            db,
+        summary = crash_summary(
+            reader,
             session_id,
             row["title"] if row is not None else None,
             row["agent_name"] if row is not None else None,
@@ -292,10 +280,23 @@ def _plainly_clean(
     )
 
 
+def check_range(
+    path: str,
+    layout: Layout,
+    span: _Range,
+    now: datetime,
+    busy_timeout_ms: int,
+    summarize: frozenset[str] = frozenset(),
+) -> _Result:
+    """Check one range on a connection of its own (runs in a thread or a child process)."""
+    with Reader(path, layout, busy_timeout_ms) as reader:
+        return _RangeChecker(reader, span, now, summarize).run()
+
+
 async def _split(db: Database, parts: int) -> list[_Range]:
     """Cut the session-id space into ``parts`` ranges holding about as many raw rows each."""
     total = await db.scalar("SELECT count(*) FROM raw_messages")
-    if parts < 2 or db.is_memory or total < PARALLEL_MIN_ROWS:
+    if parts < 2 or total < PARALLEL_MIN_ROWS:
         return [_Range()]
     cuts: list[str] = []
     for index in range(1, parts):
@@ -314,29 +315,58 @@ async def _parent_links(db: Database) -> dict[str, str]:
     if not db.layout.has_sessions_table:
         return links
     sql = "SELECT id, parent_session_id FROM agent_sessions WHERE parent_session_id IS NOT NULL"
-    async with aclosing(db.stream(sql)) as rows:
+    async with contextlib.aclosing(db.stream(sql)) as rows:
         async for child, parent in rows:
             links[str(child)] = str(parent)
     return links
 
 
+async def _in_child(**arguments: Any) -> _Result:
+    """``check_range(**arguments)`` in a child interpreter (see ``worker``)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-P",
+        "-m",
+        "zett_sessions.verify.worker",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        output, errors = await process.communicate(pickle.dumps(arguments))
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise
+    try:
+        status, value = pickle.loads(output)
+    except Exception:
+        detail = errors.decode(errors="replace").strip().splitlines()
+        raise DatabaseUnreadable(
+            f"a verify worker failed ({detail[-1] if detail else 'no output'})",
+            arguments["path"],
+        ) from None
+    if status != "ok":
+        raise value
+    assert isinstance(value, _Result)
+    return value
+
+
 async def _run_ranges(
     db: Database, spans: list[_Range], now: datetime, summarize: frozenset[str] = frozenset()
 ) -> list[_Result]:
-    extra = [
-        Database(db.path, read_only=True, busy_timeout_ms=db.busy_timeout_ms) for _ in spans[1:]
-    ]
-    try:
-        for other in extra:
-            await other.open()
-        checkers = [
-            _RangeChecker(handle, span, now, summarize)
-            for handle, span in zip([db, *extra], spans, strict=True)
-        ]
-        return list(await asyncio.gather(*(checker.run() for checker in checkers)))
-    finally:
-        for other in extra:
-            await other.close()
+    """The first range in a thread of this process, the others in child processes."""
+    shared = {
+        "path": db.path,
+        "layout": db.layout,
+        "now": now,
+        "busy_timeout_ms": db.busy_timeout_ms,
+        "summarize": summarize,
+    }
+    first = asyncio.to_thread(lambda: check_range(span=spans[0], **shared))  # type: ignore[arg-type]
+    others = [_in_child(span=span, **shared) for span in spans[1:]]
+    return list(await asyncio.gather(first, *others))
 
 
 async def verify_database(
@@ -351,20 +381,27 @@ async def verify_database(
     """Check ``db`` (or only ``session_ids``, already resolved) and return the report.
 
     Read-only: ``db`` should be opened with ``read_only=True``; nothing is written.
-    ``integrity=False`` skips SQLite's quick_check (``list --problems`` does).
+    ``integrity=False`` skips SQLite's quick_check (``list --problems`` does); ``parallel`` is
+    how many ranges a large database is split into.
     """
     started = time.perf_counter()
     await db.open()
+    if db.is_memory:
+        raise ValidationError("verify needs a database file, not an in-memory database")
     now = now or utc_now()
     checking = None
-    if integrity and not db.is_memory:
+    if integrity:
         checking = asyncio.create_task(integrity_check(db.path, deep, db.busy_timeout_ms))
     try:
         selected = tuple(dict.fromkeys(session_ids)) if session_ids is not None else None
         spans = [_Range(selected=selected)] if selected is not None else await _split(db, parallel)
         results = await _run_ranges(db, spans, now)
-        links = await _parent_links(db)
-        cycles = parent_cycles(links, selected)
+        cycles = parent_cycles(await _parent_links(db), selected)
+        summarized = {summary.session_id for result in results for summary in result.summaries}
+        late = sorted({cycle[0] for cycle in cycles} - summarized)
+        if late:
+            results += await _run_ranges(db, [_Range(selected=tuple(late))], now, frozenset(late))
+            results[-1].findings.clear()  # already reported; only the summaries were wanted
         lines = await checking if checking is not None else ["ok"]
     except BaseException:
         if checking is not None:
@@ -373,17 +410,11 @@ async def verify_database(
                 await checking
         raise
     findings = [finding for result in results for finding in result.findings]
-    summaries = [summary for result in results for summary in result.summaries]
     findings += cycle_findings(cycles)
-    summarized = {summary.session_id for summary in summaries}
-    late = sorted({cycle[0] for cycle in cycles} - summarized)
-    if late:
-        again = await _run_ranges(db, [_Range(selected=tuple(late))], now, frozenset(late))
-        summaries += again[0].summaries
     findings += layout_findings(db.layout)
     findings += integrity_findings(lines, deep)
     findings.sort(key=lambda finding: finding.sort_key)
-    summaries.sort(key=lambda summary: summary.session_id)
+    counted = results[: len(spans)]
     return VerifyReport(
         database=DatabaseInfo(
             path=db.path,
@@ -393,12 +424,27 @@ async def verify_database(
             integrity_ok=lines == ["ok"],
         ),
         checked=Checked(
-            sessions=sum(result.sessions for result in results),
-            messages=sum(result.messages for result in results),
-            snapshots=sum(result.snapshots for result in results),
+            sessions=sum(result.sessions for result in counted),
+            messages=sum(result.messages for result in counted),
+            snapshots=sum(result.snapshots for result in counted),
             selected_sessions=list(selected) if selected is not None else None,
             seconds=round(time.perf_counter() - started, 3),
         ),
         findings=findings,
-        sessions=summaries,
+        sessions=sorted(
+            (summary for result in results for summary in result.summaries),
+            key=lambda summary: summary.session_id,
+        ),
+    )
+
+
+async def problem_session_ids(db: Database) -> list[str]:
+    """Ids of the sessions with at least one error finding (``list --problems``)."""
+    report = await verify_database(db, integrity=False)
+    return sorted(
+        {
+            finding.session_id
+            for finding in report.findings
+            if finding.session_id is not None and finding.severity is Severity.ERROR
+        }
     )

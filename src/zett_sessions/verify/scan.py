@@ -315,11 +315,16 @@ def sessions_sql(where: str = "") -> str:
 
 
 def _checkpoint_ok() -> str:
-    """SQL: the payload is one canonical checkpoint with non-blank string content."""
+    """SQL: the payload is one canonical checkpoint with non-blank string content.
+
+    JSON functions raise on malformed text, so they only run inside ``CASE WHEN json_valid``.
+    """
     return (
-        f"(json_valid(message_json) AND {_any_opening('message_json', 5)} "
-        "AND json_array_length(message_json) = 1 "
-        "AND trim(message_json ->> '$[0].data.content') != '')"
+        f"CASE WHEN json_valid(message_json) AND {_any_opening('message_json', 5)} "
+        "THEN json_array_length(message_json) = 1 "
+        "AND (message_json ->> '$[0].data.content') GLOB "
+        + _sql_text("*[^" + BLANK_CHARS + "]*")
+        + " ELSE 0 END"
     )
 
 

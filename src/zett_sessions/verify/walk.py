@@ -25,9 +25,17 @@ Row = Sequence[Any]
 
 
 def call_pairs(ids: object) -> list[tuple[Any, Any]] | None:
-    """``(id, name)`` per call from the scan's ``ids`` text; ``None`` when it is malformed."""
+    """``(id, name)`` per call from the scan's ``ids`` text; ``None`` when it is malformed.
+
+    The text is SQLite's rendering of ``[id, name, id, name, …]``; the common case (plain
+    strings, nothing escaped) is split directly, anything else goes through ``json.loads``.
+    """
     if not isinstance(ids, str):
         return None
+    if ids.startswith('["') and ids.endswith('"]') and "\\" not in ids:
+        parts = ids[2:-2].split('","')
+        if len(parts) % 2 == 0 and not any('"' in part for part in parts):
+            return list(zip(parts[0::2], parts[1::2], strict=True))
     try:
         flat = json.loads(ids)
     except ValueError:
@@ -76,16 +84,25 @@ class SessionScan:
         return None if self.next_sequence is None else self.next_sequence - 1
 
 
-def walk(scan: SessionScan, rows: list[Row]) -> None:
-    """Fold ``rows`` (the next rows of one session, in sequence order) into ``scan``."""
+def walk(scan: SessionScan, rows: Sequence[Row], start: int = 0) -> int:
+    """Fold ``rows[start:]`` into ``scan`` until a row of another session; return its index.
+
+    Rows come in ``(session_id, sequence)`` order, so a session's rows are contiguous.
+    """
     append = scan.rows.append
+    session_id = scan.session_id
+    stop = len(rows)
     expect = scan.next_sequence
     last_created = scan.last_created
     boundary = scan.boundary if scan.boundary is not None else 0
     crossed = scan.crossed or scan.boundary is None
     needs = scan.needs_projection
     pending = scan.pending
-    for row in rows:
+    for index in range(start, stop):
+        row = rows[index]
+        if row[1] != session_id:
+            stop = index
+            break
         append(row)
         seq = row[2]
         expect = _sequence_anomaly(scan, row, expect) if seq != expect else seq + 1
@@ -131,6 +148,7 @@ def walk(scan: SessionScan, rows: list[Row]) -> None:
     scan.crossed = crossed
     scan.needs_projection = needs
     scan.pending = pending
+    return stop
 
 
 def finish(scan: SessionScan) -> None:

@@ -1,0 +1,111 @@
+"""A plain, synchronous, read-only ``sqlite3`` connection for verify's workers.
+
+verify reads millions of rows.  Through aiosqlite every row crosses threads and the GIL twice
+(the worker converts it, the event loop consumes it), which stalls both; and SQLite connections
+in one process share global mutexes, so two scanning threads run no faster than one.  So each
+range of sessions is checked by one thread doing everything itself on a connection of its own,
+and extra ranges run in separate processes.  The connection is opened exactly as
+``Database(read_only=True)`` opens one (``mode=ro`` URI, ``query_only``, busy timeout): it
+never creates, migrates or writes; errors leave as the same typed errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+from ..database import translate_sqlite_error
+from ..errors import DatabaseNotFound
+from ..schema import Layout
+
+
+class Reader:
+    """One read-only connection; ``with Reader(...) as reader:`` closes it."""
+
+    def __init__(self, path: str, layout: Layout, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self.layout = layout
+        file = Path(path)
+        if not file.exists():
+            raise DatabaseNotFound(f"no database at {path}", path)
+        with self.errors():
+            self.conn = sqlite3.connect(
+                f"file:{quote(str(file.resolve()))}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        try:
+            self.conn.row_factory = sqlite3.Row
+            with self.errors():
+                self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                self.conn.execute("PRAGMA query_only = 1")
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise translate_sqlite_error(error, self.path) from error
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Reader]:
+        """One read transaction: every query inside sees the same state of the file."""
+        with self.errors():
+            self.conn.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("COMMIT")
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self.errors():
+            return self.conn.execute(sql, params).fetchall()
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        rows = self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    def rows(self, sql: str, params: Sequence[Any] = (), batch: int = 512) -> Iterator[Any]:
+        """Stream rows (``sqlite3.Row``) in batches; the cursor closes with the generator."""
+        for chunk in self.batches(sql, params, batch, tuples=False):
+            yield from chunk
+
+    def batches(
+        self, sql: str, params: Sequence[Any] = (), batch: int = 4096, *, tuples: bool = True
+    ) -> Iterator[list[Any]]:
+        """Stream lists of rows; ``tuples`` skips ``sqlite3.Row`` for speed."""
+        with self.errors():
+            cursor = self.conn.cursor()
+            if tuples:
+                cursor.row_factory = None
+            cursor.execute(sql, params)
+        try:
+            while True:
+                with self.errors():
+                    chunk = cursor.fetchmany(batch)
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            cursor.close()

@@ -1,0 +1,27 @@
+"""Child-process entry point: check one range of sessions, answer with the pickled result.
+
+Started by ``runner`` as ``python -P -m zett_sessions.verify.worker`` (never through
+``multiprocessing``, so the caller's main module is not imported again).  Reads the pickled
+keyword arguments of ``runner.check_range`` on stdin; writes ``("ok", result)`` or
+``("error", exception)`` pickled on stdout.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+
+def main() -> None:
+    try:
+        from .runner import check_range
+
+        answer: tuple[str, object] = ("ok", check_range(**pickle.load(sys.stdin.buffer)))
+    except Exception as error:  # the parent re-raises it
+        answer = ("error", error)
+    pickle.dump(answer, sys.stdout.buffer)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""``zett-sessions verify`` (and ``list --problems``) through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    HOSTILE_STRINGS,
+    LEGACY,
+    NEWEST,
+    NEWEST_IDS,
+    copy_sample,
+    digest,
+    run_cli,
+    write_hostile_session,
+)
+from verify_fixtures import append, build_clean, call, result
+from zett_sessions.models import AssistantMessage, UserMessage
+from zett_sessions.verify import CODES
+
+CRASHED = NEWEST_IDS["crashed"]
+
+
+def verify(path: Path, *args: str) -> object:
+    return run_cli(["--db", str(path), "verify", *args])
+
+
+@pytest.fixture
+def newest(tmp_path: Path) -> Path:
+    return copy_sample(tmp_path, NEWEST)
+
+
+@pytest.fixture
+def clean(tmp_path: Path) -> Path:
+    return build_clean(tmp_path / "clean.sqlite3")
+
+
+def test_help_shows_an_example_and_the_options(tmp_path: Path) -> None:
+    r = run_cli(["verify", "--help"])
+
+    assert r.exit_code == 0, r.stderr
+    assert "Example: zett-sessions verify" in r.stdout
+    for option in ("--code", "--severity", "--quiet", "--strict", "--deep", "--json", "--format"):
+        assert option in r.stdout
+
+
+def test_a_clean_database_exits_0_with_no_findings(clean: Path) -> None:
+    r = verify(clean)
+
+    assert r.exit_code == 0, r.stderr
+    assert "0 errors, 0 warnings, 0 info in 5 sessions (32 messages, 2 snapshots)" in r.stdout
+    assert "No findings." in r.stdout
+    assert r.stderr == ""
+
+
+def test_the_crashed_sample_exits_4_with_findings_and_a_crash_summary(newest: Path) -> None:
+    before = digest(newest)
+
+    r = verify(newest)
+
+    assert r.exit_code == 4, r.stderr
+    out = r.stdout
+    assert "2 errors, 0 warnings, 0 info in 8 sessions" in out
+    assert "incomplete_tool_batch" in out and "orphan_tool_result" in out
+    assert f"Session {CRASHED}" in out
+    assert "call_b" in out and "call_c" in out and "call_zombie" in out
+    assert "open tool call" in out and "on resume" in out
+    assert r.stderr == ""
+    assert digest(newest) == before
+
+
+def test_json_is_one_document_with_findings_and_crash_summaries(newest: Path) -> None:
+    r = verify(newest, "--json")
+
+    assert r.exit_code == 4, r.stderr
+    document = json.loads(r.stdout)
+    assert list(document) == [
+        "schema_version",
+        "database",
+        "checked",
+        "summary",
+        "findings",
+        "sessions",
+    ]
+    assert document["schema_version"] == 1
+    assert document["database"]["layout"] == "E"
+    assert document["database"]["integrity_check"] == "quick_check"
+    assert document["checked"]["messages"] == 64
+    assert document["summary"]["by_code"] == {"incomplete_tool_batch": 1, "orphan_tool_result": 1}
+    first = document["findings"][0]
+    assert list(first) == ["code", "severity", "session_id", "sequence", "message", "details"]
+    assert (first["code"], first["session_id"], first["sequence"]) == (
+        "incomplete_tool_batch",
+        CRASHED,
+        3,
+    )
+    [summary] = document["sessions"]
+    assert summary["last_message_at"].endswith("Z")
+    assert [c["call_id"] for c in summary["open_tool_calls"]] == ["call_b", "call_c"]
+    assert summary["resume"]["messages_dropped"] == 3
+
+
+def test_format_jsonl_prints_one_finding_per_line(newest: Path) -> None:
+    r = verify(newest, "--format", "jsonl")
+
+    assert r.exit_code == 4, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [line["code"] for line in lines] == ["incomplete_tool_batch", "orphan_tool_result"]
+
+
+def test_quiet_prints_only_the_summary_line(newest: Path) -> None:
+    r = verify(newest, "--quiet")
+
+    assert r.exit_code == 4, r.stderr
+    assert r.stdout.splitlines() == [
+        "2 errors, 0 warnings, 0 info in 8 sessions (64 messages, 2 snapshots); quick_check ok"
+    ]
+
+
+def test_code_filter_keeps_only_that_code_and_decides_the_exit_code(newest: Path) -> None:
+    r = verify(newest, "--code", "orphan_tool_result", "--json")
+
+    assert r.exit_code == 4, r.stderr
+    assert [f["code"] for f in json.loads(r.stdout)["findings"]] == ["orphan_tool_result"]
+
+
+def test_warnings_pass_unless_strict(tmp_path: Path) -> None:
+    legacy = copy_sample(tmp_path, LEGACY)
+
+    relaxed = verify(legacy, "--code", "legacy_layout")
+    strict = verify(legacy, "--code", "legacy_layout", "--strict")
+
+    assert relaxed.exit_code == 0, relaxed.stderr
+    assert "legacy_layout" in relaxed.stdout
+    assert strict.exit_code == 4, strict.stderr
+
+
+def test_severity_filter_keeps_findings_at_least_that_severe(tmp_path: Path) -> None:
+    legacy = copy_sample(tmp_path, LEGACY)
+
+    errors = verify(legacy, "--severity", "error", "--json")
+    warnings = verify(legacy, "--severity", "warning", "--json")
+
+    assert {f["severity"] for f in json.loads(errors.stdout)["findings"]} == {"error"}
+    assert {f["severity"] for f in json.loads(warnings.stdout)["findings"]} == {"error", "warning"}
+
+
+def test_named_sessions_accept_unique_prefixes(newest: Path) -> None:
+    r = verify(newest, NEWEST_IDS["compacted"][:13], "--json")
+
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["checked"]["selected_sessions"] == [NEWEST_IDS["compacted"]]
+
+
+def test_an_unknown_session_exits_3(newest: Path) -> None:
+    r = verify(newest, "no-such-session")
+
+    assert r.exit_code == 3
+    assert r.stdout == ""
+    assert "no session matches 'no-such-session'" in r.stderr
+
+
+def test_an_unknown_code_is_a_usage_error(newest: Path) -> None:
+    r = verify(newest, "--code", "no_such_code")
+
+    assert r.exit_code == 2
+    assert "unknown finding code no_such_code" in r.stderr
+
+
+def test_a_missing_database_exits_1_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sqlite3"
+
+    r = verify(missing)
+
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert r.stderr.startswith(f"Error: no database at {missing}")
+    assert not missing.exists()
+
+
+def test_a_file_that_is_not_a_session_database_exits_1(tmp_path: Path) -> None:
+    other = tmp_path / "other.sqlite3"
+    other.write_bytes(b"this is not sqlite" * 100)
+
+    r = verify(other)
+
+    assert r.exit_code == 1
+    assert "Error:" in r.stderr
+
+
+def test_deep_runs_the_full_integrity_check(clean: Path) -> None:
+    r = verify(clean, "--deep", "--json")
+
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["database"]["integrity_check"] == "integrity_check"
+
+
+def test_hostile_text_never_reaches_the_terminal(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.sqlite3"
+    session = write_hostile_session(path)
+    hostile_call = f"call {HOSTILE_STRINGS[3]}"
+    append(
+        path,
+        session,
+        UserMessage(content=HOSTILE_STRINGS[0]),
+        AssistantMessage(
+            content="",
+            tool_calls=(call(hostile_call, HOSTILE_STRINGS[0][:30], x=HOSTILE_STRINGS[4]),),
+        ),
+        result("[/]"),
+    )
+
+    r = verify(path)
+
+    assert r.exit_code == 4, r.stderr
+    assert "incomplete_tool_batch" in r.stdout and "orphan_tool_result" in r.stdout
+    for char in FORBIDDEN_TERMINAL_CHARS:
+        assert char not in r.stdout
+    assert "[bold red]markup[/]" in r.stdout  # shown literally, not interpreted
+    document = json.loads(verify(path, "--json").stdout)
+    assert document["findings"][0]["details"]["missing_call_ids"] == [hostile_call]
+
+
+def test_every_code_is_documented_in_docs_verify_md() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "verify.md").read_text(encoding="utf-8")
+
+    for code, info in CODES.items():
+        assert f"| `{code}` | {info.severity.value} |" in doc
+
+
+def test_every_code_is_planted_by_some_test() -> None:
+    tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_verify_*.py"))
+
+    assert [code for code in CODES if f'"{code}"' not in tests] == []
+
+
+# --- list --problems ------------------------------------------------------------------
+
+
+def test_list_problems_shows_only_sessions_with_errors(newest: Path) -> None:
+    r = run_cli(["--db", str(newest), "list", "--problems", "--ids"])
+
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.splitlines() == [CRASHED]
+
+
+def test_list_problems_on_a_clean_database_lists_nothing(clean: Path) -> None:
+    r = run_cli(["--db", str(clean), "list", "--problems", "--json"])
+
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == []
+
+
+def test_list_problems_lists_newest_activity_first(clean: Path) -> None:
+    append(
+        clean,
+        "s-child",
+        UserMessage(content="x"),
+        AssistantMessage(content="", tool_calls=(call("x1"),)),
+        parent="s-tools",
+    )
+    append(
+        clean,
+        "s-compacted",
+        UserMessage(content="y"),
+        AssistantMessage(content="", tool_calls=(call("y1"),)),
+    )
+
+    r = run_cli(["--db", str(clean), "list", "--problems", "--ids"])
+
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.splitlines() == ["s-compacted", "s-child"]
