@@ -502,3 +502,18 @@ def test_session_ids_complete_in_the_shell(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.split() == [NEWEST_IDS["compacted"]]
+
+
+def test_the_human_plan_lists_100_sessions_unless_full(tmp_path: Path) -> None:
+    path = seed_sessions(
+        tmp_path / "many.sqlite3",
+        [SeedSession(f"s{n:03d}", age=(100 + n) * DAY, messages=0) for n in range(130)],
+    )
+    r = delete(path, "--older-than", "1d", "--keep-last", "5", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert "Would delete 125 sessions" in r.stdout
+    assert "… and 25 more (--full lists every one; --json too)" in r.stdout
+    assert "s104" in r.stdout and "s105" not in r.stdout  # newest first; s000-s004 kept
+    r = delete(path, "--older-than", "1d", "--keep-last", "5", "--dry-run", "--full")
+    assert r.exit_code == 0, r.stderr
+    assert "more (--full" not in r.stdout and "s129" in r.stdout

@@ -61,7 +61,8 @@ def plan_renderable(
     ids = _ids(plan, None, full_ids)
     parts: list[RenderableType] = []
     if not plan.sessions:
-        parts.append(Text("Nothing to delete: no session is selected.", style="bold"))
+        left = " (see what is left alone below)" if plan.skipped else ""
+        parts.append(Text(f"Nothing to delete{left}.", style="bold"))
     else:
         verb = "Would delete" if dry_run else "Plan: delete"
         parts.append(Text(f"{verb} {plan_totals(plan)}", style="bold"))
@@ -74,7 +75,7 @@ def plan_renderable(
         if any(s.via == "descendant" for s in plan.sessions):
             parts.append(Text("↳ child session added by --children delete", style="dim"))
     if plan.skipped:
-        parts.append(_skipped_block("Left alone:", plan.skipped, ids, width))
+        parts.append(_skipped_block("Left alone:", plan.skipped, ids, width, rows))
     if plan.blocked_children:
         parts.append(_blocked_block(plan.blocked_children, ids))
     if dry_run and plan.refusals:
@@ -126,9 +127,14 @@ def _sessions_table(
 
 
 def _skipped_block(
-    heading: str, skipped: Sequence[SkippedSession], ids: dict[str, str], width: int
+    heading: str,
+    every: Sequence[SkippedSession],
+    ids: dict[str, str],
+    width: int,
+    rows: int | None = PLAN_ROWS,
 ) -> RenderableType:
-    """One row per session left alone: id, why (the reason's detail), title."""
+    """One row per session left alone (the first ``rows``): id, why, title."""
+    skipped = every[:rows] if rows is not None else every
     table = Table(box=None, pad_edge=False, show_header=False)
     id_width = max(len(ids.get(s.id, single_line(s.id))) for s in skipped)
     why = [single_line(s.detail or s.reason) for s in skipped]
@@ -143,7 +149,10 @@ def _skipped_block(
             Text(text),
             safe_cell(skip.title, title_width, ""),
         )
-    return Group(Text(heading, style="bold"), Padding(table, (0, 0, 0, 2)))
+    parts: list[RenderableType] = [Text(heading, style="bold"), Padding(table, (0, 0, 0, 2))]
+    if len(every) > len(skipped):
+        parts.append(Text(f"  … and {len(every) - len(skipped):,} more (--full)", style="dim"))
+    return Group(*parts)
 
 
 def _blocked_block(children: Iterable[BlockedChild], ids: dict[str, str]) -> Text:
