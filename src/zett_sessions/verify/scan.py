@@ -1,26 +1,23 @@
 """The SQL that reads the raw log for verify: one pass, ordered by ``(session_id, sequence)``.
 
-SQLite does the per-row work in C so Python touches each row only briefly: it validates the
-envelope once (``json_valid``), pulls the few values that decide a row's place in the
-conversation (kind, ``include_in_messages``, the tool call/result ids) and folds every cheap
-row check into one ``flags`` integer.  Only rows SQLite marks ``SUSPECT`` carry their
-``message_json`` to Python, where the real codec decodes them (broken JSON, unknown kinds,
-content blocks, bytes markers); only rows with other flags are fetched again, by rowid, for the
-details of their findings.
+SQLite does the per-row work in C, so Python touches each row only briefly: it validates the
+envelope once (``json_valid``), recognises the envelope's kind and its role in the conversation
+from its opening text, pulls the tool call ids / result id with ``json_extract``, and folds every
+cheap row check into one ``flags`` integer.  Rows it cannot vouch for are marked ``SUSPECT`` and
+decoded in Python by the codec every command uses; rows with other flags are fetched again, by
+rowid, for the details of their findings (``checks_rows``).
 
-Each scanned row is ``(rowid, session_id, sequence, kind, ctx, ids, created_at, flags, doc)``:
+Each scanned row is ``(rowid, session_id, sequence, kind, ctx, ids, created_at, flags)``:
 
+* ``kind`` — the envelope kind (0 when SUSPECT);
 * ``ctx`` — the row's role for the provider-safe projection: ``CTX_EXCLUDED`` (not sent:
   ``include_in_messages`` false), ``CTX_MESSAGE`` (any other context message), ``CTX_CALLS``
-  (assistant with tool calls; ``ids`` = JSON array of call ids), ``CTX_RESULT`` (tool result;
-  ``ids`` = its ``tool_call_id``);
-* ``created_at`` — only when it has the exact stored shape (else ``NULL``);
-* ``doc`` — ``message_json`` for ``SUSPECT`` rows, else ``NULL``.
+  (assistant with tool calls; ``ids`` = ``[id, name, id, name, …]`` as JSON text),
+  ``CTX_RESULT`` (tool result; ``ids`` = its ``tool_call_id``);
+* ``created_at`` — as stored (used only when the row's ``TIMES`` flag is clear).
 
-The SQL is a pre-filter: whenever it cannot prove a row fine cheaply it flags the row and Python
-decides with the same code every other command uses.  Known blind spot, to keep the scan fast:
-type errors in an assistant's ``reasoning``/``provider``/``model``/``replay_blocks`` or a tool
-result's ``success`` flag are not looked for.
+The SQL is a pre-filter: it marks every row it cannot prove fine cheaply.  Its blind spots are
+listed in docs/verify.md ("How it stays fast and small").
 """
 
 from __future__ import annotations
@@ -36,8 +33,6 @@ USAGE = 16  # token counters on a non-assistant row, or breaking ModelUsage's ru
 TIMING = 32  # impossible timing
 TIMES = 64  # a timestamp column is not in the exact text form
 ROLE = 128  # role column differs from the envelope kind
-
-DETAIL_FLAGS = METADATA | TAGS | USAGE | TIMING | TIMES | ROLE
 
 CTX_EXCLUDED = 0
 CTX_MESSAGE = 1
@@ -113,7 +108,7 @@ def _times_good(layout: Layout) -> list[str]:
     shape = f"GLOB '{TIME_SHAPE}'"
     good = [f"created_at {shape}", "updated_at = created_at"]
     if layout.has_column("raw_messages", "started_at"):
-        good += [f"started_at {shape}", f"(completed_at = started_at OR completed_at {shape})"]
+        good += [f"started_at {shape}", f"completed_at {shape}"]
         for name in ("reasoning", "content"):
             good.append(
                 f"({name}_started_at IS NULL OR ({name}_started_at {shape} "
