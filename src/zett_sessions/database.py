@@ -26,11 +26,14 @@ from urllib.parse import quote
 import aiosqlite
 
 from .errors import (
+    DatabaseAccessDenied,
+    DatabaseDamaged,
     DatabaseError,
     DatabaseLocked,
     DatabaseNotFound,
     DatabaseReadOnly,
     DatabaseUnreadable,
+    DiskFull,
     NotASessionDatabase,
     UnsupportedLayout,
 )
@@ -56,14 +59,63 @@ def translate_sqlite_error(error: sqlite3.Error, path: str) -> DatabaseError:
     if name == "SQLITE_NOTADB" or "file is not a database" in text:
         return NotASessionDatabase(f"{path} is not an SQLite database", path)
     if name.startswith("SQLITE_READONLY") or "readonly database" in text:
-        return DatabaseReadOnly(f"database {path} is read-only ({text})", path)
+        return DatabaseReadOnly(f"cannot write to database {path}: {_why_read_only(path)}", path)
     if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
-        return DatabaseUnreadable(f"database {path} is damaged ({text})", path)
+        return DatabaseDamaged(f"database {path} is damaged ({text})", path)
     if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
+        if os.path.exists(path) and not os.access(path, os.R_OK):
+            return DatabaseAccessDenied(f"cannot read {path}: permission denied", path)
         return DatabaseUnreadable(f"cannot open database {path} ({text})", path)
-    if name == "SQLITE_FULL":
-        return DatabaseUnreadable(f"disk full while writing {path}", path)
+    if name == "SQLITE_FULL" or "disk is full" in text:
+        return DiskFull(f"disk full while writing {path}", path)
     return DatabaseUnreadable(f"database {path}: {text}", path)
+
+
+def _why_read_only(path: str) -> str:
+    """Which permission stops a write (SQLite's own text only says "readonly database")."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return "the file is read-only"
+    if not os.access(directory, os.W_OK):
+        return f"its directory {directory} is not writable (SQLite keeps its journal there)"
+    return "SQLite opened it read-only"
+
+
+def read_only_uri(path: Path) -> str:
+    """The ``mode=ro`` URI every inspection uses for an existing database file.
+
+    Even a reader of a WAL database needs the ``-shm``/``-wal`` side files, and SQLite creates
+    them when missing (the main file is never written).  In a directory this user cannot write
+    that is impossible (SQLITE_READONLY_DIRECTORY), so when no ``-wal`` file exists — nothing
+    committed is waiting outside the main file — the file is opened ``immutable=1``: SQLite
+    reads it without side files or locks.  The trade-off: a writer with more permissions that
+    starts *and* checkpoints during that read is not noticed (the read may fail as damaged or
+    miss its rows); the next command sees them.
+    """
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if (
+        _is_wal_file(path)
+        and not os.access(path.resolve().parent, os.W_OK)
+        and not Path(f"{path}-wal").exists()
+    ):
+        uri += "&immutable=1"
+    return uri
+
+
+def _is_wal_file(path: Path) -> bool:
+    """Whether the header says WAL mode (file format read/write versions 2 at bytes 18–19)."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return False
+    return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
+
+
+def _lenient_text(data: bytes) -> str:
+    """TEXT values as ``str``; bytes that are not UTF-8 (flipped by damage, or written by a
+    foreign tool) become U+FFFD instead of failing the whole query."""
+    return data.decode("utf-8", "replace")
 
 
 class Database:
@@ -120,10 +172,11 @@ class Database:
         self._lock = asyncio.Lock()
         uri, fresh = self._prepare_uri()
         with self.errors():
-            conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+            conn = await _connect(uri)
         self._conn = conn
         try:
             conn.row_factory = sqlite3.Row
+            conn.text_factory = _lenient_text
             with self.errors():
                 # Statements run through self.execute, which closes each cursor: a cursor left
                 # open (e.g. on a PRAGMA's result row) would keep a stale read snapshot alive
@@ -160,7 +213,9 @@ class Database:
         if self.read_only:
             if not exists:
                 raise DatabaseNotFound(f"no database at {path}", self.path)
-            return f"file:{quote(str(path.resolve()))}?mode=ro", False
+            if not os.access(path, os.R_OK):
+                raise DatabaseAccessDenied(f"cannot read {path}: permission denied", self.path)
+            return read_only_uri(path), False
         if not exists:
             if not self.create:
                 raise DatabaseNotFound(f"no database at {path}", self.path)
@@ -399,6 +454,23 @@ class Database:
         if conn is not None:
             with contextlib.suppress(sqlite3.Error, ValueError):
                 await conn.close()
+
+
+async def _connect(uri: str) -> aiosqlite.Connection:
+    """``aiosqlite.connect``, but a failed open waits for aiosqlite's worker thread to end.
+
+    When ``sqlite3.connect`` fails, aiosqlite queues a "stop" for its worker thread and re-raises
+    without waiting.  If the event loop closes first (``asyncio.run`` ending with that error),
+    the thread then fails to report back and prints an "Event loop is closed" traceback.
+    """
+    connection = aiosqlite.connect(uri, uri=True, isolation_level=None)
+    try:
+        return await connection
+    except BaseException:
+        worker = getattr(connection, "_thread", None)  # aiosqlite 0.22 (pinned <0.23)
+        while worker is not None and worker.is_alive():
+            await asyncio.sleep(0.001)
+        raise
 
 
 def _declared_columns(ddl: str) -> list[tuple[str, str]]:

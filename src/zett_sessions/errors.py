@@ -36,6 +36,18 @@ class DatabaseUnreadable(DatabaseError):
     """SQLite reported corruption or an I/O problem while reading."""
 
 
+class DatabaseDamaged(DatabaseUnreadable):
+    """SQLite found the file's pages damaged (corrupt, truncated, malformed)."""
+
+
+class DatabaseAccessDenied(DatabaseUnreadable):
+    """The operating system does not let this user read the file (permissions)."""
+
+
+class DiskFull(DatabaseUnreadable):
+    """A write needed more space than the disk has."""
+
+
 class DatabaseLocked(DatabaseError):
     """Another connection held a lock for longer than the busy timeout."""
 

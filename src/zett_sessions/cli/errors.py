@@ -48,11 +48,27 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
             message + " (waited for the busy timeout; try again or raise --busy-timeout)",
         )
     if isinstance(error, e.DatabaseReadOnly):
-        return ExitCode.ERROR, message + " (check the file's and directory's permissions)"
+        return (
+            ExitCode.ERROR,
+            message + " (inspection still works; writing needs write permission on the file "
+            "and its directory, or work on a copy)",
+        )
     if isinstance(error, e.UnsupportedLayout):
         return ExitCode.ERROR, message
+    if isinstance(error, e.DatabaseAccessDenied):
+        return ExitCode.ERROR, message + " (run as the file's owner or fix its permissions)"
+    if isinstance(error, e.DatabaseDamaged):
+        return (
+            ExitCode.ERROR,
+            message + " (keep a copy before any repair; `sqlite3 FILE .recover` salvages "
+            "what is still readable)",
+        )
+    if isinstance(error, e.DiskFull):
+        return ExitCode.ERROR, message + " (free some disk space and try again)"
+    if isinstance(error, e.DatabaseUnreadable):
+        return ExitCode.ERROR, message + " (check that the file and its directory are readable)"
     if isinstance(error, e.DatabaseError):
-        return ExitCode.ERROR, message + " (run `zett-sessions verify --deep` for details)"
+        return ExitCode.ERROR, message
     if isinstance(error, e.AmbiguousSessionId):
         return ExitCode.NOT_FOUND, message + " (type more characters of the id)"
     if isinstance(error, e.SessionNotFound):

@@ -6,6 +6,7 @@ Typer at the top and reach for the core, pydantic and aiosqlite inside their bod
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -101,4 +102,11 @@ for module in (
 
 def run() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        # Typer answers a closed stdout outside a command (`--help | head -1`, `--version`) by
+        # wrapping the streams in its PacifyFlushWrapper and exiting 1; commands exit 0 there.
+        if done.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            raise SystemExit(0) from None
+        raise

@@ -37,6 +37,20 @@ def dumps(document: Any, *, indent: int | None = 2) -> str:
     )
 
 
+class _Console(Console):
+    """A rich console that lets a closed pipe surface as ``BrokenPipeError``.
+
+    Rich's default answer to a broken pipe is to point stdout at /dev/null and exit 1 — even
+    when the pipe was a pager's stdin (quitting ``less`` early).  ``… | head`` and quitting the
+    pager are normal: the error boundary (``handle_errors``) and ``Output.paged`` end them with
+    exit 0.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 class Output:
     """Where a command's results and messages go."""
 
@@ -47,7 +61,7 @@ class Output:
         self.err = self._console(sys.stderr)
 
     def _console(self, file: Any, **extra: Any) -> Console:
-        return Console(
+        return _Console(
             file=file,
             markup=False,
             highlight=False,

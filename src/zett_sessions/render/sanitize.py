@@ -5,7 +5,9 @@ interprets markup in a ``Text``, but it passes control sequences through, so one
 removes them: ESC-introduced sequences (CSI, OSC, DCS, …) as a whole, then every remaining C0
 control except newline and tab, DEL, and the C1 range 0x80–0x9F (which some terminals execute
 like ESC sequences).  Carriage returns go too: a bare ``\\r`` lets text overwrite what is already
-on the line.
+on the line.  So do the bidi embedding, override and isolate characters (U+202A–U+202E,
+U+2066–U+2069): they make a terminal show text in another order than it is stored, so a title
+or a command in a transcript could read as something it is not.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ _ESCAPE_SEQUENCE = re.compile(
 )
 # C1 CSI/OSC/DCS… introducers swallow their parameters as ESC sequences do.
 _C1_SEQUENCE = re.compile(r"\x9b[0-?]*[ -/]*[@-~]?|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*\x9c?")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CRLF = re.compile(r"\r\n")
 
 
 def sanitize(text: str) -> str:
-    """Drop terminal control sequences and characters; keep ``\\n`` and ``\\t``."""
+    """Drop terminal control sequences, control and bidi override characters; keep ``\\n`` and
+    ``\\t``."""
     if not _CONTROLS.search(text):
         return text
     text = _CRLF.sub("\n", text)
