@@ -21,8 +21,9 @@ Floors and targets, all measured in the same run:
   ``TypeAdapter`` for the parameters of every command it runs).  The ratio column compares with
   the ``sqlite3`` CLI running the best query for the same page.
 * ``show --json`` of the largest session: at most 3x the ``sqlite3`` CLI selecting that
-  session's rows (both write to the same file, in ``/dev/shm`` when there is one).  ``show`` on a TTY: the first 2 kB of the transcript
-  must reach the terminal within 0.5 s (measured through a pseudo-terminal, colours on).
+  session's rows (both write to the same file, in ``/dev/shm`` when there is one).
+* ``show`` on a TTY: the first 2 kB of the transcript must reach the terminal within 0.5 s
+  (measured through a pseudo-terminal, colours on, no pager).
 
 Processes run with the environment of this script minus ``PYTHONDONTWRITEBYTECODE``: an
 installed tool runs from compiled bytecode (pip compiles it; an editable install writes it on
