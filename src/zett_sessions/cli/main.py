@@ -102,6 +102,10 @@ for module in (
 
 def run() -> None:
     """Console-script entry point."""
+    from .fast_help import print_help_page
+
+    if print_help_page(app, sys.argv[1:]):
+        return
     try:
         app()
     except SystemExit as done:

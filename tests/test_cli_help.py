@@ -1,0 +1,86 @@
+"""Subcommand ``--help`` pages printed without Typer's parameter conversion (cli/fast_help)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from support import run_cli
+from zett_sessions.cli.fast_help import help_page
+from zett_sessions.cli.main import app
+
+
+def fast_page(args: list[str]) -> str | None:
+    """``help_page`` under the runner's fixed help width (80 columns), like ``run_cli``."""
+    with CliRunner().isolation():
+        return help_page(app, args, "zett-sessions")
+
+
+COMMANDS = (
+    "list",
+    "show",
+    "tail",
+    "rename",
+    "delete",
+    "snapshot-info",
+    "verify",
+    "info",
+    "demo",
+)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_fast_help_page_equals_the_page_typer_prints(command: str) -> None:
+    r = run_cli([command, "--help"])
+    assert r.exit_code == 0, r.stderr
+    assert fast_page([command, "--help"]) == r.stdout.removesuffix("\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--db", "x.sqlite3", "--no-color", "show", "abc", "--reasoning", "-h"],
+        ["--db=x.sqlite3", "--busy-timeout", "2", "show", "--from", "3", "--help", "abc"],
+        ["show", "--role", "user", "--role=tool", "--help"],
+    ],
+)
+def test_fast_help_finds_the_help_flag_among_options_and_arguments(args: list[str]) -> None:
+    r = run_cli(["show", "--help"])
+    assert r.exit_code == 0, r.stderr
+    assert fast_page(args) == r.stdout.removesuffix("\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],  # the group's own page: Typer prints it (no conversion happens there)
+        ["--version", "list", "--help"],  # eager global option
+        ["list"],
+        ["list", "--limit", "--help"],  # "--help" is the value of --limit
+        ["list", "--title=x", "--", "--help"],
+        ["list", "-qx", "--help"],  # combined short options: left to Click
+        ["--no-color=1", "list", "--help"],
+        ["nosuch", "--help"],
+        ["--unknown", "list", "--help"],
+    ],
+)
+def test_fast_help_leaves_unclear_command_lines_to_typer(args: list[str]) -> None:
+    assert fast_page(args) is None
+
+
+def test_subcommand_help_does_not_import_pydantic() -> None:
+    code = (
+        "import sys; sys.argv = ['zett-sessions', 'list', '--help']\n"
+        "from zett_sessions.cli.main import run\n"
+        "run()\n"
+        "print('pydantic' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: zett-sessions list [OPTIONS]")
+    assert done.stderr.strip() == "False"
