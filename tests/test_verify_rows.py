@@ -175,3 +175,16 @@ def test_row_problems_are_grouped_per_session_and_code_with_an_exact_count(db: P
     details = report.findings[0].details
     assert details["count"] == 12
     assert details["sequences"] == list(range(1, 13))
+
+
+def test_text_that_is_not_utf8_is_read_leniently_and_reported(db: Path) -> None:
+    execute(
+        db,
+        f"UPDATE raw_messages SET created_at = CAST(X'32303236ff' AS TEXT), "
+        f"updated_at = CAST(X'32303236ff' AS TEXT) {ASSISTANT}",
+    )
+
+    report = verify(db)
+
+    assert found(report) == [("timestamp_invalid", "s-tools", 3)]
+    assert report.findings[0].details["examples"][0]["value"] == "2026\ufffd"

@@ -9,7 +9,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from ..database import translate_sqlite_error
+from ..database import read_only_uri, translate_sqlite_error
 from ..errors import DatabaseUnreadable
 from ..schema import Layout
 from .models import Finding
@@ -45,10 +45,9 @@ def layout_findings(layout: Layout) -> list[Finding]:
 # second connection in this process slow down the scan instead of running beside it.
 _INTEGRITY_SCRIPT = """
 import json, sqlite3, sys
-from urllib.parse import quote
-path, pragma, busy = sys.argv[1], sys.argv[2], int(sys.argv[3])
+uri, pragma, busy = sys.argv[1], sys.argv[2], int(sys.argv[3])
 try:
-    conn = sqlite3.connect("file:" + quote(path) + "?mode=ro", uri=True, isolation_level=None)
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout = %d" % busy)
         conn.execute("PRAGMA query_only = 1")
@@ -69,7 +68,7 @@ async def integrity_check(path: str, deep: bool, busy_timeout_ms: int) -> list[s
         "-I",
         "-c",
         _INTEGRITY_SCRIPT,
-        str(Path(path).resolve()),
+        read_only_uri(Path(path)),
         pragma,
         str(int(busy_timeout_ms)),
         stdout=asyncio.subprocess.PIPE,

@@ -17,17 +17,32 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote
 
-from ..database import translate_sqlite_error
+from ..database import read_only_uri, translate_sqlite_error
 from ..errors import DatabaseNotFound
 from ..schema import Layout
 
 
-class Reader:
-    """One read-only connection; ``with Reader(...) as reader:`` closes it."""
+class NotUtf8(Exception):
+    """A TEXT value is not valid UTF-8: read again with ``Reader(lenient=True)``."""
 
-    def __init__(self, path: str, layout: Layout, busy_timeout_ms: int = 5000) -> None:
+
+def _lenient(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+class Reader:
+    """One read-only connection; ``with Reader(...) as reader:`` closes it.
+
+    Text is decoded by sqlite3's built-in (C) decoder, which rejects bytes that are not UTF-8;
+    a damaged file is then read again with ``lenient=True`` (a Python decoder that puts U+FFFD
+    in their place, as every other command does) — far slower over millions of values, so only
+    when needed.
+    """
+
+    def __init__(
+        self, path: str, layout: Layout, busy_timeout_ms: int = 5000, *, lenient: bool = False
+    ) -> None:
         self.path = path
         self.layout = layout
         file = Path(path)
@@ -35,13 +50,15 @@ class Reader:
             raise DatabaseNotFound(f"no database at {path}", path)
         with self.errors():
             self.conn = sqlite3.connect(
-                f"file:{quote(str(file.resolve()))}?mode=ro",
+                read_only_uri(file),
                 uri=True,
                 isolation_level=None,
                 check_same_thread=False,
             )
         try:
             self.conn.row_factory = sqlite3.Row
+            if lenient:
+                self.conn.text_factory = _lenient
             with self.errors():
                 self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
                 self.conn.execute("PRAGMA query_only = 1")
@@ -65,6 +82,8 @@ class Reader:
         try:
             yield
         except sqlite3.Error as error:
+            if "Could not decode to UTF-8" in str(error):
+                raise NotUtf8(str(error)) from error
             raise translate_sqlite_error(error, self.path) from error
 
     @contextlib.contextmanager
@@ -108,4 +127,5 @@ class Reader:
                     return
                 yield chunk
         finally:
-            cursor.close()
+            with contextlib.suppress(sqlite3.ProgrammingError):  # the connection closed first
+                cursor.close()

@@ -52,7 +52,7 @@ from .codes import Severity
 from .crash import crash_summary
 from .findings import RowFindings
 from .models import Checked, CrashSummary, DatabaseInfo, Finding, VerifyReport
-from .reader import Reader
+from .reader import NotUtf8, Reader
 from .scan import raw_scan_sql, sessions_sql, snapshots_sql
 from .walk import Row, SessionScan, finish, walk
 
@@ -289,8 +289,12 @@ def check_range(
     summarize: frozenset[str] = frozenset(),
 ) -> _Result:
     """Check one range on a connection of its own (runs in a thread or a child process)."""
-    with Reader(path, layout, busy_timeout_ms) as reader:
-        return _RangeChecker(reader, span, now, summarize).run()
+    try:
+        with Reader(path, layout, busy_timeout_ms) as reader:
+            return _RangeChecker(reader, span, now, summarize).run()
+    except NotUtf8:
+        with Reader(path, layout, busy_timeout_ms, lenient=True) as reader:
+            return _RangeChecker(reader, span, now, summarize).run()
 
 
 async def _split(db: Database, parts: int) -> list[_Range]:
