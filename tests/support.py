@@ -362,3 +362,93 @@ def append_messages(
                 await storage.append(session_id, request_id, message)  # type: ignore[arg-type]
 
     asyncio.run(write())
+
+
+# --- hardening: real processes, another user, every read command ---------------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+
+def cli_process(
+    db: Path | str, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m zett_sessions --db DB ARGS…`` as a real process (text output)."""
+    return subprocess.run(
+        [sys.executable, "-m", "zett_sessions", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def assert_one_error_line(stderr: str, *needles: str) -> str:
+    """``stderr`` is exactly one ``Error: …`` line (no traceback) containing each needle."""
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), stderr[-2000:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def nobody_command() -> list[str] | None:
+    """A command prefix that runs this interpreter as user ``nobody`` (permission tests as
+    root), or ``None`` when that is impossible here (not root, no setpriv, interpreter or the
+    code not reachable by nobody)."""
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return None
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    # the package and its dependencies, not this interpreter's standard library
+    paths = os.pathsep.join(
+        str(Path(p).resolve()) for p in sys.path if p and not p.startswith(sys.base_prefix)
+    )
+    candidates = (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3")
+    for python in candidates:
+        if not Path(python).exists():
+            continue
+        probe = subprocess.run(
+            [*prefix, "env", f"PYTHONPATH={paths}", python, "-c", "import zett_sessions.cli.main"],
+            capture_output=True,
+            timeout=30,
+        )
+        version = subprocess.run(
+            [python, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+        if probe.returncode == 0 and version == str(sys.version_info[:2]):
+            return [*prefix, "env", f"PYTHONPATH={paths}", "HOME=/tmp", python]
+    return None
+
+
+def read_commands(session_id: str) -> list[list[str]]:
+    """Every inspection command (human and JSON forms) on one session and on the database."""
+    return [
+        ["list"],
+        ["list", "--json"],
+        ["list", "--format", "csv"],
+        ["list", "--format", "jsonl"],
+        ["list", "-q"],
+        ["list", "--problems", "--json"],
+        ["show", session_id],
+        ["show", session_id, "--details", "--reasoning", "--full"],
+        ["show", session_id, "--json"],
+        ["show", session_id, "--format", "markdown"],
+        ["show", session_id, "--context"],
+        ["show", session_id, "--context", "--json"],
+        ["tail", session_id, "-n", "3"],
+        ["tail", session_id, "--json"],
+        ["snapshot-info", session_id],
+        ["snapshot-info", session_id, "--json", "--full"],
+        ["snapshot-info", "--all", "--full"],
+        ["info", "--tokens"],
+        ["info", "--json"],
+        ["verify"],
+        ["verify", "--json"],
+    ]

@@ -112,7 +112,7 @@ def _is_wal_file(path: Path) -> bool:
     return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
 
 
-def _lenient_text(data: bytes) -> str:
+def lenient_text(data: bytes) -> str:
     """TEXT values as ``str``; bytes that are not UTF-8 (flipped by damage, or written by a
     foreign tool) become U+FFFD instead of failing the whole query."""
     return data.decode("utf-8", "replace")
@@ -176,7 +176,7 @@ class Database:
         self._conn = conn
         try:
             conn.row_factory = sqlite3.Row
-            conn.text_factory = _lenient_text
+            conn.text_factory = lenient_text
             with self.errors():
                 # Statements run through self.execute, which closes each cursor: a cursor left
                 # open (e.g. on a PRAGMA's result row) would keep a stale read snapshot alive
