@@ -447,25 +447,25 @@ def test_read_only_uri_opens_a_wal_file_immutable_only_in_an_unwritable_director
 ) -> None:
     """Observable as root: the decision (directory writable? -wal present? WAL header?) and that
     an immutable open reads the file without creating any side file."""
-    from zett_sessions import database
+    from zett_sessions import readonly
 
     wal_file = tmp_path / "wal.sqlite3"
     wal_file.write_bytes(demo_bytes)
     rollback_file = copy_sample(tmp_path, LEGACY, "rollback.sqlite3")
-    assert "immutable" not in database.read_only_uri(wal_file)  # writable directory
+    assert "immutable" not in readonly.read_only_uri(wal_file)  # writable directory
     real_access = os.access
     monkeypatch.setattr(
-        database.os,
+        readonly.os,
         "access",
         lambda p, mode: False if mode == os.W_OK else real_access(p, mode),
     )
-    assert database.read_only_uri(wal_file).endswith("?mode=ro&immutable=1")
-    assert "immutable" not in database.read_only_uri(rollback_file)  # needs no side files
+    assert readonly.read_only_uri(wal_file).endswith("?mode=ro&immutable=1")
+    assert "immutable" not in readonly.read_only_uri(rollback_file)  # needs no side files
     Path(f"{wal_file}-wal").write_bytes(b"")
-    assert "immutable" not in database.read_only_uri(wal_file)  # a writer may be live
+    assert "immutable" not in readonly.read_only_uri(wal_file)  # a writer may be live
     Path(f"{wal_file}-wal").unlink()
     before = listing(tmp_path)
-    conn = sqlite3.connect(database.read_only_uri(wal_file), uri=True)
+    conn = sqlite3.connect(readonly.read_only_uri(wal_file), uri=True)
     try:
         assert conn.execute("SELECT count(*) FROM agent_sessions").fetchone()[0] > 0
     finally:

@@ -37,6 +37,7 @@ from .errors import (
     NotASessionDatabase,
     UnsupportedLayout,
 )
+from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
 from .schema import INDEXES, TABLES, Layout, classify
 
 DEFAULT_PATH = Path("~/.zett-agent/sessions.sqlite3")
@@ -79,37 +80,6 @@ def _why_read_only(path: str) -> str:
     if not os.access(directory, os.W_OK):
         return f"its directory {directory} is not writable (SQLite keeps its journal there)"
     return "SQLite opened it read-only"
-
-
-def read_only_uri(path: Path) -> str:
-    """The ``mode=ro`` URI every inspection uses for an existing database file.
-
-    Even a reader of a WAL database needs the ``-shm``/``-wal`` side files, and SQLite creates
-    them when missing (the main file is never written).  In a directory this user cannot write
-    that is impossible (SQLITE_READONLY_DIRECTORY), so when no ``-wal`` file exists — nothing
-    committed is waiting outside the main file — the file is opened ``immutable=1``: SQLite
-    reads it without side files or locks.  The trade-off: a writer with more permissions that
-    starts *and* checkpoints during that read is not noticed (the read may fail as damaged or
-    miss its rows); the next command sees them.
-    """
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    if (
-        _is_wal_file(path)
-        and not os.access(path.resolve().parent, os.W_OK)
-        and not Path(f"{path}-wal").exists()
-    ):
-        uri += "&immutable=1"
-    return uri
-
-
-def _is_wal_file(path: Path) -> bool:
-    """Whether the header says WAL mode (file format read/write versions 2 at bytes 18–19)."""
-    try:
-        with open(path, "rb") as file:
-            header = file.read(20)
-    except OSError:
-        return False
-    return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
 
 
 def lenient_text(data: bytes) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import quote
 
 import typer
 
@@ -29,14 +28,14 @@ def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, 
     """Ids starting with ``incomplete`` (most recent activity first when it is empty)."""
     import sqlite3
 
+    from ..readonly import read_only_uri
     from ..render.sanitize import single_line
 
     path = _database_path(ctx)
     try:
         if not path.is_file():
             return []
-        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-        connection = sqlite3.connect(uri, uri=True, timeout=0.2)
+        connection = sqlite3.connect(read_only_uri(path), uri=True, timeout=0.2)
         try:
             connection.execute("PRAGMA query_only = 1")
             if incomplete:
