@@ -158,6 +158,11 @@ class _RangeChecker:
         if scan is not None:
             self._judge(scan.session_id, *context, scan)
 
+    def _session_rows(self, session_id: str) -> list[Row]:
+        """One session's scanned rows again (only sessions with something to explain)."""
+        sql = raw_scan_sql(self.layout, " WHERE session_id = ?")
+        return [row for batch in self.reader.batches(sql, [session_id]) for row in batch]
+
     def _take_session(self, session_id: Any) -> sqlite3.Row | None:
         rows = self.sessions.take(session_id)
         return rows[0] if rows else None
@@ -220,12 +225,14 @@ class _RangeChecker:
             reader, session_id, snapshots, last, orphaned, grouped
         )
         findings += snapshot_problems
-        rows = scan.rows if scan is not None else []
+        rows: list[Row] = []
         verdict: BatchVerdict | None = None
         entries = []
         decoded = check_rows(reader, scan, grouped) if scan is not None else {}
-        if scan is not None and decoded and scan.needs_projection:
-            scan = _rewalk(scan, decoded)  # the decoded rows may well be ordinary messages
+        if scan is not None and scan.needs_projection:
+            rows = self._session_rows(session_id)
+            if decoded:  # the decoded rows may well be ordinary messages
+                _rewalk(scan, rows, decoded)
         if scan is not None and scan.needs_projection:
             entries = replay_entries(reader, rows, decoded, grouped)
             verdict = judge_batches(session_id, entries, latest)
@@ -235,6 +242,7 @@ class _RangeChecker:
         if not failed and session_id not in self.summarize:
             return findings, None
         if verdict is None:
+            rows = rows or (self._session_rows(session_id) if scan is not None else [])
             entries = replay_entries(reader, rows, decoded, RowFindings(session_id))
             verdict = judge_batches(session_id, entries, latest)
         summary = crash_summary(
@@ -250,15 +258,12 @@ class _RangeChecker:
         return findings, summary
 
 
-def _rewalk(scan: SessionScan, decoded: Decoded) -> SessionScan:
+def _rewalk(scan: SessionScan, rows: list[Row], decoded: Decoded) -> None:
     """Walk the session again with the decoded rows in place of SQLite's unknowns."""
     again = SessionScan(scan.session_id, boundary=scan.boundary)
-    walk(
-        again, [rescanned(row, decoded[row[0]]) if row[0] in decoded else row for row in scan.rows]
-    )
+    walk(again, [rescanned(row, decoded[row[0]]) if row[0] in decoded else row for row in rows])
     finish(again)
     scan.needs_projection = again.needs_projection
-    return scan
 
 
 def _plainly_clean(

@@ -61,7 +61,7 @@ class SessionScan:
 
     session_id: Any
     boundary: int | None = None  # latest snapshot's compacted_through_sequence
-    rows: list[Row] = field(default_factory=list)
+    messages: int = 0  # rows walked (the rows themselves are not kept: memory stays flat)
     first_sequence: int | None = None
     next_sequence: int | None = None  # highest integer sequence seen + 1
     last_created: str | None = None  # greatest exact-shape created_at
@@ -76,10 +76,6 @@ class SessionScan:
     crossed: bool = False  # the walk has passed the snapshot boundary
 
     @property
-    def messages(self) -> int:
-        return len(self.rows)
-
-    @property
     def last_sequence(self) -> int | None:
         return None if self.next_sequence is None else self.next_sequence - 1
 
@@ -89,7 +85,6 @@ def walk(scan: SessionScan, rows: Sequence[Row], start: int = 0) -> int:
 
     Rows come in ``(session_id, sequence)`` order, so a session's rows are contiguous.
     """
-    append = scan.rows.append
     session_id = scan.session_id
     stop = len(rows)
     expect = scan.next_sequence
@@ -103,7 +98,6 @@ def walk(scan: SessionScan, rows: Sequence[Row], start: int = 0) -> int:
         if row[1] != session_id:
             stop = index
             break
-        append(row)
         seq = row[2]
         expect = _sequence_anomaly(scan, row, expect) if seq != expect else seq + 1
         flags = row[7]
@@ -143,6 +137,7 @@ def walk(scan: SessionScan, rows: Sequence[Row], start: int = 0) -> int:
             else:
                 needs = True
                 pending = None
+    scan.messages += stop - start
     scan.next_sequence = expect
     scan.last_created = last_created
     scan.crossed = crossed
