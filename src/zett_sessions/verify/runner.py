@@ -158,10 +158,29 @@ class _RangeChecker:
         if scan is not None:
             self._judge(scan.session_id, *context, scan)
 
+    def _session_batches(self, session_id: str) -> Iterator[list[Row]]:
+        """One session's scanned rows again (only for sessions with something to explain)."""
+        return self.reader.batches(raw_scan_sql(self.layout, " WHERE session_id = ?"), [session_id])
+
     def _session_rows(self, session_id: str) -> list[Row]:
-        """One session's scanned rows again (only sessions with something to explain)."""
-        sql = raw_scan_sql(self.layout, " WHERE session_id = ?")
-        return [row for batch in self.reader.batches(sql, [session_id]) for row in batch]
+        """The session's rows, held for the projection (sharing one session-id string)."""
+        return [
+            (row[0], session_id, *row[2:])
+            for batch in self._session_batches(session_id)
+            for row in batch
+        ]
+
+    def _rewalk(self, scan: SessionScan, decoded: Decoded) -> None:
+        """Walk the session again, streamed, with the decoded rows in place of SQLite's
+        unknowns: most suspect rows (images, attributes) are ordinary messages."""
+        again = SessionScan(scan.session_id, boundary=scan.boundary)
+        for batch in self._session_batches(str(scan.session_id)):
+            walk(
+                again,
+                [rescanned(row, decoded[row[0]]) if row[0] in decoded else row for row in batch],
+            )
+        finish(again)
+        scan.needs_projection = again.needs_projection
 
     def _take_session(self, session_id: Any) -> sqlite3.Row | None:
         rows = self.sessions.take(session_id)
@@ -229,11 +248,10 @@ class _RangeChecker:
         verdict: BatchVerdict | None = None
         entries = []
         decoded = check_rows(reader, scan, grouped) if scan is not None else {}
+        if scan is not None and scan.needs_projection and decoded:
+            self._rewalk(scan, decoded)  # the decoded rows may well be ordinary messages
         if scan is not None and scan.needs_projection:
             rows = self._session_rows(session_id)
-            if decoded:  # the decoded rows may well be ordinary messages
-                _rewalk(scan, rows, decoded)
-        if scan is not None and scan.needs_projection:
             entries = replay_entries(reader, rows, decoded, grouped)
             verdict = judge_batches(session_id, entries, latest)
             findings += verdict.findings
@@ -256,14 +274,6 @@ class _RangeChecker:
             self.now,
         )
         return findings, summary
-
-
-def _rewalk(scan: SessionScan, rows: list[Row], decoded: Decoded) -> None:
-    """Walk the session again with the decoded rows in place of SQLite's unknowns."""
-    again = SessionScan(scan.session_id, boundary=scan.boundary)
-    walk(again, [rescanned(row, decoded[row[0]]) if row[0] in decoded else row for row in rows])
-    finish(again)
-    scan.needs_projection = again.needs_projection
 
 
 def _plainly_clean(
