@@ -16,6 +16,7 @@ from .options import (
     DryRunOption,
     FullIdsOption,
     JsonOption,
+    OlderThanOption,
     RootsOption,
     TitleOption,
     TypeOption,
@@ -78,12 +79,7 @@ def delete_command(
             autocompletion=complete_session_id,
         ),
     ] = None,
-    older_than: Annotated[
-        str | None,
-        typer.Option(
-            "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
-        ),
-    ] = None,
+    older_than: OlderThanOption = None,
     before: Annotated[
         str | None,
         typer.Option(

@@ -59,3 +59,9 @@ TitleOption = Annotated[
     str | None,
     typer.Option("--title", metavar="TEXT", help="Only sessions whose title contains TEXT."),
 ]
+OlderThanOption = Annotated[
+    str | None,
+    typer.Option(
+        "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
+    ),
+]

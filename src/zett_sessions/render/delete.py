@@ -309,26 +309,8 @@ def result_json(result: DeleteResult) -> dict[str, Any]:
             "messages": result.messages,
             "snapshots": result.snapshots,
         },
-        "archive": None
-        if archive is None
-        else {
-            "path": archive.path,
-            "created": archive.created,
-            "sessions": archive.sessions,
-            "messages": archive.messages,
-            "snapshots": archive.snapshots,
-            "already_archived": list(archive.already_archived),
-        },
-        "space": None
-        if space is None
-        else {
-            "page_size": space.page_size,
-            "file_bytes_before": space.file_bytes_before,
-            "file_bytes_after": space.file_bytes_after,
-            "free_bytes": space.free_bytes,
-            "vacuumed": space.vacuumed,
-            "vacuum_error": space.vacuum_error,
-        },
+        "archive": archive.model_dump(mode="json") if archive is not None else None,
+        "space": space.model_dump(mode="json") if space is not None else None,
     }
 
 

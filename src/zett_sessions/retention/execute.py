@@ -29,7 +29,7 @@ from .models import (
     SkippedSession,
     SpaceReport,
 )
-from .plan import IN_IDS, build_plan, json_ids
+from .plan import IN_IDS, build_plan, json_ids, skipped_session
 from .space import checkpoint, file_bytes, free_bytes, vacuum
 
 # (table, id column) in delete order; the session row goes last.
@@ -97,13 +97,7 @@ def _why(session: PlannedSession, now: SkippedSession | None, exists: bool) -> S
         reason, detail = now.reason, f"at delete time: {now.detail}"
     else:
         reason, detail = "changed", "no longer matches the policy at delete time"
-    return SkippedSession(
-        id=session.id,
-        reason=reason,
-        detail=detail,
-        title=session.title,
-        updated_at=session.updated_at,
-    )
+    return skipped_session(session, reason, detail)
 
 
 async def _existing(db: Database, ids: Sequence[str]) -> set[str]:

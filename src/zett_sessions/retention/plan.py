@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from ..database import Database
 from ..errors import SessionNotFound, UsageError
@@ -93,7 +93,7 @@ async def build_plan(
     for position, session in enumerate(candidates):
         reason = _protection(session, position, policy, now)
         if reason is not None:
-            protected[session.id] = _skip(session, *reason)
+            protected[session.id] = skipped_session(session, *reason)
     planned = {s.id: s for s in candidates if s.id not in protected}
     skipped.extend(protected.values())
 
@@ -293,7 +293,17 @@ def _window(policy: RetentionPolicy) -> str:
     return f"{seconds}s"
 
 
-def _skip(session: _Candidate, reason: str, detail: str) -> SkippedSession:
+class _Described(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def updated_at(self) -> datetime | None: ...
+
+
+def skipped_session(session: _Described, reason: str, detail: str) -> SkippedSession:
+    """Why ``session`` (a candidate or a planned session) is left alone."""
     return SkippedSession(
         id=session.id,
         reason=reason,
@@ -350,7 +360,7 @@ async def _add_subtrees(
         for child in await _select(db, SessionFilter(ids=tuple(fresh)), "descendant"):
             if _is_active(child.updated_at, policy, now):
                 skipped.append(
-                    _skip(child, "active", f"activity within the last {_window(policy)}")
+                    skipped_session(child, "active", f"activity within the last {_window(policy)}")
                 )
                 kept.append((child.id, fresh[child.id]))
                 continue
@@ -383,13 +393,7 @@ def _drop_ancestors(
         visited.add(parent)
         session = planned.pop(parent)
         dropped.append(
-            SkippedSession(
-                id=session.id,
-                reason="kept-descendant",
-                detail=f"its descendant {kept_id} is kept",
-                title=session.title,
-                updated_at=session.updated_at,
-            )
+            skipped_session(session, "kept-descendant", f"its descendant {kept_id} is kept")
         )
         parent = session.parent_session_id
     return dropped
