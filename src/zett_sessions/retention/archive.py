@@ -129,6 +129,8 @@ async def archive_sessions(
         await archive.open()
         archive.require_layout("archive sessions into it")
         await archive.execute("PRAGMA synchronous = FULL")
+        # Plain mode=ro, never readonly.read_only_uri's immutable=1: this file is being
+        # written (by the caller's transaction) right after the copy.
         source_uri = f"file:{quote(str(Path(source.path).resolve()))}?mode=ro"
         await archive.execute("ATTACH DATABASE ? AS src", (source_uri,))
         try:
