@@ -375,7 +375,8 @@ async def _in_child(**arguments: Any) -> _Result:
 async def _run_ranges(
     db: Database, spans: list[_Range], now: datetime, summarize: frozenset[str] = frozenset()
 ) -> list[_Result]:
-    """The first range in a thread of this process, the others in child processes."""
+    """One range: a thread of this process.  Several (a large database): one child process
+    each, so SQLite works on every core and this process stays small."""
     shared = {
         "path": db.path,
         "layout": db.layout,
@@ -383,9 +384,12 @@ async def _run_ranges(
         "busy_timeout_ms": db.busy_timeout_ms,
         "summarize": summarize,
     }
-    first = asyncio.to_thread(lambda: check_range(span=spans[0], **shared))  # type: ignore[arg-type]
-    others = [_in_child(span=span, **shared) for span in spans[1:]]
-    return list(await asyncio.gather(first, *others))
+    if len(spans) == 1:
+        layout, busy = db.layout, db.busy_timeout_ms
+        return [
+            await asyncio.to_thread(check_range, db.path, layout, spans[0], now, busy, summarize)
+        ]
+    return list(await asyncio.gather(*(_in_child(span=span, **shared) for span in spans)))
 
 
 async def verify_database(
