@@ -8,9 +8,17 @@ from ..errors import AmbiguousSessionId, SessionNotFound
 _CANDIDATE_LIMIT = 11
 
 
-def _prefix_upper_bound(prefix: str) -> str:
-    """Smallest string greater than every string starting with ``prefix`` (binary order)."""
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+def _prefix_upper_bound(prefix: str) -> str | None:
+    """Smallest string greater than every string starting with ``prefix`` (binary order), or
+    ``None`` when there is none (the prefix is all U+10FFFF)."""
+    while prefix and prefix[-1] == "\U0010ffff":
+        prefix = prefix[:-1]
+    if not prefix:
+        return None
+    following = ord(prefix[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be stored: skip to the next one
+        following = 0xE000
+    return prefix[:-1] + chr(following)
 
 
 async def session_exists(db: Database, session_id: str) -> bool:
@@ -34,20 +42,24 @@ async def resolve_session(db: Database, text: str) -> str:
     wanted = text.strip()
     if not wanted:
         raise SessionNotFound(text)
-    if await session_exists(db, wanted):
-        return wanted
+    for exact in dict.fromkeys((text, wanted)):  # ids may begin or end with whitespace
+        if await session_exists(db, exact):
+            return exact
     upper = _prefix_upper_bound(wanted)
+    below = "" if upper is None else "AND {column} < ?"
+    bounds = (wanted, _CANDIDATE_LIMIT) if upper is None else (wanted, upper, _CANDIDATE_LIMIT)
     found: set[str] = set()
     if db.layout.has_sessions_table:
         rows = await db.fetchall(
-            "SELECT id FROM agent_sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-            (wanted, upper, _CANDIDATE_LIMIT),
+            f"SELECT id FROM agent_sessions WHERE id >= ? {below.format(column='id')} "
+            "ORDER BY id LIMIT ?",
+            bounds,
         )
         found.update(row[0] for row in rows)
     rows = await db.fetchall(
-        "SELECT DISTINCT session_id FROM raw_messages WHERE session_id >= ? AND session_id < ? "
-        "ORDER BY session_id LIMIT ?",
-        (wanted, upper, _CANDIDATE_LIMIT),
+        "SELECT DISTINCT session_id FROM raw_messages WHERE session_id >= ? "
+        f"{below.format(column='session_id')} ORDER BY session_id LIMIT ?",
+        bounds,
     )
     found.update(row[0] for row in rows)
     if not found:

@@ -16,10 +16,13 @@ SHORT_UUID = 13  # "019cadd4-611e": the 48-bit millisecond timestamp of a UUIDv7
 
 
 def short_ids(ids: Iterable[str], full: bool = False) -> dict[str, str]:
-    """Shortest display form per id that is unique among ``ids`` (UUIDs: ≥ 13 chars)."""
+    """Shortest display form per id that is unique among ``ids`` (UUIDs: ≥ 13 chars).
+
+    Ids are database text (any non-blank string): a display form is always sanitized.
+    """
     unique = list(dict.fromkeys(ids))
     if full:
-        return {value: value for value in unique}
+        return {value: single_line(value) for value in unique}
     # The longest prefix an id shares with any other is the one it shares with a neighbour in
     # sorted order, so this is O(n log n) even for the thousands of ids a delete plan shows.
     ordered = sorted(unique)
@@ -31,7 +34,7 @@ def short_ids(ids: Iterable[str], full: bool = False) -> dict[str, str]:
     result: dict[str, str] = {}
     for value in unique:
         if not _UUID_LIKE.match(value):
-            result[value] = value
+            result[value] = single_line(value)
             continue
         result[value] = value[: min(len(value), max(SHORT_UUID, shared[value] + 1))]
     return result
