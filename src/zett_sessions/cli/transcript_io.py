@@ -188,7 +188,7 @@ async def _show_markdown(
 async def _show_json(
     db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..queries.transcript import TranscriptState, annotator_for, row_item
+    from ..queries.transcript import Selection, TranscriptState, annotator_for, row_item
     from ..render.jsonout import snapshot_json
     from ..render.transcript import header_json
 
@@ -196,6 +196,13 @@ async def _show_json(
     out.line("{")
     out.line(f'  "session": {dumps(header_json(header), indent=None)},')
     out.line(f'  "snapshot": {dumps(snapshot, indent=None)},')
+    if request.selection == Selection():  # the whole session: records straight from the query
+        from .records_json import flags_document, write_session_records
+
+        scan = await write_session_records(db, session_id, indent="  ")
+        out.line(f'  "flags": {dumps(flags_document(scan), indent=None)}')
+        out.line("}")
+        return
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
     stream = _records(db, session_id, request, row_item, state, None)
     await write_json_records(out, stream, indent="    ", opening='  "records": [', closing="  ],")

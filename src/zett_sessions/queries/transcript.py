@@ -17,7 +17,7 @@ the last one until its batch closes, so flags are the same as in a full read.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -106,7 +106,7 @@ _PLAIN: dict[tuple[int, bool], Message] = {}
 _EMPTY: dict[str, Any] = {}  # shared by light messages, never mutated
 
 
-def row_item(row: sqlite3.Row) -> RowItem:
+def row_item(row: Sequence[Any]) -> RowItem:
     """Parse a row (selected with ``raw_select``) for the JSON fast path; never raises.
 
     Only the envelope's JSON is parsed; the few fields the stream needs are checked by hand.
@@ -120,11 +120,11 @@ def row_item(row: sqlite3.Row) -> RowItem:
     if isinstance(parsed, UndecodableMessage):
         return RowItem(values, parsed)
     kind, data = parsed
-    message = _light_message(kind, data)
+    message = light_message(kind, data)
     return RowItem(values, message if message is not None else decode_envelope(text), data)
 
 
-def _light_message(kind: int, data: dict[str, Any]) -> Message | None:
+def light_message(kind: int, data: dict[str, Any]) -> Message | None:
     include = data.get("include_in_messages", kind != MessageKind.SYSTEM)
     if not isinstance(include, bool):
         return None
@@ -226,8 +226,9 @@ async def read_header(db: Database, session_id: str) -> TranscriptHeader:
     """The header of ``session_id`` (which must exist); call inside ``db.read()``."""
     layout = db.layout
     counts = await db.fetchone(
-        "SELECT count(*) AS n, min(sequence) AS first, max(sequence) AS last "
-        "FROM raw_messages WHERE session_id = ?",
+        "SELECT count(*) AS n, min(CASE WHEN typeof(sequence) = 'integer' THEN sequence END) "
+        "AS first, max(CASE WHEN typeof(sequence) = 'integer' THEN sequence END) AS last "
+        "FROM raw_messages WHERE session_id = ?",  # a damaged row's text "sequence" is none
         (session_id,),
     )
     assert counts is not None

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from json.encoder import encode_basestring
+from operator import itemgetter
 from typing import Any
 
 from ..codec import to_wire
@@ -77,6 +79,17 @@ def _time(value: object) -> tuple[str, bool]:
         return f'"{value[:10]}T{value[11:]}Z"', True
     moment = parse_db_time(value)
     return (_string(iso_utc(moment)), True) if moment is not None else ("null", False)
+
+
+def _stamp(value: object) -> str | None:
+    """``_time``'s text for a valid time in the stored form; ``None``: ask ``_time``."""
+    if type(value) is str and len(value) == 26 and value[10] == " " and value[19] == ".":
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return f'"{value[:10]}T{value[11:]}Z"'
+    return None
 
 
 class _ObjectText:
@@ -143,40 +156,65 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
-def _timing_text(values: tuple[Any, ...], defects: list[str]) -> str:
-    if values[STARTED] is None and values[COMPLETED] is None:
+_SPAN_VALUES = itemgetter(*(index for _, index in SPANS))
+_NO_SPAN_VALUES = (None,) * len(SPANS)
+_TOKEN_VALUES = itemgetter(*TOKENS)
+_NO_TOKEN_VALUES = (None,) * len(TOKENS)
+
+
+def _timing_text(values: Sequence[Any], defects: list[str]) -> str:
+    started_value, completed_value = values[STARTED], values[COMPLETED]
+    if started_value is None and completed_value is None:
         return "null"  # layout A0: no timing columns
-    started, started_ok = _time(values[STARTED])
-    completed, completed_ok = _time(values[COMPLETED])
+    started = _stamp(started_value)
+    if started is None:
+        started, started_ok = _time(started_value)
+    else:
+        started_ok = True
+    if completed_value == started_value and started_ok:
+        completed, completed_ok = started, True  # instantaneous rows: one conversion
+    else:
+        completed, completed_ok = _time(completed_value)
     if not (started_ok and completed_ok):
         defects.append("timing timestamps are not valid times")
         return "null"
+    duration = values[DURATION]
     head = (
         f'{{"started_at": {started}, "completed_at": {completed}, '
-        f'"duration_ns": {_int(values[DURATION]) or 0}'
+        f'"duration_ns": {duration if type(duration) is int else 0}'
     )
-    if all(values[index] is None for _, index in SPANS):
+    if _SPAN_VALUES(values) == _NO_SPAN_VALUES:
         return head + _NO_SPANS
-    parts = [head]
-    for name, index in SPANS:
+    for index, is_ns, key in _SPAN_KEYS:
         value = values[index]
         if value is None:
-            parts.append(f'"{name}": null')
-        elif name.endswith("_ns"):
-            parts.append(f'"{name}": {_number(_int(value))}')
+            head += key + "null"
+        elif is_ns:
+            head += key + _number(_int(value))
         else:
-            parts.append(f'"{name}": {_time(value)[0]}')
-    return ", ".join(parts) + "}"
+            head += key + (_stamp(value) or _time(value)[0])
+    return head + "}"
 
 
-def _usage_text(values: tuple[Any, ...]) -> str:
-    numbers = [_int(values[index]) for index in TOKENS]
-    if all(value is None for value in numbers):
+_SPAN_KEYS = tuple((index, name.endswith("_ns"), f', "{name}": ') for name, index in SPANS)
+
+
+def _usage_text(values: Sequence[Any]) -> str:
+    raw = _TOKEN_VALUES(values)
+    if raw == _NO_TOKEN_VALUES:
         return "null"
-    counts = [value or 0 for value in numbers]
-    parts = [f'"{name}": {value}' for name, value in zip(TOKEN_COLUMNS, counts, strict=True)]
-    parts.append(f'"total_tokens": {counts[0] + counts[1]}')
-    return "{" + ", ".join(parts) + "}"
+    counts = [value if type(value) is int else None for value in raw]
+    if counts == _NO_TOKEN_COUNTS:
+        return "null"
+    fresh, output, cache_read, cache_write, reasoning = (value or 0 for value in counts)
+    return (
+        f'{{"{TOKEN_COLUMNS[0]}": {fresh}, "{TOKEN_COLUMNS[1]}": {output}, '
+        f'"{TOKEN_COLUMNS[2]}": {cache_read}, "{TOKEN_COLUMNS[3]}": {cache_write}, '
+        f'"{TOKEN_COLUMNS[4]}": {reasoning}, "total_tokens": {fresh + output}}}'
+    )
+
+
+_NO_TOKEN_COUNTS = [None] * len(TOKEN_COLUMNS)
 
 
 class RecordWriter:
@@ -185,33 +223,65 @@ class RecordWriter:
     def __init__(self) -> None:
         self._metadata = _ObjectText("metadata")
         self._tags = _ObjectText("tags")
+        self._session = _LastString()
+        self._request = _LastString()
 
     def __call__(self, item: RowItem) -> str:
-        values = item.values
+        return self.text(item.values, item.kind, _message_text(item))
+
+    def text(self, values: Sequence[Any], kind: int, message: str) -> str:
+        """The record of a row (``RAW_COLUMNS`` order) whose message element text is known."""
         defects: list[str] = []
         metadata = self._metadata(values[METADATA], defects)
         tags = self._tags(values[TAGS], defects)
-        created, created_ok = _time(values[CREATED])
-        if not created_ok:
-            defects.append("created_at is not a valid time")
+        created_value, updated_value = values[CREATED], values[UPDATED]
+        created = _stamp(created_value)
+        if created is None:
+            created, created_ok = _time(created_value)
+            if not created_ok:
+                defects.append("created_at is not a valid time")
+        # rows are rarely updated: one conversion for both
+        updated = created if updated_value == created_value else _time(updated_value)[0]
         timing = _timing_text(values, defects)
         content = values[CONTENT]
+        sequence, role = values[SEQUENCE], values[ROLE]
         text = (
             f'{{"id": {encode_basestring(str(values[ID]))}, '
-            f'"session_id": {encode_basestring(str(values[SESSION_ID]))}, '
-            f'"request_id": {encode_basestring(str(values[REQUEST_ID]))}, '
-            f'"sequence": {_int(values[SEQUENCE]) or 0}, '
-            f'"role": {encode_basestring(kind_name(_int(values[ROLE]) or 0))}, '
-            f'"kind": {item.kind}, '
-            f'"content": {encode_basestring(content if isinstance(content, str) else "")}, '
+            f'"session_id": {self._session(values[SESSION_ID])}, '
+            f'"request_id": {self._request(values[REQUEST_ID])}, '
+            f'"sequence": {sequence if type(sequence) is int else 0}, '
+            f'"role": {_ROLE_TEXT.get(role) or _role_text(role)}, '
+            f'"kind": {kind}, '
+            f'"content": {encode_basestring(content) if type(content) is str else _EMPTY}, '
             f'"tool_name": {_string(values[TOOL_NAME])}, '
-            f'"message": {_message_text(item)}, '
+            f'"message": {message}, '
             f'"metadata": {metadata}, "tags": {tags}, '
             f'"timing": {timing}, "usage": {_usage_text(values)}, '
-            f'"created_at": {created}, "updated_at": {_time(values[UPDATED])[0]}, '
-            f'"defects": {_dumps(defects)}}}'
+            f'"created_at": {created}, "updated_at": {updated}, '
+            f'"defects": {_dumps(defects) if defects else "[]"}}}'
         )
         return escape_terminal(text)
+
+
+class _LastString:
+    """``encode_basestring(str(value))``, remembering the last value (rows share ids)."""
+
+    def __init__(self) -> None:
+        self._value: object = None
+        self._text = ""
+
+    def __call__(self, value: object) -> str:
+        if value is not self._value and (type(value) is not str or value != self._value):
+            self._value, self._text = value, encode_basestring(str(value))
+        return self._text
+
+
+_EMPTY = encode_basestring("")
+_ROLE_TEXT = {code: encode_basestring(kind_name(code)) for code in range(1, 7)}
+
+
+def _role_text(role: object) -> str:
+    return encode_basestring(kind_name(_int(role) or 0))
 
 
 def record_json_text(item: RowItem) -> str:

@@ -1,0 +1,88 @@
+"""``show --json`` of a whole session: the ``"records"`` array and the flags, at SQLite's pace.
+
+The general path (``transcript_io.write_json_records``) parses every envelope with
+``json.loads``, builds a light message and an annotator entry per row, then writes the record;
+on a 30k-message session that is over a second of Python per run.  Here SQLite reads the
+envelopes' structure (``queries.classify``), ``RecordWriter.text`` writes each regular row from
+its columns with the stored envelope spliced in, ``FlagScan`` keeps only what flags need, and
+the text goes out in blocks.  Rows SQLite cannot vouch for go through ``row_item`` and
+``RecordWriter`` as before, so every record is what the general path writes for it
+(``tests/test_records_json.py`` compares the two on both samples and on damaged rows).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from ..queries.classify import needs_python, records_sql
+from ..queries.flagscan import FlagScan
+from ..queries.transcript import row_item
+from ..render.jsonout import kind_name
+from ..render.jsonrows import MESSAGE, SEQUENCE, RecordWriter
+from ..render.transcript import dropped_json
+from ..schema import RAW_COLUMNS
+
+if TYPE_CHECKING:
+    from ..database import Database
+
+_CODE = len(RAW_COLUMNS)
+_BLOCK = 256  # records per write
+
+
+async def write_session_records(db: Database, session_id: str, *, indent: str) -> FlagScan:
+    """Write ``"records": [...]`` of every row of ``session_id``; call inside ``db.read()``.
+
+    The array opens with ``indent + '"records": ['`` and closes with ``indent + '],'``, one
+    record per line, as ``transcript_io.write_json_records`` lays it out.
+    """
+    write = sys.stdout.write
+    writer = RecordWriter()
+    scan = FlagScan()
+    block: list[str] = []
+    prefix = indent + "  "
+    separator = ",\n" + prefix
+    count = 0
+
+    def flush() -> None:
+        nonlocal count
+        opening = separator if count else f'{indent}"records": [\n{prefix}'
+        write(opening + separator.join(block))
+        count += len(block)
+        block.clear()
+
+    async with aclosing(db.stream(records_sql(db.layout), (session_id, 0))) as rows:
+        async for row in rows:
+            code = row[_CODE]
+            message = row[MESSAGE]
+            if code is None or needs_python(message):
+                item = row_item(row[:_CODE])
+                block.append(writer(item))
+                scan.message(item.sequence, item.kind, item.message)
+            else:
+                role = code[1]
+                if role == "H":
+                    if scan.open:
+                        scan.head()
+                elif role != "X":
+                    sequence = row[SEQUENCE]
+                    sequence = sequence if type(sequence) is int else 0
+                    if role == "T":
+                        scan.result(sequence, code[3:])
+                    else:
+                        scan.opens(sequence, tuple(json.loads(code[3:])))
+                block.append(writer.text(row, ord(code[0]) - 48, message[1:-1]))
+            if len(block) == _BLOCK:
+                flush()
+    scan.finish()
+    if block:
+        flush()
+    write(f"\n{indent}],\n" if count else f'{indent}"records": [],\n')
+    return scan
+
+
+def flags_document(scan: FlagScan) -> list[dict[str, Any]]:
+    """The ``"flags"`` list (``transcript_io.flags_json`` for a ``FlagScan``)."""
+    return [dropped_json(f.dropped, f.sequence, kind_name(f.kind)) for f in scan.flags]
