@@ -95,7 +95,6 @@ def list_command(
     from ..queries.resolve import resolve_session
     from ..queries.sessions import SessionFilter, list_sessions
     from ..timeutil import parse_duration, parse_moment, utc_now
-    from ..verify import problem_session_ids
 
     state = app_state(ctx)
     fmt = ListFormat.json if json_output else output_format
@@ -118,12 +117,18 @@ def list_command(
             active_since=after,
             active_before=before,
             title=title,
-            ids=tuple(await problem_session_ids(database)) if problems else None,
+            ids=await _problem_ids(database) if problems else None,
         )
         return await list_sessions(database, filters, limit=page_size, offset=offset)
 
     page = run_with(state.reader(db), work)
     render_page(state.output(), page, fmt, ids_only=ids_only, full_ids=full_ids, full=full)
+
+
+async def _problem_ids(database: Database) -> tuple[str, ...]:
+    from ..verify import problem_session_ids  # a full scan: imported only when asked for
+
+    return tuple(await problem_session_ids(database))
 
 
 def render_page(
