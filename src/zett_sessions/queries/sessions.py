@@ -16,26 +16,30 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from ..database import Database
-from ..models import SessionSummary
-from ..rows import session_select, summary_from_row
-from ..timeutil import format_db_time
+from ..schema import SESSION_COLUMNS
+from ..timeutil import format_db_time, parse_db_time
 
 
-class SessionListing(SessionSummary):
-    """A listed session: the summary plus what the table shows beside it."""
+@dataclass(frozen=True, slots=True)
+class SessionListing:
+    """A listed session: the fields of ``models.SessionSummary`` plus what the table shows
+    beside them.  A plain dataclass: ``list`` must not pay for building pydantic models."""
 
-    model_config = ConfigDict(frozen=True)
-
+    id: str
+    parent_session_id: str | None = None
+    session_type: int = 0
+    title: str | None = None
+    agent_name: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    message_count: int = 0
     snapshot_version: int = 0
     child_count: int = 0
 
 
-class SessionPage(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True, slots=True)
+class SessionPage:
     sessions: list[SessionListing]
     total: int
     offset: int
@@ -107,7 +111,8 @@ def _page_sql(db: Database, where: str, paged: bool) -> str:
         "AS snapshot_version, "
         "(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = page.id) "
         "AS child_count "
-        f"FROM (SELECT {session_select(layout)} FROM agent_sessions{where} "
+        f"FROM (SELECT {layout.select_list('agent_sessions', SESSION_COLUMNS)} "
+        f"FROM agent_sessions{where} "
         f"ORDER BY updated_at DESC, id DESC{limit}) AS page "
         "ORDER BY page.updated_at DESC, page.id DESC"
     )
@@ -125,11 +130,19 @@ _A0_SQL = (
 
 
 def _listing(row: Any) -> SessionListing:
-    summary = summary_from_row(row)
-    return SessionListing.model_construct(
-        **summary.__dict__,
-        snapshot_version=row["snapshot_version"] or 0,
-        child_count=row["child_count"] or 0,
+    """Leniently, like ``rows.summary_from_row``: a damaged value never fails the listing."""
+    kind = row["session_type"]
+    return SessionListing(
+        str(row["id"]),
+        row["parent_session_id"],
+        kind if isinstance(kind, int) and not isinstance(kind, bool) else 0,
+        row["title"],
+        row["agent_name"],
+        parse_db_time(row["created_at"]),
+        parse_db_time(row["updated_at"]),
+        row["message_count"] or 0,
+        row["snapshot_version"] or 0,
+        row["child_count"] or 0,
     )
 
 

@@ -5,20 +5,22 @@ The key sets are a contract (the README documents them); add keys, never rename 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..models import (
-    ContextSnapshot,
-    MessageTiming,
-    ModelUsage,
-    RawMessageRecord,
-    SessionSummary,
-    UndecodableMessage,
-)
 from ..timeutil import iso_utc
 
+if TYPE_CHECKING:  # imported where used: ``list`` renders sessions without building models
+    from ..models import (
+        ContextSnapshot,
+        MessageTiming,
+        ModelUsage,
+        RawMessageRecord,
+        SessionSummary,
+    )
+    from ..queries.sessions import SessionListing
 
-def session_json(session: SessionSummary) -> dict[str, Any]:
+
+def session_json(session: SessionSummary | SessionListing) -> dict[str, Any]:
     document: dict[str, Any] = {
         "id": session.id,
         "title": session.title,
@@ -74,6 +76,7 @@ def kind_name(kind: int | None) -> str:
 def message_json(record_message: Any) -> dict[str, Any]:
     """The envelope element exactly as stored (bytes stay as ``{"__kcs_bytes__": …}``)."""
     from ..codec import to_wire
+    from ..models import UndecodableMessage
 
     if isinstance(record_message, UndecodableMessage):
         return {
@@ -108,6 +111,8 @@ def record_json(record: RawMessageRecord) -> dict[str, Any]:
 
 
 def snapshot_json(snapshot: ContextSnapshot) -> dict[str, Any]:
+    from ..models import UndecodableMessage
+
     message = snapshot.message
     return {
         "id": snapshot.id,
