@@ -63,6 +63,11 @@ def app_state(ctx: typer.Context) -> AppState:
 def run_with(db: Database, work: Callable[[Database], Awaitable[T]]) -> T:
     """Cross into async once: open ``db``, run ``work``, always close."""
     import asyncio
+    import gc
+
+    if not gc.isenabled():  # ``main.run`` switched it off for the start-up: back on now
+        gc.freeze()
+        gc.enable()
 
     async def main() -> T:
         try:
