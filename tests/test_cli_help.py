@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from support import run_cli
+from support import copy_sample, run_cli
 from zett_sessions.cli.fast_help import help_page
 from zett_sessions.cli.main import app
 
@@ -84,3 +85,63 @@ def test_subcommand_help_does_not_import_pydantic() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: zett-sessions list [OPTIONS]")
     assert done.stderr.strip() == "False"
+
+
+# --- one-command applications (cli/main.run) ------------------------------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_one_command_app_prints_the_same_help(command: str) -> None:
+    from zett_sessions.cli.main import new_app
+
+    full = run_cli([command, "--help"])
+    alone = CliRunner().invoke(new_app((command,)), [command, "--help"])
+    assert full.exit_code == alone.exit_code == 0, full.stderr
+    assert alone.stdout == full.stdout
+
+
+def test_a_one_command_app_lists_like_the_full_app(tmp_path: Path) -> None:
+    from zett_sessions.cli.main import new_app
+
+    db = copy_sample(tmp_path)
+    args = ["--db", str(db), "list", "--all", "--full-ids"]
+    full = run_cli(args)
+    alone = CliRunner().invoke(new_app(("list",)), args)
+    assert full.exit_code == alone.exit_code == 0, full.stderr
+    assert (alone.stdout, alone.stderr) == (full.stdout, full.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (["list"], "list"),
+        (["--db", "x", "--no-color", "show", "abc"], "show"),
+        (["--db=x", "--busy-timeout", "3", "tail", "-f"], "tail"),
+        (["--version"], None),
+        (["--help"], None),
+        ([], None),
+        (["--unknown", "list"], None),
+    ],
+)
+def test_command_name_reads_past_plain_global_options(args: list[str], name: str | None) -> None:
+    from zett_sessions.cli.fast_help import command_name
+    from zett_sessions.cli.main import new_app
+
+    assert command_name(new_app(()), args) == name
+
+
+def test_an_unknown_command_still_gets_suggestions() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv = ['zett-sessions', 'lisst']\n"
+            "from zett_sessions.cli.main import run\nrun()",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "Did you mean 'list'?" in done.stderr

@@ -55,6 +55,12 @@ def help_page(app: typer.Typer, args: Sequence[str], prog_name: str) -> str | No
     return page
 
 
+def command_name(app: typer.Typer, args: Sequence[str]) -> str | None:
+    """The command ``args`` name after plain global options (``None``: none, or unclear)."""
+    position = _scan(typer.main.get_command(app), args, 0)
+    return args[position] if position is not None and position < len(args) else None
+
+
 def _program_name() -> str | None:
     """Click's program name for a console script; ``None`` for ``python -m`` or completion."""
     main_module = sys.modules.get("__main__")

@@ -7,6 +7,7 @@ Typer at the top and reach for the core, pydantic and aiosqlite inside their bod
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Annotated
 
 import typer
@@ -26,16 +27,6 @@ from . import (
 from .exit_codes import EXIT_CODES_HELP
 from .state import AppState
 
-app = typer.Typer(
-    name="zett-sessions",
-    help="Inspect and maintain zett-agent session databases (SQLite).",
-    epilog=EXIT_CODES_HELP,
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
 
 def _version(value: bool) -> None:
     if value:
@@ -43,7 +34,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def main(
     ctx: typer.Context,
     db: Annotated[
@@ -86,18 +76,37 @@ def main(
     )
 
 
-for module in (
-    cmd_list,
-    cmd_show,
-    cmd_tail,
-    cmd_rename,
-    cmd_delete,
-    cmd_snapshot_info,
-    cmd_verify,
-    cmd_info,
-    cmd_demo,
-):
-    module.register(app)
+COMMANDS = {
+    "list": cmd_list,
+    "show": cmd_show,
+    "tail": cmd_tail,
+    "rename": cmd_rename,
+    "delete": cmd_delete,
+    "snapshot-info": cmd_snapshot_info,
+    "verify": cmd_verify,
+    "info": cmd_info,
+    "demo": cmd_demo,
+}
+
+
+def new_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
+    """The application with the global options and ``commands`` (by default all of them)."""
+    application = typer.Typer(
+        name="zett-sessions",
+        help="Inspect and maintain zett-agent session databases (SQLite).",
+        epilog=EXIT_CODES_HELP,
+        no_args_is_help=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    application.callback()(main)
+    for name in commands:
+        COMMANDS[name].register(application)
+    return application
+
+
+app = new_app()
 
 
 def run() -> None:
@@ -111,12 +120,17 @@ def run() -> None:
     import gc
 
     gc.disable()
-    from .fast_help import print_help_page
+    from .fast_help import command_name, print_help_page
 
-    if print_help_page(app, sys.argv[1:]):
+    # Typer turns every registered command's signature into Click parameters on each run
+    # (~10 ms for all of them); a line that plainly names one command gets an app with just
+    # that one, which behaves the same for it.  Anything else gets the full application.
+    name = command_name(new_app(()), sys.argv[1:])
+    application = new_app((name,)) if name in COMMANDS else app
+    if print_help_page(application, sys.argv[1:]):
         return
     try:
-        app()
+        application()
     except SystemExit as done:
         # Typer answers a closed stdout outside a command (`--help | head -1`, `--version`) by
         # wrapping the streams in its PacifyFlushWrapper and exiting 1; commands exit 0 there.
