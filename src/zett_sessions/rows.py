@@ -46,6 +46,15 @@ def snapshot_select(layout: Layout, alias: str = "") -> str:
     return layout.select_list("session_snapshots", SNAPSHOT_COLUMNS, alias)
 
 
+def _text_or_none(value: Any) -> str | None:
+    """A TEXT column as ``str`` even when a foreign writer stored a number or a BLOB."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -105,8 +114,8 @@ def record_from_row(row: sqlite3.Row) -> RawMessageRecord:
         request_id=str(row["request_id"]),
         sequence=_int_or_none(row["sequence"]) or 0,
         role=_int_or_none(row["role"]) or 0,
-        content=content if isinstance(content, str) else "",
-        tool_name=row["tool_name"] if isinstance(row["tool_name"], str) else None,
+        content=_text_or_none(content) or "",
+        tool_name=_text_or_none(row["tool_name"]),
         message=message,
         metadata=metadata,
         tags=tags,
@@ -124,10 +133,10 @@ def summary_from_row(row: sqlite3.Row, message_count: int | None = None) -> Sess
     session_type = _int_or_none(row["session_type"])
     return SessionSummary.model_construct(
         id=str(row["id"]),
-        parent_session_id=row["parent_session_id"],
+        parent_session_id=_text_or_none(row["parent_session_id"]),
         session_type=session_type if session_type is not None else 0,
-        title=row["title"],
-        agent_name=row["agent_name"],
+        title=_text_or_none(row["title"]),
+        agent_name=_text_or_none(row["agent_name"]),
         created_at=parse_db_time(row["created_at"]),
         updated_at=parse_db_time(row["updated_at"]),
         message_count=count or 0,

@@ -72,7 +72,8 @@ async def _activity(db: Database) -> tuple[datetime | None, datetime | None]:
 
 
 async def _token_totals(db: Database) -> ModelUsage:
-    sums = ", ".join(f"coalesce(sum({column}), 0)" for column in TOKEN_COLUMNS)
+    # total() (a float) instead of sum(): hand-edited huge values must not overflow the query
+    sums = ", ".join(f"total({column})" for column in TOKEN_COLUMNS)
     row = await db.fetchone(f"SELECT {sums} FROM raw_messages")
     assert row is not None
     # model_construct: sums of hand-edited rows may break ModelUsage's invariants; show them.

@@ -16,6 +16,7 @@ the last one until its batch closes, so flags are the same as in a full read.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
@@ -299,17 +300,26 @@ async def latest_snapshot(db: Database, session_id: str) -> ContextSnapshot | No
     return snapshot_from_row(row) if row is not None else None
 
 
+def _whole(value: object) -> int:
+    """An SQL total as an int (0 for NULL or a non-finite float)."""
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else 0
+    return value if isinstance(value, int) else 0
+
+
 async def _totals(db: Database, session_id: str) -> Totals:
     layout = db.layout
+    # total(), not sum(): sum() of hand-edited huge integers fails the whole query with
+    # "integer overflow"; total() is a float that is turned back into an int below.
     tokens = [
-        f"sum({name})" if layout.has_column("raw_messages", name) else "NULL"
+        f"total({name})" if layout.has_column("raw_messages", name) else "NULL"
         for name in TOKEN_COLUMNS
     ]
     with_usage = "count(input_tokens)" if layout.has_column("raw_messages", "input_tokens") else "0"
     timed = layout.has_column("raw_messages", "duration_ns")
     durations = (
-        "sum(CASE WHEN role = 3 THEN duration_ns END), "
-        "sum(CASE WHEN role = 4 THEN duration_ns END), min(started_at), max(completed_at)"
+        "total(CASE WHEN role = 3 THEN duration_ns END), "
+        "total(CASE WHEN role = 4 THEN duration_ns END), min(started_at), max(completed_at)"
         if timed
         else "NULL, NULL, NULL, NULL"
     )
@@ -319,7 +329,7 @@ async def _totals(db: Database, session_id: str) -> Totals:
         (session_id,),
     )
     assert row is not None
-    values = [v if isinstance(v, int) else 0 for v in tuple(row)[:8]]
+    values = [_whole(v) for v in tuple(row)[:8]]
     return Totals(
         input_tokens=values[0],
         output_tokens=values[1],
