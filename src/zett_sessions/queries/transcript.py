@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..codec import decode_envelope, parse_envelope
 from ..database import Database
@@ -168,10 +168,14 @@ def light_message(kind: int, data: dict[str, Any]) -> Message | None:
 # --- the header ----------------------------------------------------------------------------
 
 
+# ``defer_build``: ``tail`` imports this module without a header; ``read_header`` builds the
+# header with ``model_construct`` (its values come straight from SQL), so no schema is built.
+
+
 class Totals(BaseModel):
     """Sums over the whole raw log of a session (tokens of assistant rows, work durations)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -190,7 +194,7 @@ class Totals(BaseModel):
 
 
 class SessionRef(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     title: str | None = None
@@ -199,7 +203,7 @@ class SessionRef(BaseModel):
 class TranscriptHeader(BaseModel):
     """Everything ``show`` prints above the transcript (and puts under ``"session"``)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session: SessionSummary
     has_session_row: bool
@@ -209,7 +213,7 @@ class TranscriptHeader(BaseModel):
     snapshot_count: int = 0
     first_sequence: int | None = None
     last_sequence: int | None = None
-    totals: Totals = Totals()
+    totals: Totals = Field(default_factory=Totals)
 
     @property
     def boundary(self) -> int | None:
@@ -264,7 +268,7 @@ async def read_header(db: Database, session_id: str) -> TranscriptHeader:
             found = await db.fetchone(
                 "SELECT id, title FROM agent_sessions WHERE id = ?", (summary.parent_session_id,)
             )
-            parent = SessionRef(
+            parent = SessionRef.model_construct(
                 id=summary.parent_session_id, title=found["title"] if found else None
             )
         rows = await db.fetchall(
@@ -272,12 +276,14 @@ async def read_header(db: Database, session_id: str) -> TranscriptHeader:
             "ORDER BY created_at, id",
             (session_id,),
         )
-        children = tuple(SessionRef(id=str(r["id"]), title=r["title"]) for r in rows)
+        children = tuple(
+            SessionRef.model_construct(id=str(r["id"]), title=r["title"]) for r in rows
+        )
     snapshot = await latest_snapshot(db, session_id)
     snapshot_count = await db.scalar(
         "SELECT count(*) FROM session_snapshots WHERE session_id = ?", (session_id,)
     )
-    return TranscriptHeader(
+    return TranscriptHeader.model_construct(
         session=summary,
         has_session_row=row is not None,
         parent=parent,
