@@ -152,9 +152,9 @@ def when(moment: datetime | None, previous: str | None) -> tuple[str, str | None
     """``HH:MM:SS``, or the full date and time when the day changed since ``previous``."""
     if moment is None:
         return "--:--:--", previous
-    utc = moment.astimezone(UTC)
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     day = utc.strftime("%Y-%m-%d")
-    clock = utc.strftime("%H:%M:%S")
+    clock = f"{utc.hour:02}:{utc.minute:02}:{utc.second:02}"  # = strftime("%H:%M:%S"), faster
     return (clock if day == previous else f"{day} {clock}"), day
 
 
