@@ -6,6 +6,9 @@
 
 For each database: the floor is ``SELECT sum(length(message_json)) FROM raw_messages`` in a
 fresh ``python -c`` process; ours is ``zett-sessions --db DB verify --json`` as a whole process.
+CPU seconds (user + system, the process and the children it waited for) are reported beside
+the wall times: on a shared machine they show the work done whatever the load (``load``
+column: the 1-minute load average at the end).
 Runs alternate (floor, ours, floor, ours, …) after one warm-up of each, so both see the same
 page cache and the same machine load; medians are compared.  Peak RSS is the largest resident
 set of the verify process tree (``wait4``), and the worker processes are reported too.  When
@@ -31,8 +34,8 @@ FLOOR = (
 )
 
 
-def timed(argv: list[str]) -> tuple[float, float, bytes]:
-    """Wall seconds, peak RSS (MB) of the process tree, stdout."""
+def timed(argv: list[str]) -> tuple[float, float, bytes, float]:
+    """Wall seconds, peak RSS (MB) of the process tree, stdout, CPU seconds of the tree."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     output = process.stdout.read() if process.stdout else b""
@@ -45,7 +48,7 @@ def timed(argv: list[str]) -> tuple[float, float, bytes]:
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 4):
         raise SystemExit(f"{argv[0]} exited {code}")
-    return elapsed, usage.ru_maxrss / 1024, output
+    return elapsed, usage.ru_maxrss / 1024, output, usage.ru_utime + usage.ru_stime
 
 
 def check_faults(database: Path, report: dict) -> str:
@@ -71,12 +74,15 @@ def measure(database: Path, runs: int) -> dict:
     ours_argv = [TOOL, "--db", str(database), "verify", "--json"]
     timed(floor_argv)
     timed(ours_argv)  # warm-up: both start from the same page cache
-    floors, ours, rss = [], [], []
+    floors, ours, rss, floor_cpu, ours_cpu = [], [], [], [], []
     report: dict = {}
     for _ in range(runs):
-        floors.append(timed(floor_argv)[0])
-        elapsed, peak, output = timed(ours_argv)
+        elapsed, _, _, cpu = timed(floor_argv)
+        floors.append(elapsed)
+        floor_cpu.append(cpu)
+        elapsed, peak, output, cpu = timed(ours_argv)
         ours.append(elapsed)
+        ours_cpu.append(cpu)
         rss.append(peak)
         report = json.loads(output)
     floor, mine = statistics.median(floors), statistics.median(ours)
@@ -89,6 +95,9 @@ def measure(database: Path, runs: int) -> dict:
         "ratio": round(mine / floor, 2),
         "verify_runs_s": [round(value, 2) for value in ours],
         "floor_runs_s": [round(value, 2) for value in floors],
+        "floor_cpu_s": round(statistics.median(floor_cpu), 2),
+        "verify_cpu_s": round(statistics.median(ours_cpu), 2),
+        "load_average": round(os.getloadavg()[0], 2),
         "peak_rss_mb": round(max(rss), 1),
         "faults": check_faults(database, report),
     }
@@ -99,13 +108,17 @@ def main() -> int:
     parser.add_argument("databases", nargs="+", type=Path)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    print("| messages | file | plain scan | verify | ratio | peak RSS | findings |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print(
+        "| messages | file | plain scan | verify | ratio | CPU: scan / verify (all processes) "
+        "| peak RSS | load | findings |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for database in args.databases:
         r = measure(database, args.runs)
         print(
             f"| {r['messages']:,} | {r['size_mb']:,} MB | {r['floor_s']} s | {r['verify_s']} s "
-            f"| {r['ratio']}× | {r['peak_rss_mb']} MB | {r['faults']} |",
+            f"| {r['ratio']}× | {r['floor_cpu_s']} s / {r['verify_cpu_s']} s "
+            f"| {r['peak_rss_mb']} MB | {r['load_average']} | {r['faults']} |",
             flush=True,
         )
         print(json.dumps(r), file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,17 @@ def test_list_problems_lists_newest_activity_first(clean: Path) -> None:
 
     assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines() == ["s-compacted", "s-child"]
+
+
+def test_a_database_locked_by_a_writer_exits_1_after_the_busy_timeout(tmp_path: Path) -> None:
+    legacy = copy_sample(tmp_path, LEGACY)  # rollback journal: an exclusive lock blocks readers
+    writer = sqlite3.connect(legacy, isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        r = run_cli(["--db", str(legacy), "--busy-timeout", "0.2", "verify"])
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+    assert r.exit_code == 1
+    assert "locked" in r.stderr
