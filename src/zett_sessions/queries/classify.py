@@ -28,11 +28,6 @@ from ..rows import raw_select
 from ..schema import Layout
 
 _M = "message_json"
-_KIND = f"json_extract({_M}, '$[0].kind')"
-_INCLUDE = (
-    f"coalesce(json_type({_M}, '$[0].data.include_in_messages'), "
-    f"CASE WHEN {_KIND} = 1 THEN 'false' ELSE 'true' END)"
-)
 _CALLS = f"json_extract({_M}, '$[0].data.tool_calls')"
 # The ids of the calls when every call is an object with text "id" and "name", else NULL.
 _CALL_IDS = (
@@ -41,27 +36,44 @@ _CALL_IDS = (
     "THEN json_group_array(CASE WHEN type = 'object' THEN json_extract(value, '$.id') END) END "
     f"FROM json_each({_CALLS}))"
 )
-_PLAIN = f"CASE WHEN {_INCLUDE} = 'false' THEN 'X' ELSE 'H' END"
+
+
+def _include(default: str) -> str:
+    """``'true'``/``'false'`` for a boolean or absent (the kind's default) flag; else other text.
+
+    ``->`` gives JSON text (``'null'`` for null, quoted for a string), so one call both reads
+    the value and checks its type.
+    """
+    return f"coalesce({_M} -> '$[0].data.include_in_messages', '{default}')"
+
+
+def _plain(kind: str, default: str) -> str:
+    return f"CASE {_include(default)} WHEN 'true' THEN '{kind}H' WHEN 'false' THEN '{kind}X' END"
+
+
 _TOOL = (
     f"CASE WHEN json_type({_M}, '$[0].data.tool_call_id') = 'text' "
-    f"AND json_type({_M}, '$[0].data.name') = 'text' THEN CASE WHEN {_INCLUDE} = 'false' "
-    f"THEN '4X' ELSE '4T ' || json_extract({_M}, '$[0].data.tool_call_id') END END"
+    f"AND json_type({_M}, '$[0].data.name') = 'text' THEN CASE {_include('true')} "
+    f"WHEN 'true' THEN '4T ' || json_extract({_M}, '$[0].data.tool_call_id') "
+    "WHEN 'false' THEN '4X' END END"
 )
 _ASSISTANT = (
     f"CASE coalesce(json_type({_M}, '$[0].data.tool_calls'), 'absent') "
-    f"WHEN 'absent' THEN '3' || {_PLAIN} "
-    f"WHEN 'array' THEN CASE WHEN json_array_length({_CALLS}) = 0 THEN '3' || {_PLAIN} "
-    f"WHEN {_INCLUDE} = 'false' THEN CASE WHEN {_CALL_IDS} IS NOT NULL THEN '3X' END "
-    f"ELSE '3A ' || {_CALL_IDS} END END"
+    f"WHEN 'absent' THEN {_plain('3', 'true')} "
+    f"WHEN 'array' THEN CASE WHEN json_array_length({_CALLS}) = 0 THEN {_plain('3', 'true')} "
+    f"ELSE CASE {_include('true')} WHEN 'true' THEN '3A ' || {_CALL_IDS} "
+    f"WHEN 'false' THEN CASE WHEN {_CALL_IDS} IS NOT NULL THEN '3X' END END END END"
 )
+# Each JSON function call re-finds the parsed text in SQLite's cache, so the checks are
+# folded into as few calls as possible: an array of one element whose "data" is an object
+# (which makes the element an object), then one CASE on the kind's JSON text (an integer
+# 1..6 and nothing else: '2.0', 'true' or '"2"' match no branch).
 CODE = (
-    f"CASE WHEN typeof({_M}) = 'text' AND json_valid({_M}) "
-    f"AND json_type({_M}) = 'array' AND json_array_length({_M}) = 1 "
-    f"AND json_type({_M}, '$[0]') = 'object' AND json_type({_M}, '$[0].kind') = 'integer' "
-    f"AND {_KIND} BETWEEN 1 AND 6 AND json_type({_M}, '$[0].data') = 'object' "
-    f"AND {_INCLUDE} IN ('true', 'false') "
-    f"THEN CASE {_KIND} WHEN 4 THEN {_TOOL} WHEN 3 THEN {_ASSISTANT} "
-    f"ELSE {_KIND} || {_PLAIN} END END"
+    f"CASE WHEN typeof({_M}) = 'text' AND json_valid({_M}) AND json_array_length({_M}) = 1 "
+    f"AND json_type({_M}, '$[0].data') = 'object' THEN CASE {_M} -> '$[0].kind' "
+    f"WHEN '4' THEN {_TOOL} WHEN '3' THEN {_ASSISTANT} WHEN '1' THEN {_plain('1', 'false')} "
+    + " ".join(f"WHEN '{kind}' THEN {_plain(kind, 'true')}" for kind in "256")
+    + " END END"
 )
 
 
