@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ..database import Database
+from ..rows import text_or_none
 from ..schema import SESSION_COLUMNS
 from ..timeutil import format_db_time, parse_db_time
 
@@ -134,10 +135,10 @@ def _listing(row: Any) -> SessionListing:
     kind = row["session_type"]
     return SessionListing(
         str(row["id"]),
-        row["parent_session_id"],
+        text_or_none(row["parent_session_id"]),
         kind if isinstance(kind, int) and not isinstance(kind, bool) else 0,
-        row["title"],
-        row["agent_name"],
+        text_or_none(row["title"]),
+        text_or_none(row["agent_name"]),
         parse_db_time(row["created_at"]),
         parse_db_time(row["updated_at"]),
         row["message_count"] or 0,

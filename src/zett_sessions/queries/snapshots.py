@@ -95,7 +95,9 @@ async def _session_facts(db: Database, session_id: str) -> tuple[str | None, int
         else "NULL"
     )
     row = await db.fetchone(
-        f"SELECT {title_sql}, coalesce(max(sequence), 0), count(*) "
+        # a damaged row's text sequence would be the max (text sorts after integers)
+        f"SELECT {title_sql}, "
+        "coalesce(max(CASE WHEN typeof(sequence) = 'integer' THEN sequence END), 0), count(*) "
         "FROM raw_messages WHERE session_id = ?1",
         (session_id,),
     )

@@ -434,21 +434,21 @@ async def first_of_last(db: Database, session_id: str, count: int) -> int | None
     For ``count == 0`` it is one past the last sequence: nothing is shown, but the stream still
     reads the open segment so that a follow after it pairs and flags new rows correctly.
     """
+    # Only integer sequences count: a damaged row's NULL or text sequence is still streamed (it
+    # sorts first or last), but it cannot be a place to start from.
+    valid = "session_id = ? AND typeof(sequence) = 'integer'"
     if count <= 0:
         last = await db.scalar(
-            "SELECT max(sequence) FROM raw_messages WHERE session_id = ?", (session_id,)
+            f"SELECT max(sequence) FROM raw_messages WHERE {valid}", (session_id,)
         )
         return int(last) + 1 if last is not None else None
     row = await db.fetchone(
-        "SELECT sequence FROM raw_messages WHERE session_id = ? "
-        "ORDER BY sequence DESC LIMIT 1 OFFSET ?",
+        f"SELECT sequence FROM raw_messages WHERE {valid} ORDER BY sequence DESC LIMIT 1 OFFSET ?",
         (session_id, count - 1),
     )
     if row is not None:
         return int(row["sequence"])
-    first = await db.scalar(
-        "SELECT min(sequence) FROM raw_messages WHERE session_id = ?", (session_id,)
-    )
+    first = await db.scalar(f"SELECT min(sequence) FROM raw_messages WHERE {valid}", (session_id,))
     return int(first) if first is not None else None
 
 

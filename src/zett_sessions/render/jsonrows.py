@@ -263,11 +263,14 @@ class RecordWriter:
         return escape_terminal(text)
 
 
+_UNSET = object()
+
+
 class _LastString:
     """``encode_basestring(str(value))``, remembering the last value (rows share ids)."""
 
     def __init__(self) -> None:
-        self._value: object = None
+        self._value: object = _UNSET  # not None: a NULL first value must be encoded too
         self._text = ""
 
     def __call__(self, value: object) -> str:

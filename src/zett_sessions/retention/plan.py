@@ -28,7 +28,7 @@ from ..database import Database
 from ..errors import SessionNotFound, UsageError
 from ..queries.resolve import resolve_session
 from ..queries.sessions import SessionFilter, iter_sessions
-from ..rows import session_select
+from ..rows import session_select, text_or_none
 from ..timeutil import parse_db_time, utc_now
 from .models import (
     BlockedChild,
@@ -227,10 +227,10 @@ async def _select(db: Database, filters: SessionFilter, via: str = "selected") -
     return [
         _Candidate(
             str(row["id"]),
-            row["parent_session_id"],
+            text_or_none(row["parent_session_id"]),
             row["session_type"] if isinstance(row["session_type"], int) else 0,
-            row["title"],
-            row["agent_name"],
+            text_or_none(row["title"]),
+            text_or_none(row["agent_name"]),
             parse_db_time(row["created_at"]),
             parse_db_time(row["updated_at"]),
             row["message_count"],
@@ -326,7 +326,7 @@ async def _children(db: Database, parents: Iterable[str]) -> dict[str, dict[str,
     result: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
         result.setdefault(row["parent_session_id"], {})[row["id"]] = {
-            "title": row["title"],
+            "title": text_or_none(row["title"]),
             "updated_at": parse_db_time(row["updated_at"]),
         }
     return result
