@@ -30,8 +30,12 @@ ASSISTANT = "WHERE session_id = 's-tools' AND sequence = 3"
         ),
         ('[{"kind": 2, "data": {"content": 42}}]', "invalid UserMessage"),
         ('{"kind": 2, "data": {"content": "x"}}', "not a one-element array"),
+        (
+            '[{"kind": 2, "data": {"content": "a"}}, {"kind": 2, "data": {}}]',
+            "not a one-element array",
+        ),
     ],
-    ids=["broken-json", "unknown-kind", "bad-base64", "wrong-type", "not-an-array"],
+    ids=["broken-json", "unknown-kind", "bad-base64", "wrong-type", "not-an-array", "two"],
 )
 def test_an_envelope_that_cannot_be_decoded_is_reported_with_the_reason(
     db: Path, envelope: str, reason: str
@@ -113,6 +117,8 @@ def test_token_counters_on_a_user_row_are_usage_on_a_non_assistant(db: Path) -> 
         "reasoning_tokens = output_tokens + 1",
         "output_tokens = -5",
         "cache_write_tokens = NULL",
+        "input_tokens = 'many'",
+        "input_tokens = 2.5",
     ],
 )
 def test_token_counters_that_break_the_usage_rules_are_invalid(db: Path, change: str) -> None:
@@ -125,6 +131,7 @@ def test_token_counters_that_break_the_usage_rules_are_invalid(db: Path, change:
     "change",
     [
         "duration_ns = -1",
+        "duration_ns = 'slow'",
         "completed_at = '2000-01-01 00:00:00.000000'",
         "content_duration_ns = NULL",
         "content_duration_ns = -3",
@@ -159,7 +166,9 @@ def test_a_readable_timestamp_not_in_the_exact_form_is_reported(
     assert report.findings[0].details["examples"][0]["column"] == column
 
 
-@pytest.mark.parametrize("value", ["yesterday", "None", "", 12345, 1.5])
+@pytest.mark.parametrize(
+    "value", ["yesterday", "None", "", 12345, 1.5, "2026-13-45 99:99:99.999999"]
+)
 def test_a_timestamp_that_is_no_date_at_all_is_invalid(db: Path, value: object) -> None:
     execute(db, f"UPDATE raw_messages SET started_at = ? {ASSISTANT}", params=(value,))
 

@@ -61,15 +61,23 @@ def test_two_rows_with_one_sequence_are_a_duplicate_once_the_unique_index_is_gon
     ]
 
 
-def test_a_sequence_that_is_not_an_integer_is_invalid(db: Path) -> None:
+@pytest.mark.parametrize(("value", "shown"), [("'x3'", "'x3'"), ("3.5", "3.5"), ("NULL", "None")])
+def test_a_sequence_that_is_not_an_integer_is_invalid(db: Path, value: str, shown: str) -> None:
     execute(
-        db, "UPDATE raw_messages SET sequence = 'x3' WHERE session_id = 's-child' AND sequence = 3"
+        db,
+        "PRAGMA writable_schema = ON",
+        "UPDATE sqlite_master SET sql = replace(sql, 'sequence INTEGER NOT NULL', "
+        "'sequence INTEGER') WHERE name = 'raw_messages'",
+    )
+    execute(
+        db,
+        f"UPDATE raw_messages SET sequence = {value} WHERE session_id = 's-child' AND sequence = 3",
     )
 
     report = verify(db)
 
     assert found(report) == [("sequence_invalid", "s-child", None)]
-    assert report.findings[0].details["examples"] == [{"sequence": None, "value": "'x3'"}]
+    assert report.findings[0].details["examples"] == [{"sequence": None, "value": shown}]
 
 
 def test_created_at_going_backwards_is_a_warning_at_the_later_sequence(db: Path) -> None:

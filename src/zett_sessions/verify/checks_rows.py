@@ -58,11 +58,9 @@ def time_problem(value: object, optional: bool = False) -> str | None:
     ``"timestamp_format"`` when it is readable but not exact; ``"timestamp_invalid"`` else."""
     if value is None and optional:
         return None
-    if isinstance(value, str) and EXACT_TIME_RE.fullmatch(value):
-        return None
-    if isinstance(value, str) and parse_db_time(value) is not None:
-        return "timestamp_format"
-    return "timestamp_invalid"
+    if not isinstance(value, str) or parse_db_time(value) is None:
+        return "timestamp_invalid"
+    return None if EXACT_TIME_RE.fullmatch(value) else "timestamp_format"
 
 
 def preview(value: object, limit: int = 80) -> str:
@@ -88,19 +86,24 @@ def check_rows(reader: Reader, scan: SessionScan, out: RowFindings) -> Decoded:
     by_rowid = {row[0]: row for row in scan.flagged}
     present = reader.layout.columns.get("raw_messages", frozenset())
     for detail in fetch_rows(reader, list(by_rowid), DETAIL_COLUMNS):
-        _check_row(by_rowid[detail["k"]], detail, present, out, decoded)
+        _check_row(by_rowid[detail["k"]], detail, present, out, decoded, scan.decoded)
     return decoded
 
 
 def _check_row(
-    row: Row, detail: sqlite3.Row, present: frozenset[str], out: RowFindings, decoded: Decoded
+    row: Row,
+    detail: sqlite3.Row,
+    present: frozenset[str],
+    out: RowFindings,
+    decoded: Decoded,
+    known: Decoded,
 ) -> None:
     flags = row[7]
     seq = detail["sequence"]
     role = detail["role"]
     kind: int | None = row[3] or None
     if flags & SUSPECT:
-        message = decode_envelope(detail["message_json"])
+        message = known.get(row[0]) or decode_envelope(detail["message_json"])
         decoded[row[0]] = message
         if isinstance(message, UndecodableMessage):
             out.add(
@@ -178,7 +181,9 @@ def _check_usage(detail: sqlite3.Row, seq: Any, role: Any, out: RowFindings) -> 
 def _check_timing(detail: sqlite3.Row, seq: Any, out: RowFindings) -> None:
     rules = []
     duration = detail["duration_ns"]
-    if isinstance(duration, int) and duration < 0:
+    if not isinstance(duration, int):
+        rules.append(f"duration_ns is {'NULL' if duration is None else type(duration).__name__}")
+    elif duration < 0:
         rules.append("duration_ns is negative")
     if _before(detail["completed_at"], detail["started_at"]):
         rules.append("completed_at is before started_at")
@@ -189,7 +194,9 @@ def _check_timing(detail: sqlite3.Row, seq: Any, out: RowFindings) -> None:
         if any(value is None for value in triple) and any(value is not None for value in triple):
             rules.append(f"{name} timing is half set")
             continue
-        if isinstance(triple[2], int) and triple[2] < 0:
+        if triple[2] is not None and not isinstance(triple[2], int):
+            rules.append(f"{name}_duration_ns is {type(triple[2]).__name__}")
+        elif triple[2] is not None and triple[2] < 0:
             rules.append(f"{name}_duration_ns is negative")
         if _before(triple[1], triple[0]):
             rules.append(f"{name}_completed_at is before {name}_started_at")

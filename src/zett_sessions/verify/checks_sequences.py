@@ -58,7 +58,7 @@ def sequence_findings(session_id: str, scan: SessionScan) -> list[Finding]:
                 "created_at_backwards",
                 "created_at goes backwards" + (f" at {count:,} rows" if count > 1 else ""),
                 session_id=session_id,
-                sequence=scan.backwards[0],
+                sequence=scan.backwards[0] if scan.backwards else None,
                 count=count,
                 sequences=scan.backwards[:SAMPLE],
             )

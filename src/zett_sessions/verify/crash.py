@@ -12,7 +12,7 @@ from ..timeutil import parse_db_time
 from .checks_batches import BatchVerdict, Entry
 from .checks_rows import fetch_rows
 from .checks_snapshots import SnapshotState
-from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview
+from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview, as_sequence
 from .reader import Reader
 from .scan import CTX_MESSAGE
 
@@ -88,7 +88,7 @@ def crash_summary(
                 call_id=call_id,
                 name=name,
                 arguments_preview=_preview(arguments.get((row[0], call_id), {})),
-                sequence=row[2],
+                sequence=as_sequence(row[2]),
                 issued_at=issued,
                 age_seconds=(now - issued).total_seconds() if issued else None,
             )
@@ -96,7 +96,7 @@ def crash_summary(
     resumed = verdict.resumed
     dropped = [
         DroppedMessage(
-            sequence=drop.item.sequence,
+            sequence=as_sequence(drop.item.sequence),
             kind=_kind(drop.item),
             reason=drop.reason,
             detail=drop.detail,

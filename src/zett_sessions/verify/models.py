@@ -21,6 +21,11 @@ from .codes import CODES, Severity
 SCHEMA_VERSION = 1
 
 
+def as_sequence(value: object) -> int | None:
+    """``value`` if it is a usable sequence number (an integer), else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class Finding(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -38,10 +43,17 @@ class Finding(BaseModel):
         message: str,
         *,
         session_id: str | None = None,
-        sequence: int | None = None,
+        sequence: object = None,
         **details: Any,
     ) -> Finding:
-        """A finding whose severity comes from the code registry."""
+        """A finding whose severity comes from the code registry.
+
+        A damaged row may hold a sequence that is no integer (text, REAL, NULL): the finding
+        then has no ``sequence`` and ``details["sequence_value"]`` shows what the row holds.
+        """
+        if sequence is not None and as_sequence(sequence) is None:
+            details["sequence_value"] = repr(sequence)
+        sequence = as_sequence(sequence)
         return cls(
             code=code,
             severity=CODES[code].severity,
@@ -64,7 +76,7 @@ class OpenToolCall(BaseModel):
     call_id: str
     name: str | None
     arguments_preview: str
-    sequence: int | str | None
+    sequence: int | None
     issued_at: datetime | None
     age_seconds: float | None
 
@@ -74,7 +86,7 @@ class DroppedMessage(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    sequence: int | str | None  # whatever the row holds (a broken row may hold text)
+    sequence: int | None  # None when the row holds no integer sequence
     kind: int | None
     reason: str
     detail: str

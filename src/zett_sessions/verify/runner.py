@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..codec import decode_envelope
 from ..database import Database
 from ..errors import DatabaseUnreadable, ValidationError
 from ..schema import Layout
 from ..timeutil import utc_now
 from .checks_batches import BatchVerdict, judge_batches, replay_entries, rescanned
 from .checks_database import integrity_check, integrity_findings, layout_findings
-from .checks_rows import Decoded, check_rows
+from .checks_rows import check_rows, fetch_rows
 from .checks_sequences import sequence_findings
 from .checks_sessions import (
     activity_findings,
@@ -54,7 +55,7 @@ from .findings import RowFindings
 from .models import Checked, CrashSummary, DatabaseInfo, Finding, VerifyReport
 from .reader import NotUtf8, Reader
 from .scan import raw_scan_sql, sessions_sql, snapshots_sql
-from .walk import Row, SessionScan, finish, walk
+from .walk import Resolve, Row, SessionScan, finish, walk
 
 PARALLEL_MIN_ROWS = 200_000  # below this, starting another process costs more than it saves
 SCAN_BATCH = 4096
@@ -154,7 +155,7 @@ class _RangeChecker:
                     latest = latest_snapshot(context[1])
                     boundary = latest.int_boundary if latest else None
                     scan = SessionScan(session_id, boundary=boundary)
-                index = walk(scan, batch, index)
+                index = walk(scan, batch, index, self._resolver(scan))
         if scan is not None:
             self._judge(scan.session_id, *context, scan)
 
@@ -170,17 +171,16 @@ class _RangeChecker:
             for row in batch
         ]
 
-    def _rewalk(self, scan: SessionScan, decoded: Decoded) -> None:
-        """Walk the session again, streamed, with the decoded rows in place of SQLite's
-        unknowns: most suspect rows (images, attributes) are ordinary messages."""
-        again = SessionScan(scan.session_id, boundary=scan.boundary)
-        for batch in self._session_batches(str(scan.session_id)):
-            walk(
-                again,
-                [rescanned(row, decoded[row[0]]) if row[0] in decoded else row for row in batch],
-            )
-        finish(again)
-        scan.needs_projection = again.needs_projection
+    def _resolver(self, scan: SessionScan) -> Resolve:
+        """Decode a SUSPECT row on the spot (few rows), so the walk can go on exactly."""
+
+        def resolve(row: Row) -> Row:
+            [detail] = fetch_rows(self.reader, [row[0]], ("message_json",))
+            message = decode_envelope(detail["message_json"])
+            scan.decoded[row[0]] = message
+            return rescanned(row, message)
+
+        return resolve
 
     def _take_session(self, session_id: Any) -> sqlite3.Row | None:
         rows = self.sessions.take(session_id)
@@ -248,8 +248,6 @@ class _RangeChecker:
         verdict: BatchVerdict | None = None
         entries = []
         decoded = check_rows(reader, scan, grouped) if scan is not None else {}
-        if scan is not None and scan.needs_projection and decoded:
-            self._rewalk(scan, decoded)  # the decoded rows may well be ordinary messages
         if scan is not None and scan.needs_projection:
             rows = self._session_rows(session_id)
             entries = replay_entries(reader, rows, decoded, grouped)

@@ -104,15 +104,19 @@ def _object_flag(column: str, blank_keys: bool) -> str:
     return f"NOT ({proven})"
 
 
+def _exact(column: str) -> str:
+    """The exact shape (``?`` wildcards are cheap) and a real date-time (``julianday``)."""
+    return f"{column} GLOB '{TIME_SHAPE}' AND julianday({column}) IS NOT NULL"
+
+
 def _times_good(layout: Layout) -> list[str]:
-    shape = f"GLOB '{TIME_SHAPE}'"
-    good = [f"created_at {shape}", "updated_at = created_at"]
+    good = [_exact("created_at"), "updated_at = created_at"]
     if layout.has_column("raw_messages", "started_at"):
-        good += [f"started_at {shape}", f"completed_at {shape}"]
+        good += [_exact("started_at"), _exact("completed_at")]
         for name in ("reasoning", "content"):
             good.append(
-                f"({name}_started_at IS NULL OR ({name}_started_at {shape} "
-                f"AND {name}_completed_at {shape}))"
+                f"({name}_started_at IS NULL OR ({_exact(f'{name}_started_at')} "
+                f"AND {_exact(f'{name}_completed_at')}))"
             )
     return good
 
@@ -120,14 +124,15 @@ def _times_good(layout: Layout) -> list[str]:
 def _timing_good(layout: Layout) -> list[str]:
     if not layout.has_column("raw_messages", "duration_ns"):
         return []
-    good = ["duration_ns >= 0", "completed_at >= started_at"]
+    good = ["typeof(duration_ns) = 'integer'", "duration_ns >= 0", "completed_at >= started_at"]
     for name in ("reasoning", "content"):
         started, completed, duration = (
             f"{name}_{part}" for part in ("started_at", "completed_at", "duration_ns")
         )
         good.append(
             f"(coalesce({started}, {completed}, {duration}) IS NULL OR ({started} IS NOT NULL "
-            f"AND {completed} >= {started} AND {duration} >= 0))"
+            f"AND {completed} >= {started} AND typeof({duration}) = 'integer' "
+            f"AND {duration} >= 0))"
         )
     return good
 
@@ -136,7 +141,7 @@ def _usage_good(layout: Layout) -> list[str]:
     if not layout.has_column("raw_messages", "input_tokens"):
         return []
     checks = " AND ".join(
-        [f"{column} >= 0" for column in TOKEN_COLUMNS]
+        [f"typeof({column}) = 'integer' AND {column} >= 0" for column in TOKEN_COLUMNS]
         + [
             "cache_read_tokens <= input_tokens",
             "cache_write_tokens <= input_tokens",
@@ -221,7 +226,9 @@ def raw_scan_sql(layout: Layout, where: str = "") -> str:
             else:
                 code = str(kind * 4 + CTX_MESSAGE)
             whens.append(f"WHEN {opening} THEN {code}")
-    cls = f"CASE WHEN NOT {valid} THEN 0 {' '.join(whens)} ELSE 0 END"
+    # A canonical opening proves the first element; one more lookup proves it is the only one.
+    single = f"json_array_length({m}) = 1"
+    cls = f"CASE WHEN NOT {valid} THEN 0 WHEN NOT {single} THEN 0 {' '.join(whens)} ELSE 0 END"
     # Ids and names of the first few calls come from the cached parse (one lookup); longer
     # lists walk json_each; a tool_calls that is no array yields '!' (suspect).
     calls_path = "'$[0].data.tool_calls'"

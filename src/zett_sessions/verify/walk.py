@@ -12,13 +12,14 @@ in ``checks_batches``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .scan import CTX_CALLS, CTX_MESSAGE, CTX_RESULT, SUSPECT, TIMES
 
 SAMPLE = 20  # sequences kept as examples for row-level findings; counts are always exact
+_START = float("nan")  # "no sequence seen yet": unequal to every value, even NULL
 
 Row = Sequence[Any]
 """A scanned row: ``(rowid, session_id, sequence, kind, ctx, ids, created_at, flags)``."""
@@ -71,6 +72,7 @@ class SessionScan:
     backwards: list[int] = field(default_factory=list)  # first SAMPLE sequences
     backwards_count: int = 0
     flagged: list[Row] = field(default_factory=list)
+    decoded: dict[int, Any] = field(default_factory=dict)  # rowid -> decoded SUSPECT envelope
     needs_projection: bool = False
     pending: list[Any] | None = None  # call ids of the open batch
     crossed: bool = False  # the walk has passed the snapshot boundary
@@ -80,14 +82,21 @@ class SessionScan:
         return None if self.next_sequence is None else self.next_sequence - 1
 
 
-def walk(scan: SessionScan, rows: Sequence[Row], start: int = 0) -> int:
+Resolve = Callable[[Row], Row]
+
+
+def walk(
+    scan: SessionScan, rows: Sequence[Row], start: int = 0, resolve: Resolve | None = None
+) -> int:
     """Fold ``rows[start:]`` into ``scan`` until a row of another session; return its index.
 
     Rows come in ``(session_id, sequence)`` order, so a session's rows are contiguous.
+    ``resolve`` turns a SUSPECT row into the row SQLite would have produced for its decoded
+    envelope (few rows: each costs a query); without it a SUSPECT row needs the projection.
     """
     session_id = scan.session_id
     stop = len(rows)
-    expect = scan.next_sequence
+    expect: Any = _START if scan.next_sequence is None else scan.next_sequence
     last_created = scan.last_created
     boundary = scan.boundary if scan.boundary is not None else 0
     crossed = scan.crossed or scan.boundary is None
@@ -99,21 +108,29 @@ def walk(scan: SessionScan, rows: Sequence[Row], start: int = 0) -> int:
             stop = index
             break
         seq = row[2]
-        expect = _sequence_anomaly(scan, row, expect) if seq != expect else seq + 1
+        ordered = True
+        if seq != expect:
+            expect = _sequence_anomaly(scan, row, expect)
+            ordered = isinstance(seq, int)  # a row without a real place says nothing on time
+        else:
+            expect = seq + 1
         flags = row[7]
         if flags:
             scan.flagged.append(row)
             if flags & SUSPECT:
-                needs = True
+                if resolve is None:
+                    needs = True
+                else:
+                    row = resolve(row)
         created = row[6]
-        if created is not None and not flags & TIMES:
+        if ordered and created is not None and not flags & TIMES:
             if last_created is None or created >= last_created:
                 last_created = created
             else:
                 scan.backwards_count += 1
-                if len(scan.backwards) < SAMPLE:
+                if len(scan.backwards) < SAMPLE and isinstance(seq, int):
                     scan.backwards.append(seq)
-        if not crossed and expect is not None and expect - 1 > boundary:
+        if not crossed and expect is not _START and expect - 1 > boundary:
             crossed = True
             if pending:
                 needs = True  # the latest boundary falls inside an open batch
@@ -138,7 +155,7 @@ def walk(scan: SessionScan, rows: Sequence[Row], start: int = 0) -> int:
                 needs = True
                 pending = None
     scan.messages += stop - start
-    scan.next_sequence = expect
+    scan.next_sequence = None if expect is _START else expect
     scan.last_created = last_created
     scan.crossed = crossed
     scan.needs_projection = needs
@@ -152,13 +169,13 @@ def finish(scan: SessionScan) -> None:
         scan.needs_projection = True
 
 
-def _sequence_anomaly(scan: SessionScan, row: Row, expect: int | None) -> int | None:
+def _sequence_anomaly(scan: SessionScan, row: Row, expect: Any) -> Any:
     """Record why the row's sequence is not the expected one; return the next expectation."""
     seq = row[2]
     if not isinstance(seq, int):
         scan.invalid_sequences.append(row)
         return expect
-    if expect is None:
+    if expect is _START:
         scan.first_sequence = seq
     elif seq < expect:
         scan.duplicates.append(seq)
