@@ -35,6 +35,7 @@ from .errors import (
     DatabaseUnreadable,
     DiskFull,
     NotASessionDatabase,
+    UnfinishedTransaction,
     UnsupportedLayout,
 )
 from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
@@ -59,6 +60,12 @@ def translate_sqlite_error(error: sqlite3.Error, path: str) -> DatabaseError:
         return DatabaseLocked(f"database {path} is locked by another process", path)
     if name == "SQLITE_NOTADB" or "file is not a database" in text:
         return NotASessionDatabase(f"{path} is not an SQLite database", path)
+    if name == "SQLITE_READONLY_ROLLBACK":
+        return UnfinishedTransaction(
+            f"database {path} holds an unfinished transaction of a crashed writer "
+            f"({path}-journal), which a read-only command cannot roll back",
+            path,
+        )
     if name.startswith("SQLITE_READONLY") or "readonly database" in text:
         return DatabaseReadOnly(f"cannot write to database {path}: {_why_read_only(path)}", path)
     if name.startswith("SQLITE_CORRUPT") or "malformed" in text:

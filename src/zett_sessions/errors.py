@@ -48,6 +48,10 @@ class DiskFull(DatabaseUnreadable):
     """A write needed more space than the disk has."""
 
 
+class UnfinishedTransaction(DatabaseUnreadable):
+    """A crashed writer left a hot rollback journal: only a writer can roll it back."""
+
+
 class DatabaseLocked(DatabaseError):
     """Another connection held a lock for longer than the busy timeout."""
 

@@ -63,6 +63,12 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
             message + " (keep a copy before any repair; `sqlite3 FILE .recover` salvages "
             "what is still readable)",
         )
+    if isinstance(error, e.UnfinishedTransaction):
+        return (
+            ExitCode.ERROR,
+            message + " (the next writer recovers it: run the agent again, or "
+            "`sqlite3 FILE 'PRAGMA quick_check'` once, then retry)",
+        )
     if isinstance(error, e.DiskFull):
         return ExitCode.ERROR, message + " (free some disk space and try again)"
     if isinstance(error, e.DatabaseUnreadable):

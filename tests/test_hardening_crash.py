@@ -1,0 +1,360 @@
+"""Issue 6, item 2: a writer killed with SIGKILL loses only what it had not been told was saved.
+
+Real writer processes (the storage core, or the ``delete`` command) are killed with SIGKILL:
+between appends at varying moments, inside an append's and a snapshot's transaction, between a
+tool call and its results, and inside ``delete``'s transaction.  Afterwards the database opens,
+passes ``PRAGMA integrity_check``, holds every acknowledged write (and at most the one write in
+flight), and ``verify`` describes what the kill left: nothing, or the incomplete tool batch.
+
+A kill inside a transaction is made deterministic by a hook in the child that stops right after
+a chosen statement (before COMMIT) and says so; the parent kills it there.  In rollback-journal
+mode such a kill leaves a hot journal that only a writer may roll back: inspection commands say
+so in one line, and the next writer recovers the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import assert_one_error_line, digest, run_cli, table_rows
+from zett_sessions.demo import write_demo
+
+CHILD = r"""
+import asyncio, os, sys, time
+from zett_sessions import database
+
+pause_after = os.environ.get("ZS_PAUSE_AFTER")
+if pause_after:  # stop for good right after this statement ran: the transaction stays open
+    real_execute = database.Database.execute
+
+    async def execute(self, sql, params=()):
+        if sql.startswith("BEGIN IMMEDIATE") and os.environ.get("ZS_SPILL"):
+            # a one-page cache: changed pages reach the file before COMMIT, as in any big
+            # transaction, so a kill leaves a hot rollback journal behind
+            await real_execute(self, "PRAGMA cache_size = 1")
+        count = await real_execute(self, sql, params)
+        if sql.startswith(pause_after):
+            print("paused", flush=True)
+            time.sleep(3600)
+        return count
+
+    database.Database.execute = execute
+
+if sys.argv[1] == "cli":
+    sys.argv = ["zett-sessions", *sys.argv[2:]]
+    from zett_sessions.cli.main import run
+    run()
+    sys.exit()
+
+from zett_sessions.models import (
+    AssistantMessage, CompactedMessage, ToolCall, ToolMessage, UserMessage,
+)
+from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+path, mode, session = sys.argv[1], sys.argv[2], "crash-me"
+
+
+def turn(t):
+    calls = (ToolCall(id=f"t{t}-a", name="grep", arguments={"t": t}),
+             ToolCall(id=f"t{t}-b", name="read", arguments={"t": t}))
+    return [
+        UserMessage(content=f"turn {t} question"),
+        AssistantMessage(content="", tool_calls=calls),
+        ToolMessage(tool_call_id=calls[0].id, name="grep", content=f"turn {t} grep"),
+        ToolMessage(tool_call_id=calls[1].id, name="read", content=f"turn {t} read"),
+        AssistantMessage(content=f"turn {t} answer"),
+    ]
+
+
+async def main():
+    async with SQLiteSessionStorage(path) as storage:
+        if mode == "appends":  # forever, acknowledging each append once it returned
+            t = 0
+            while True:
+                for message in turn(t):
+                    sequence = await storage.append(session, "run", message)
+                    print(f"ack {sequence}", flush=True)
+                t += 1
+        if mode == "half-batch":  # a turn whose second tool result never comes
+            for message in [*turn(0), *turn(1)[:3]]:
+                print(f"ack {await storage.append(session, 'run', message)}", flush=True)
+            print("ready", flush=True)
+            await asyncio.sleep(3600)
+        if mode == "snapshot":  # two turns, then a snapshot (paused inside its transaction)
+            for message in [*turn(0), *turn(1)]:
+                print(f"ack {await storage.append(session, 'run', message)}", flush=True)
+            await storage.snapshot(session, CompactedMessage(content="summary"), 5, 0)
+            print("snapshot committed", flush=True)
+
+
+asyncio.run(main())
+"""
+
+
+def start(*args: str, pause_after: str | None = None, spill: bool = False) -> subprocess.Popen[str]:
+    env = {**os.environ}
+    if pause_after:
+        env["ZS_PAUSE_AFTER"] = pause_after
+    if spill:
+        env["ZS_SPILL"] = "1"
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def kill(process: subprocess.Popen[str]) -> list[str]:
+    """SIGKILL the child; returns what it printed that was not read yet (its last acks)."""
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    assert process.stdout is not None and process.stderr is not None
+    rest = [line.strip() for line in process.stdout]
+    process.stdout.close()
+    process.stderr.close()
+    return rest
+
+
+def wait_for(process: subprocess.Popen[str], line: str) -> list[str]:
+    """Lines the child printed up to and including ``line`` (fails if it died first)."""
+    assert process.stdout is not None
+    seen = []
+    for text in process.stdout:
+        seen.append(text.strip())
+        if text.strip() == line:
+            return seen
+    assert process.stderr is not None
+    raise AssertionError(f"child ended before {line!r}: {process.stderr.read()[-2000:]}")
+
+
+def fresh_database(path: Path, journal: str) -> Path:
+    """A new session database in WAL (as zett-agent makes it) or rollback-journal mode."""
+    write_demo(path)
+    if journal == "rollback":
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.close()
+    return path
+
+
+def recover_if_needed(path: Path, journal: str, *, hot: bool = False) -> None:
+    """Rollback mode: a read-only command may meet a hot journal; it says so in one line,
+    then the next writer (here: a plain read-write open) rolls the transaction back.
+    ``hot``: the kill certainly left one (changed pages had reached the file)."""
+    r = run_cli(["--db", str(path), "list", "-q"])
+    assert r.exit_code == (1 if hot else r.exit_code)
+    if r.exit_code != 0:
+        assert journal == "rollback", r.stderr
+        assert_one_error_line(r.stderr, "unfinished transaction of a crashed writer")
+        before = digest(path)
+        r = run_cli(["--db", str(path), "verify"])
+        assert r.exit_code == 1
+        assert_one_error_line(r.stderr, "unfinished transaction", "the next writer")
+        assert digest(path) == before  # inspection did not roll it back itself
+        conn = sqlite3.connect(path)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        conn.close()
+        assert not Path(f"{path}-journal").exists()
+
+
+def integrity(path: Path) -> list[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [row[0] for row in conn.execute("PRAGMA integrity_check")]
+    finally:
+        conn.close()
+
+
+def raw_log(path: Path, session: str = "crash-me") -> list[tuple[int, int, str]]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(
+            "SELECT sequence, role, message_json FROM raw_messages WHERE session_id = ? "
+            "ORDER BY sequence",
+            (session,),
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def verify_findings(path: Path, session: str = "crash-me") -> tuple[int, list[dict[str, Any]]]:
+    """verify's exit code for the whole file (the demo's planted faults make it 4) and the
+    error findings about ``session``; SQLite's integrity check must pass."""
+    r = run_cli(["--db", str(path), "verify", "--json"])
+    assert r.exit_code in (0, 4), r.stderr
+    report = json.loads(r.stdout)
+    assert report["database"]["integrity_ok"] is True
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    mine = [f for f in errors if f["session_id"] == session]
+    return (4 if mine else 0), mine
+
+
+def expected_open_batch(log: list[tuple[int, int, str]]) -> int | None:
+    """Sequence of the last assistant whose calls are not all answered, if the log ends so."""
+    for index in range(len(log) - 1, -1, -1):
+        sequence, role, text = log[index]
+        if role == 3:
+            calls = json.loads(text)[0]["data"]["tool_calls"]
+            answered = len(log) - 1 - index
+            return sequence if calls and answered < len(calls) else None
+    return None
+
+
+# --- kills between appends --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("journal", ["wal", "rollback"])
+@pytest.mark.parametrize("acks", [3, 9, 24, 38])
+def test_a_writer_killed_between_appends_loses_only_the_unacknowledged_write(
+    tmp_path: Path, journal: str, acks: int
+) -> None:
+    path = fresh_database(tmp_path / "db.sqlite3", journal)
+    writer = start(str(path), "appends")
+    lines = wait_for(writer, f"ack {acks}")
+    time.sleep((acks % 4) * 0.0007)  # land at different points of the next append
+    lines += kill(writer)
+    acknowledged = [int(line.split()[1]) for line in lines if line.startswith("ack ")]
+    assert acknowledged == list(range(1, len(acknowledged) + 1))
+    assert len(acknowledged) >= acks
+    acks = len(acknowledged)
+
+    recover_if_needed(path, journal)
+    assert integrity(path) == ["ok"]
+    log = raw_log(path)
+    sequences = [row[0] for row in log]
+    assert sequences == list(range(1, len(sequences) + 1))  # contiguous, from 1
+    assert len(sequences) - acks in (0, 1)  # every acknowledged write; at most one more
+    # exactly the messages the writer sent, in its order
+    for sequence, _, text in log:
+        turn, place = divmod(sequence - 1, 5)
+        data = json.loads(text)[0]["data"]
+        dumped = json.dumps(data)
+        assert f"turn {turn} " in dumped or f'"t{turn}-' in dumped, (sequence, data)
+        assert place != 4 or data["content"] == f"turn {turn} answer"
+
+    code, errors = verify_findings(path)
+    open_batch = expected_open_batch(log)
+    if open_batch is None:
+        assert (code, errors) == (0, [])
+    else:
+        assert code == 4
+        assert [(f["code"], f["sequence"]) for f in errors] == [
+            ("incomplete_tool_batch", open_batch)
+        ]
+
+
+def test_a_writer_killed_between_a_call_and_its_results_is_described_by_verify(
+    tmp_path: Path,
+) -> None:
+    path = fresh_database(tmp_path / "db.sqlite3", "wal")
+    writer = start(str(path), "half-batch")
+    wait_for(writer, "ready")
+    kill(writer)
+    assert integrity(path) == ["ok"]
+    assert [row[0] for row in raw_log(path)] == list(range(1, 9))
+
+    r = run_cli(["--db", str(path), "verify", "--json", "crash-me"])
+    assert r.exit_code == 4, r.stderr
+    report = json.loads(r.stdout)
+    assert [(f["code"], f["sequence"]) for f in report["findings"]] == [
+        ("incomplete_tool_batch", 7)
+    ]
+    (summary,) = report["sessions"]
+    assert summary["last_sequence"] == 8
+    assert summary["last_complete_turn_sequence"] == 5
+    assert [call["call_id"] for call in summary["open_tool_calls"]] == ["t1-b"]
+
+    r = run_cli(["--db", str(path), "show", "crash-me"])
+    assert r.exit_code == 0, r.stderr
+    assert "t1-b" in r.stdout
+    r = run_cli(["--db", str(path), "verify", "crash-me"])
+    assert r.exit_code == 4
+    assert "incomplete_tool_batch" in r.stdout
+
+
+# --- kills inside a transaction -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("journal", ["wal", "rollback"])
+def test_a_writer_killed_inside_an_append_transaction_leaves_no_trace_of_it(
+    tmp_path: Path, journal: str
+) -> None:
+    path = fresh_database(tmp_path / "db.sqlite3", journal)
+    before = table_rows(path, "raw_messages")
+    spill = journal == "rollback"
+    writer = start(str(path), "appends", pause_after="INSERT INTO raw_messages", spill=spill)
+    wait_for(writer, "paused")  # the first append's row is written, not committed
+    kill(writer)
+    recover_if_needed(path, journal, hot=spill)
+    assert integrity(path) == ["ok"]
+    assert raw_log(path) == []
+    assert table_rows(path, "raw_messages") == before
+    assert verify_findings(path) == (0, [])
+    writer = start(str(path), "half-batch")  # the next writer finds the file usable
+    wait_for(writer, "ready")
+    kill(writer)
+    assert [row[0] for row in raw_log(path)] == list(range(1, 9))
+
+
+@pytest.mark.parametrize("journal", ["wal", "rollback"])
+def test_a_writer_killed_inside_a_snapshot_transaction_leaves_no_snapshot(
+    tmp_path: Path, journal: str
+) -> None:
+    path = fresh_database(tmp_path / "db.sqlite3", journal)
+    writer = start(str(path), "snapshot", pause_after="INSERT INTO session_snapshots")
+    lines = wait_for(writer, "paused")
+    kill(writer)
+    assert lines.count("ack 10") == 1
+    recover_if_needed(path, journal)
+    assert integrity(path) == ["ok"]
+    assert [row[0] for row in raw_log(path)] == list(range(1, 11))
+    assert table_rows(path, "session_snapshots", ["crash-me"]) == []
+    assert verify_findings(path) == (0, [])
+    r = run_cli(["--db", str(path), "snapshot-info", "crash-me", "--json"])
+    assert (r.exit_code, json.loads(r.stdout)) == (0, [])
+
+    writer = start(str(path), "snapshot")  # version 1 is still free: the next one succeeds
+    wait_for(writer, "snapshot committed")
+    writer.wait(timeout=30)
+    for stream in (writer.stdout, writer.stderr):
+        assert stream is not None
+        stream.close()
+    assert len(table_rows(path, "session_snapshots", ["crash-me"])) == 1
+
+
+@pytest.mark.parametrize("journal", ["wal", "rollback"])
+def test_a_delete_killed_mid_transaction_deletes_nothing_and_a_rerun_deletes_all(
+    tmp_path: Path, journal: str
+) -> None:
+    path = fresh_database(tmp_path / "db.sqlite3", journal)
+    victims = ["project-notes", "nightly-deps"]
+    tables = ("agent_sessions", "raw_messages", "session_snapshots")
+    before = {table: table_rows(path, table) for table in tables}
+    assert all(table_rows(path, "raw_messages", [v]) for v in victims)
+    delete = ["delete", *victims, "--yes", "--skip-active", "0"]
+    spill = journal == "rollback"
+    killed = start("cli", "--db", str(path), *delete, pause_after="DELETE FROM", spill=spill)
+    wait_for(killed, "paused")  # the first DELETE ran; the transaction is open
+    kill(killed)
+    recover_if_needed(path, journal, hot=spill)
+    assert integrity(path) == ["ok"]
+    assert {table: table_rows(path, table) for table in tables} == before  # nothing
+
+    r = run_cli(["--db", str(path), *delete])
+    assert r.exit_code == 0, r.stderr
+    for table in tables:  # all
+        assert table_rows(path, table, victims) == []
+    assert integrity(path) == ["ok"]
