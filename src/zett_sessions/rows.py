@@ -25,6 +25,7 @@ from .models import (
 )
 from .schema import RAW_COLUMNS, SESSION_COLUMNS, TOKEN_COLUMNS, Layout
 from .timeutil import parse_db_time
+from .values import text_or_none as text_or_none  # re-exported: the row readers' helper
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -49,15 +50,6 @@ def session_select(layout: Layout, alias: str = "") -> str:
 
 def snapshot_select(layout: Layout, alias: str = "") -> str:
     return layout.select_list("session_snapshots", SNAPSHOT_COLUMNS, alias)
-
-
-def text_or_none(value: Any) -> str | None:
-    """A TEXT column as ``str`` even when a foreign writer stored a number or a BLOB."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
 
 
 def _int_or_none(value: Any) -> int | None:

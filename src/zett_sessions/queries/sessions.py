@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from ..database import Database
-from ..rows import text_or_none
 from ..schema import SESSION_COLUMNS
 from ..timeutil import format_db_time, parse_db_time
+from ..values import text_or_none
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,18 @@
+"""Lenient readings of single column values, for modules that must stay light to import.
+
+``rows`` turns whole rows into pydantic models (it imports the codec and the models); a listing
+only needs a column read the same lenient way, so the helper lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def text_or_none(value: Any) -> str | None:
+    """A TEXT column as ``str`` even when a foreign writer stored a number or a BLOB."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
