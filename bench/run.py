@@ -25,6 +25,9 @@ Floors and targets, all measured in the same run:
 * ``show`` on a TTY: the first 2 kB of the transcript must reach the terminal within 0.5 s
   (measured through a pseudo-terminal, colours on, no pager).
 
+The table also gives each process's CPU time (user + system): on a shared machine wall time
+grows with the load while CPU time mostly does not; the header notes the load average.
+
 Processes run with the environment of this script minus ``PYTHONDONTWRITEBYTECODE``: an
 installed tool runs from compiled bytecode (pip compiles it; an editable install writes it on
 the warm-up run), so recompiling every module on every run would measure the setup, not the
@@ -68,10 +71,15 @@ class Timing:
     label: str
     runs: list[float] = field(default_factory=list)
     peak_rss_mb: float = 0.0
+    cpu: list[float] = field(default_factory=list)  # user + system seconds per run
 
     @property
     def median(self) -> float:
         return statistics.median(self.runs)
+
+    @property
+    def cpu_median(self) -> float | None:
+        return statistics.median(self.cpu) if self.cpu else None
 
 
 @dataclass
@@ -108,8 +116,8 @@ def child_env(**extra: str) -> dict[str, str]:
 
 def run_once(
     argv: list[str], *, stdout_path: str = os.devnull, stdin: str | None = None
-) -> tuple[float, float]:
-    """Run ``argv``; return (wall seconds, peak RSS in MB) of that process alone."""
+) -> tuple[float, float, float]:
+    """Run ``argv``; return wall seconds, peak RSS in MB and CPU seconds of that process."""
     with open(stdout_path, "wb") as out:
         start = time.perf_counter()
         process = subprocess.Popen(
@@ -128,7 +136,7 @@ def run_once(
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 4):  # verify exits 4 when it finds the planted faults
         raise RuntimeError(f"{' '.join(argv)} exited with {code}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def measure(
@@ -144,9 +152,10 @@ def measure(
     for attempt in range(runs + 1):
         if prepare is not None:
             prepare()
-        elapsed, rss = run_once(argv, stdout_path=stdout_path)
+        elapsed, rss, cpu = run_once(argv, stdout_path=stdout_path)
         if attempt:
             timing.runs.append(elapsed)
+            timing.cpu.append(cpu)
             timing.peak_rss_mb = max(timing.peak_rss_mb, rss)
     return timing
 
@@ -517,19 +526,24 @@ def markdown(rows: list[Row], header: str) -> str:
     lines = [
         header,
         "",
-        "| operation | median | min | max | peak RSS | floor (same run) | floor median "
-        "| ratio | target | met |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---|---|",
+        "| operation | median | min | max | CPU | peak RSS | floor (same run) | floor median "
+        "| floor CPU | ratio | target | met |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---|",
     ]
     for row in rows:
         met = {True: "yes", False: "**NO**", None: "—"}[row.met]
         lines.append(
             f"| {row.operation} | {row.ours.median * 1000:.0f} ms "
             f"| {min(row.ours.runs) * 1000:.0f} ms | {max(row.ours.runs) * 1000:.0f} ms "
-            f"| {row.ours.peak_rss_mb:.0f} MB | {row.floor.label} "
-            f"| {row.floor.median * 1000:.0f} ms | {row.ratio:.2f}× | {row.target} | {met} |"
+            f"| {_ms(row.ours.cpu_median)} | {row.ours.peak_rss_mb:.0f} MB | {row.floor.label} "
+            f"| {row.floor.median * 1000:.0f} ms | {_ms(row.floor.cpu_median)} "
+            f"| {row.ratio:.2f}× | {row.target} | {met} |"
         )
     return "\n".join(lines)
+
+
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def main() -> int:
@@ -565,10 +579,12 @@ def main() -> int:
     for size in sizes:
         db, _truth = ensure_database(size, args.seed)
         size_mb = db.stat().st_size / 1e6
+        load = os.getloadavg()[0]
         rows = benchmark(db, args.runs, only)
         header = (
             f"### {size:,} messages ({size_mb:,.0f} MB), {report['date']}, "
-            f"{platform.machine()} × {os.cpu_count()} cores, SQLite {sqlite3.sqlite_version}"
+            f"{platform.machine()} × {os.cpu_count()} cores, SQLite {sqlite3.sqlite_version}, "
+            f"load average {load:.1f} → {os.getloadavg()[0]:.1f}"
         )
         print(markdown(rows, header))
         print()
@@ -579,8 +595,16 @@ def main() -> int:
             "rows": [
                 {
                     **{k: v for k, v in asdict(r).items() if k not in ("ours", "floor")},
-                    "ours": {**asdict(r.ours), "median": r.ours.median},
-                    "floor": {**asdict(r.floor), "median": r.floor.median},
+                    "ours": {
+                        **asdict(r.ours),
+                        "median": r.ours.median,
+                        "cpu_median": r.ours.cpu_median,
+                    },
+                    "floor": {
+                        **asdict(r.floor),
+                        "median": r.floor.median,
+                        "cpu_median": r.floor.cpu_median,
+                    },
                     "ratio": r.ratio,
                     "met": r.met,
                 }
