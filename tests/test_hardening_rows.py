@@ -1,0 +1,443 @@
+"""Issue 6, item 4: a damaged row never takes a command down, and verify names it.
+
+Hypothesis picks one row of a realistic database (a raw message, a snapshot or a session row)
+and writes one corruption into one of its columns: broken JSON, wrong or unknown kinds, bad
+base64 in a bytes marker, deep nesting, huge values, NULLs where the format has none, BLOBs,
+wrong types in metadata and tags, timestamps in other formats, impossible numbers.  Then every
+read command runs on it:
+
+* no exception escapes (exit 0; ``verify`` exits 0 or 4) and nothing prints a traceback;
+* the rest of the session still shows: every other record of ``show --json`` is unchanged;
+* ``verify`` names the row: a finding with one of the codes the corruption calls for, on that
+  session, whose sequence (or sample of sequences) includes the row — for corruptions that
+  break the format (a huge but valid value is no finding, and must still be displayed).
+
+The base database's NOT NULL constraints are relaxed first (through ``writable_schema``), so a
+NULL can be written where zett-agent never writes one, as a damaged or foreign writer might.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from support import run_cli
+from zett_sessions.demo import write_demo
+
+EXAMPLES = int(os.environ.get("ZS_HYPOTHESIS_EXAMPLES", "40"))
+SESSIONS = ("plain", "tools", "child", "compacted", "automation", "unicode")
+
+
+@dataclass(frozen=True)
+class Base:
+    path: Path
+    ids: dict[str, str]  # demo key -> session id
+    records: dict[str, dict[str, dict[str, Any]]]  # session id -> record id -> show --json record
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
+    return build_base(tmp_path_factory.mktemp("rows") / "base.sqlite3")
+
+
+def build_base(path: Path) -> Base:
+    """The demo database without NOT NULL constraints, and each session's records."""
+    ids = write_demo(path).sessions
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file to copy
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "UPDATE sqlite_master SET sql = replace(sql, ' NOT NULL', '') WHERE type = 'table'"
+        )
+        conn.execute("PRAGMA writable_schema = OFF")
+        conn.commit()
+    finally:
+        conn.close()
+    records = {}
+    for key in SESSIONS:
+        r = run_cli(["--db", str(path), "show", ids[key], "--json"])
+        assert r.exit_code == 0, r.stderr
+        records[ids[key]] = {record["id"]: record for record in json.loads(r.stdout)["records"]}
+    return Base(path, ids, records)
+
+
+# --- the corruptions ------------------------------------------------------------------------
+
+SEQUENCE_CODES = frozenset(
+    {"sequence_invalid", "sequence_gap", "sequence_not_starting_at_one", "sequence_duplicate"}
+)
+ENVELOPE = frozenset({"undecodable_envelope"})
+TIME_CODES = frozenset({"timestamp_format", "timestamp_invalid"})
+EARLY = frozenset({"updated_at_before_last_message"})
+
+
+@dataclass(frozen=True)
+class Corruption:
+    """``value`` written into ``column`` of one row of ``table``; ``codes``: what verify must
+    report for the row (``None``: the value is odd but valid, no finding is required)."""
+
+    table: str
+    column: str
+    value: Any
+    codes: frozenset[str] | None
+
+    def __repr__(self) -> str:  # hypothesis prints it: keep huge values short
+        shown = repr(self.value)
+        shown = shown if len(shown) < 120 else shown[:100] + f"… ({len(shown):,} chars)"
+        return f"Corruption({self.table}.{self.column} = {shown})"
+
+
+def envelope(kind: Any, data: Any) -> str:
+    return json.dumps([{"kind": kind, "data": data}])
+
+
+BAD_ENVELOPES: list[tuple[Any, frozenset[str]]] = [
+    ('[{"kind": 3, "data": {"content": "cut', ENVELOPE),
+    ("not json at all", ENVELOPE),
+    ("{}", ENVELOPE),
+    ("[]", ENVELOPE),
+    (envelope(2, {"content": "a"})[:-1] + ', {"kind": 2, "data": {}}]', ENVELOPE),
+    (envelope(99, {"content": "from the future"}), ENVELOPE | {"role_kind_mismatch"}),
+    (envelope("3", {"content": "kind as text"}), ENVELOPE),
+    (envelope(2, 5), ENVELOPE),
+    (envelope(4, {}), ENVELOPE),
+    (envelope(5, {"content": "a checkpoint"}), frozenset({"checkpoint_in_raw_log"})),
+    (
+        envelope(
+            2,
+            {
+                "content": [
+                    {"source": {"data": {"__kcs_bytes__": "@@not base64@@"}, "media_type": "x"}}
+                ]
+            },
+        ),
+        ENVELOPE,
+    ),
+    ("[" * 100_000 + "]" * 100_000, ENVELOPE),
+    (None, ENVELOPE),
+    (b"\x00\xffbinary", ENVELOPE),
+    (12345, ENVELOPE),
+    ("", ENVELOPE),
+]
+TIMES = [
+    ("2026-03-02T09:15:00Z", frozenset({"timestamp_format"})),
+    ("2026-03-02 09:15:00", frozenset({"timestamp_format"})),
+    ("2026-03-02", frozenset({"timestamp_format"})),
+    ("yesterday", frozenset({"timestamp_invalid"})),
+    ("2026-13-45 99:99:99.000000", TIME_CODES),
+    (1_700_000_000, frozenset({"timestamp_invalid"})),
+    ("", frozenset({"timestamp_invalid"})),
+]
+OBJECTS = [
+    ("[]", "not_object"),
+    ('"text"', "not_object"),
+    ("5", "not_object"),
+    ("{broken", "not_object"),
+    ("null", "not_object"),
+    (b"\x01\x02", "not_object"),
+]
+
+
+def raw_corruptions() -> st.SearchStrategy[Corruption]:
+    def raw(column: str, value: Any, codes: frozenset[str] | None) -> Corruption:
+        return Corruption("raw_messages", column, value, codes)
+
+    return st.one_of(
+        st.sampled_from([raw("message_json", v, c) for v, c in BAD_ENVELOPES]),
+        st.text(max_size=40)
+        .filter(lambda t: not t.lstrip().startswith("["))
+        .map(lambda t: raw("message_json", t, ENVELOPE)),
+        st.sampled_from(
+            [
+                raw(column, value, codes)
+                for column in ("created_at", "started_at", "completed_at")
+                for value, codes in TIMES
+            ]
+            + [raw("started_at", None, frozenset({"timestamp_invalid"}))]
+        ),
+        st.sampled_from(
+            [
+                raw(column, value, frozenset({f"{column.removesuffix('_json')}_{suffix}"}))
+                for column in ("metadata_json", "tags_json")
+                for value, suffix in OBJECTS
+            ]
+            + [raw("tags_json", '{"": 1}', frozenset({"blank_tag_key"}))]
+        ),
+        st.sampled_from([0, -5, 1_000_000, "seven", 2.5, None]).map(
+            lambda v: raw("sequence", v, SEQUENCE_CODES)
+        ),
+        st.sampled_from([99, 0, "assistant", None]).map(
+            lambda v: raw("role", v, frozenset({"role_kind_mismatch"}))
+        ),
+        st.sampled_from([-1, "slow"]).map(
+            lambda v: raw("duration_ns", v, frozenset({"impossible_timing"}))
+        ),
+        st.sampled_from([-7, "many", 2.5]).map(
+            lambda v: raw("input_tokens", v, frozenset({"usage_invalid", "usage_on_non_assistant"}))
+        ),
+        # odd but valid: the command must show them, verify need not complain
+        st.sampled_from(
+            [
+                raw("content", "x" * 3_000_000, None),
+                raw("content", None, None),
+                raw("content", b"\xff\xfe", None),
+                raw("tool_name", 42, None),
+                raw("request_id", None, None),
+                raw("metadata_json", json.dumps({"big": "y" * 2_000_000}), None),
+                raw("output_tokens", 2**63 - 1, None),
+                raw("duration_ns", 2**62, None),
+            ]
+        ),
+    )
+
+
+def snapshot_corruptions() -> st.SearchStrategy[Corruption]:
+    def snap(column: str, value: Any, codes: frozenset[str] | None) -> Corruption:
+        return Corruption("session_snapshots", column, value, codes)
+
+    payload = frozenset({"snapshot_payload_invalid"})
+    boundary = frozenset({"snapshot_boundary_out_of_range", "snapshot_boundary_not_advancing"})
+    return st.sampled_from(
+        [
+            *(
+                snap("message_json", v, payload)
+                for v, codes in BAD_ENVELOPES
+                if v is not None and codes != {"checkpoint_in_raw_log"}
+            ),
+            snap("message_json", envelope(2, {"content": "a user message"}), payload),
+            snap("message_json", None, payload),
+            *(snap("compacted_through_sequence", v, boundary) for v in (0, -3, 999, "six", None)),
+            *(snap("version", v, frozenset({"snapshot_version_gap"})) for v in (0, 7, "two", None)),
+            snap("created_at", "soon", None),
+        ]
+    )
+
+
+def session_corruptions() -> st.SearchStrategy[Corruption]:
+    def ses(column: str, value: Any, codes: frozenset[str] | None) -> Corruption:
+        return Corruption("agent_sessions", column, value, codes)
+
+    return st.sampled_from(
+        [
+            *(ses("title", v, frozenset({"title_invalid"})) for v in ("", "t" * 201, 5, b"\x00")),
+            *(ses("agent_name", v, frozenset({"agent_name_invalid"})) for v in ("", "a" * 65)),
+            ses("parent_session_id", "nobody-has-this-id", frozenset({"parent_missing"})),
+            ses(
+                "updated_at",
+                "2000-01-01 00:00:00.000000",
+                frozenset({"updated_at_before_last_message"}),
+            ),
+            *(ses("session_type", v, None) for v in (-1, "standard", 2.5, None, 2**63 - 1)),
+            *(ses(c, v, None) for c in ("created_at", "updated_at") for v in ("", None, 7)),
+            ses("title", "T" * 100_000, frozenset({"title_invalid"})),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Target:
+    session_key: str
+    row: int  # index among the session's raw rows (or snapshots)
+    corruption: Corruption
+
+
+targets = st.one_of(
+    st.builds(Target, st.sampled_from(SESSIONS), st.integers(0, 20), raw_corruptions()),
+    st.builds(Target, st.just("compacted"), st.integers(0, 1), snapshot_corruptions()),
+    st.builds(Target, st.sampled_from(SESSIONS), st.just(0), session_corruptions()),
+)
+
+
+def corrupt(path: Path, session_id: str, target: Target) -> tuple[str | None, Any] | None:
+    """Write the corruption; returns the raw row's id (raw targets) and the row's original
+    sequence or version, or ``None`` when it cannot be written (no such row, a unique index)."""
+    c = target.corruption
+    conn = sqlite3.connect(path)
+    try:
+        if c.table == "agent_sessions":
+            conn.execute(
+                f"UPDATE agent_sessions SET {c.column} = ? WHERE id = ?", (c.value, session_id)
+            )
+            conn.commit()
+            return None, None
+        key = "session_id"
+        rows = conn.execute(
+            f"SELECT rowid, id, {'sequence' if c.table == 'raw_messages' else 'version'} "
+            f"FROM {c.table} WHERE {key} = ? ORDER BY 3",
+            (session_id,),
+        ).fetchall()
+        if not rows:
+            return None
+        rowid, row_id, position = rows[target.row % len(rows)]
+        try:
+            conn.execute(f"UPDATE {c.table} SET {c.column} = ? WHERE rowid = ?", (c.value, rowid))
+        except sqlite3.IntegrityError:
+            return None  # a sequence/version another row already has (unique index)
+        conn.commit()
+        return (row_id, position) if c.table == "raw_messages" else (None, position)
+    finally:
+        conn.close()
+
+
+READ_COMMANDS = [
+    ["list"],
+    ["list", "--json"],
+    ["list", "--format", "csv"],
+    ["list", "--problems", "--json"],
+    ["show", "{id}"],
+    ["show", "{id}", "--details", "--reasoning"],
+    ["show", "{id}", "--format", "markdown"],
+    ["show", "{id}", "--context"],
+    ["show", "{id}", "--context", "--json"],
+    ["tail", "{id}", "-n", "5"],
+    ["tail", "{id}", "--json"],
+    ["snapshot-info", "{id}", "--full"],
+    ["snapshot-info", "{id}", "--json"],
+    ["snapshot-info", "--all", "--json"],
+    ["info", "--tokens", "--json"],
+    ["info"],
+]
+
+
+def run(path: Path, command: list[str], session_id: str) -> str:
+    args = ["--db", str(path), *(session_id if part == "{id}" else part for part in command)]
+    r = run_cli(args)
+    assert r.exit_code == 0, (command, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    if "--json" in command:
+        json.loads(r.stdout)
+    return r.stdout
+
+
+def names_the_row(finding: dict[str, Any], session_id: str, target: Target, position: Any) -> bool:
+    """Whether ``finding`` points at the damaged row: its session, and its sequence (raw rows)
+    or its version (snapshots, before or after the damage)."""
+    if finding["session_id"] != session_id:
+        return False
+    corruption = target.corruption
+    details = finding.get("details", {})
+    if corruption.table == "agent_sessions" or finding["code"] in SEQUENCE_CODES:
+        return True
+    if corruption.table == "session_snapshots":
+        return corruption.column == "version" or details.get("version") == position
+    mentioned = [finding.get("sequence"), *details.get("sequences", [])]
+    mentioned += [example.get("sequence") for example in details.get("examples", [])]
+    return position in mentioned
+
+
+# verify's known gaps (see test_verify_gap_* below): the commands must still not fail, but
+# verify and `list --problems` are left out for them until verify handles them.
+KNOWN_VERIFY_GAPS: dict[tuple[str, str, Any], tuple[str, str, int]] = {
+    # (table, column, value): (what verify gets wrong, a session and row index that show it)
+    ("agent_sessions", "title", 5): ("does not report an INTEGER title", "plain", 0),
+}
+
+
+def known_gap(corruption: Corruption) -> bool:
+    for table, column, value in KNOWN_VERIFY_GAPS:
+        if (table, value) == (corruption.table, corruption.value) and column in {
+            "*",
+            corruption.column,
+        }:
+            return type(value) is type(corruption.value)
+    return False
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(target=targets)
+def test_one_damaged_row_never_breaks_a_command_and_verify_names_it(
+    base: Base, target: Target
+) -> None:
+    session_id = base.ids[target.session_key]
+    gap = known_gap(target.corruption)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "damaged.sqlite3"
+        path.write_bytes(base.path.read_bytes())
+        written = corrupt(path, session_id, target)
+        assume(written is not None)
+        assert written is not None
+        row_id = written[0]
+        for command in READ_COMMANDS:
+            if not (gap and "--problems" in command):
+                run(path, command, session_id)
+
+        shown = json.loads(run(path, ["show", "{id}", "--json"], session_id))
+        records = {record["id"]: record for record in shown["records"]}
+        for record_id, before in base.records[session_id].items():
+            if record_id == row_id:
+                continue
+            assert record_id in records, f"record {record_id} vanished"
+            assert records[record_id]["message"] == before["message"]
+            assert records[record_id]["content"] == before["content"]
+
+        if not gap:
+            assert_verify_names(path, session_id, target, written[1])
+
+
+def assert_verify_names(path: Path, session_id: str, target: Target, position: Any) -> None:
+    r = run_cli(["--db", str(path), "verify", "--json"])
+    assert r.exit_code in (0, 4), r.stderr
+    findings = json.loads(r.stdout)["findings"]
+    codes = target.corruption.codes
+    if codes is not None:
+        named = [f for f in findings if f["code"] in codes]
+        assert any(names_the_row(f, session_id, target, position) for f in named), (
+            target.corruption,
+            position,
+            [(f["code"], f["session_id"], f.get("sequence")) for f in findings],
+        )
+
+
+GAP_CODES = {
+    "title": frozenset({"title_invalid"}),
+    "input_tokens": frozenset({"usage_invalid", "usage_on_non_assistant"}),
+    "duration_ns": frozenset({"impossible_timing"}),
+    "sequence": SEQUENCE_CODES,
+    "completed_at": TIME_CODES,
+    "message_json": ENVELOPE,
+}
+
+
+@pytest.mark.parametrize(
+    "gap",
+    [
+        pytest.param(
+            gap,
+            id=f"{gap[1]}={gap[2]!r:.30}",
+            marks=pytest.mark.xfail(strict=True, reason=f"verify {reason}"),
+        )
+        for gap, (reason, _, _) in KNOWN_VERIFY_GAPS.items()
+    ],
+)
+def test_verify_gap_names_the_damaged_row(base: Base, gap: tuple[str, str, Any]) -> None:
+    """Damage verify does not handle yet (each xfail names the gap); when one is fixed, drop
+    it from KNOWN_VERIFY_GAPS so the property test above covers it again."""
+    table, column, value = gap
+    column = "completed_at" if column == "*" else column
+    corruption = Corruption(table, column, value, GAP_CODES[column])
+    _, session_key, row = KNOWN_VERIFY_GAPS[gap]
+    target = Target(session_key, row, corruption)
+    session_id = base.ids[session_key]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "gap.sqlite3"
+        path.write_bytes(base.path.read_bytes())
+        written = corrupt(path, session_id, target)
+        assert written is not None
+        run(path, ["list", "--problems", "--json"], session_id)
+        assert_verify_names(path, session_id, target, written[1])
