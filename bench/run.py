@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import platform
@@ -91,6 +90,7 @@ class Row:
     ratio_limit: float | None = None
     absolute_limit: float | None = None
     note: str = ""
+    cpu_limit: float | None = None  # the same target in CPU seconds (None: like absolute_limit)
 
     @property
     def ratio(self) -> float:
@@ -103,6 +103,21 @@ class Row:
             checks.append(self.ratio <= self.ratio_limit)
         if self.absolute_limit is not None:
             checks.append(self.ours.median <= self.absolute_limit)
+        return all(checks) if checks else None
+
+    @property
+    def met_on_cpu(self) -> bool | None:
+        """The verdict on CPU time (user + system): what the load of a shared machine moves
+        least.  Reported beside the wall-time verdict, which is the one issue 7 defines."""
+        ours, floor = self.ours.cpu_median, self.floor.cpu_median
+        if ours is None:
+            return None
+        checks = []
+        if self.ratio_limit is not None and floor:
+            checks.append(ours / floor <= self.ratio_limit)
+        limit = self.cpu_limit if self.cpu_limit is not None else self.absolute_limit
+        if limit is not None:
+            checks.append(ours <= limit)
         return all(checks) if checks else None
 
 
@@ -160,12 +175,23 @@ def measure(
     return timing
 
 
-def load_generator():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("make_db", HERE / "make_db.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def measure_together(
+    specs: list[tuple[str, list[str]]], runs: int, *, stdout_path: str = os.devnull
+) -> list[Timing]:
+    """Like ``measure`` for several command lines, run in turn so they share the conditions.
+
+    On a machine other people use, load comes and goes; a floor measured a minute before the
+    operation can be twice as slow or fast as it would be beside it.
+    """
+    timings = [Timing(label) for label, _ in specs]
+    for attempt in range(runs + 1):
+        for timing, (_, argv) in zip(timings, specs, strict=True):
+            elapsed, rss, cpu = run_once(argv, stdout_path=stdout_path)
+            if attempt:
+                timing.runs.append(elapsed)
+                timing.cpu.append(cpu)
+                timing.peak_rss_mb = max(timing.peak_rss_mb, rss)
+    return timings
 
 
 def ensure_database(messages: int, seed: int) -> tuple[Path, dict]:  # type: ignore[type-arg]
@@ -175,7 +201,21 @@ def ensure_database(messages: int, seed: int) -> tuple[Path, dict]:  # type: ign
     if not path.exists() or not truth_path.exists():
         print(f"building {path} ({messages:,} messages)…", file=sys.stderr)
         started = time.perf_counter()
-        load_generator().generate(str(path), messages, seed)
+        # In a child process: a process forked from a big parent reports the parent's size as
+        # its own peak RSS, so the measured commands must start from a small bench process.
+        subprocess.run(
+            [
+                PYTHON,
+                str(HERE / "make_db.py"),
+                str(path),
+                "--messages",
+                str(messages),
+                "--seed",
+                str(seed),
+                "--force",
+            ],
+            check=True,
+        )
         print(f"  built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return path, json.loads(truth_path.read_text())
 
@@ -347,34 +387,54 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
         return only is None or name in only
 
     base = [TOOL, "--db", str(db)]
-    python_floor = measure("python -c pass", [PYTHON, "-c", "pass"], runs)
-    imports_floor = measure("imports", [PYTHON, "-c", IMPORTS_FLOOR], runs)
-    page_limit = imports_floor.median + 0.05
-    page_target = f"≤ imports ({imports_floor.median * 1000:.0f} ms) + 50 ms"
+    imports = ("imports", [PYTHON, "-c", IMPORTS_FLOOR])
+
+    def page_row(label: str, ours: Timing, floor: Timing, imports_floor: Timing) -> Row:
+        cpu = imports_floor.cpu_median or 0.0
+        target = (
+            f"≤ imports + 50 ms (imports in the same run: {imports_floor.median * 1000:.0f} ms, "
+            f"CPU {cpu * 1000:.0f} ms)"
+        )
+        return Row(
+            label,
+            ours,
+            floor,
+            target,
+            absolute_limit=imports_floor.median + 0.05,
+            cpu_limit=cpu + 0.05,
+        )
 
     if want("help"):
         peer = peer_help_command()
-        peer_timing = measure("sqlite-utils --help", peer, runs) if peer else None
-        limit = min(0.15, peer_timing.median) if peer_timing else 0.15
-        target = "< 0.15 s and < sqlite-utils --help" if peer_timing else "< 0.15 s"
-        for label, argv in (
+        helps = [
             ("--help", [TOOL, "--help"]),
             ("--version", [TOOL, "--version"]),
             ("list --help", [TOOL, "list", "--help"]),
             ("show --help", [TOOL, "show", "--help"]),
-        ):
+        ]
+        specs = [*helps, ("python -c pass", [PYTHON, "-c", "pass"]), imports]
+        if peer:
+            specs.append(("sqlite-utils --help", peer))
+        timings = measure_together(specs, runs)
+        python_floor, imports_floor = timings[len(helps)], timings[len(helps) + 1]
+        peer_timing = timings[-1] if peer else None
+        limit = min(0.15, peer_timing.median) if peer_timing else 0.15
+        cpu_limit = min(0.15, peer_timing.cpu_median or 0.15) if peer_timing else 0.15
+        target = "< 0.15 s and < sqlite-utils --help" if peer_timing else "< 0.15 s"
+        for (label, _), timing in zip(helps, timings, strict=False):
             rows.append(
-                Row(label, measure(label, argv, runs), python_floor, target, absolute_limit=limit)
+                Row(
+                    label,
+                    timing,
+                    python_floor,
+                    target,
+                    absolute_limit=limit,
+                    cpu_limit=cpu_limit,
+                )
             )
         if peer_timing:
             rows.append(
-                Row(
-                    "sqlite-utils --help (peer)",
-                    peer_timing,
-                    python_floor,
-                    "comparison point",
-                    note="comparison point",
-                )
+                Row("sqlite-utils --help (peer)", peer_timing, python_floor, "comparison point")
             )
         rows.append(Row("imports floor", imports_floor, python_floor, "floor for list and tail"))
 
@@ -389,71 +449,72 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
             argv = [*base, "list"]
             if offset:
                 argv += ["--offset", str(offset)]
-            ours = measure(label, argv, runs)
-            floor = measure("sqlite3 page", sqlite_cli(db, page_sql.format(off=offset)), runs)
-            rows.append(Row(label, ours, floor, page_target, absolute_limit=page_limit))
+            ours, floor, imports_floor = measure_together(
+                [
+                    (label, argv),
+                    ("sqlite3 page", sqlite_cli(db, page_sql.format(off=offset))),
+                    imports,
+                ],
+                runs,
+            )
+            rows.append(page_row(label, ours, floor, imports_floor))
 
     session_id, count = largest_session(db)
     # Output files live in memory when possible: the disk's write-back is not what is measured.
     scratch = Path("/dev/shm") if Path("/dev/shm").is_dir() else DATA
     out = str(scratch / f"zs-bench-show-{os.getpid()}.out")
-    rows_floor = measure(
-        "sqlite3 session rows",
-        sqlite_cli(
-            db, f"SELECT * FROM raw_messages WHERE session_id = '{session_id}' ORDER BY sequence"
-        ),
-        runs,
-        stdout_path=out,
-    )
+    rows_sql = f"SELECT * FROM raw_messages WHERE session_id = '{session_id}' ORDER BY sequence"
     if want("show"):
+        json_timing, rows_floor = measure_together(
+            [
+                ("show --json", [*base, "show", session_id, "--json"]),
+                ("sqlite3 session rows", sqlite_cli(db, rows_sql)),
+            ],
+            runs,
+            stdout_path=out,
+        )
         rows.append(
             Row(
                 f"show ({count:,} messages) --json",
-                measure(
-                    "show --json", [*base, "show", session_id, "--json"], runs, stdout_path=out
-                ),
+                json_timing,
                 rows_floor,
                 "≤ 3× floor",
                 ratio_limit=3.0,
             )
         )
-        rows.append(
-            Row(
-                f"show ({count:,} messages)",
-                measure("show", [*base, "show", session_id], runs, stdout_path=out),
-                rows_floor,
-                "(human; reported)",
-            )
+        human, rows_floor = measure_together(
+            [
+                ("show", [*base, "show", session_id]),
+                ("sqlite3 session rows", sqlite_cli(db, rows_sql)),
+            ],
+            runs,
+            stdout_path=out,
         )
+        rows.append(Row(f"show ({count:,} messages)", human, rows_floor, "(human; reported)"))
         rows.append(
             Row(
                 "show: first 2 kB on a TTY",
                 first_screen([*base, "--no-pager", "show", session_id], runs),
-                python_floor,
+                Timing("—", runs=[0.0]),
                 "< 0.5 s",
                 absolute_limit=0.5,
             )
         )
     Path(out).unlink(missing_ok=True)
     if want("tail"):
-        floor = measure(
-            "sqlite3 last 10",
-            sqlite_cli(
-                db,
-                f"SELECT * FROM raw_messages WHERE session_id = '{session_id}' "
-                "ORDER BY sequence DESC LIMIT 10",
-            ),
+        last_sql = (
+            f"SELECT * FROM raw_messages WHERE session_id = '{session_id}' "
+            "ORDER BY sequence DESC LIMIT 10"
+        )
+        ours, floor, imports_floor = measure_together(
+            [
+                ("tail", [*base, "tail", session_id, "-n", "10"]),
+                ("sqlite3 last 10", sqlite_cli(db, last_sql)),
+                imports,
+            ],
             runs,
         )
-        rows.append(
-            Row(
-                "tail -n 10",
-                measure("tail", [*base, "tail", session_id, "-n", "10"], runs),
-                floor,
-                page_target,
-                absolute_limit=page_limit,
-            )
-        )
+        rows.append(page_row("tail -n 10", ours, floor, imports_floor))
     if want("verify"):
         floor = measure(
             "sum(length)",
@@ -527,17 +588,19 @@ def markdown(rows: list[Row], header: str) -> str:
         header,
         "",
         "| operation | median | min | max | CPU | peak RSS | floor (same run) | floor median "
-        "| floor CPU | ratio | target | met |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---|",
+        "| floor CPU | ratio | target | met | met on CPU |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---|---|",
     ]
     for row in rows:
-        met = {True: "yes", False: "**NO**", None: "—"}[row.met]
+        verdict = {True: "yes", False: "**NO**", None: "—"}
+        met, met_cpu = verdict[row.met], verdict[row.met_on_cpu]
         lines.append(
             f"| {row.operation} | {row.ours.median * 1000:.0f} ms "
             f"| {min(row.ours.runs) * 1000:.0f} ms | {max(row.ours.runs) * 1000:.0f} ms "
             f"| {_ms(row.ours.cpu_median)} | {row.ours.peak_rss_mb:.0f} MB | {row.floor.label} "
             f"| {row.floor.median * 1000:.0f} ms | {_ms(row.floor.cpu_median)} "
-            f"| {row.ratio:.2f}× | {row.target} | {met} |"
+            f"| {f'{row.ratio:.2f}×' if row.floor.median > 0 else '—'} | {row.target} "
+            f"| {met} | {met_cpu} |"
         )
     return "\n".join(lines)
 
@@ -607,6 +670,7 @@ def main() -> int:
                     },
                     "ratio": r.ratio,
                     "met": r.met,
+                    "met_on_cpu": r.met_on_cpu,
                 }
                 for r in rows
             ],
