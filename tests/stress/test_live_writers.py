@@ -154,6 +154,11 @@ class Follower:
         for line in self.process.stdout:
             self.lines.append(line)
 
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate(timeout=30)
+
     def stop(self, expected: int, timeout: float = 30) -> tuple[int, str]:
         deadline = time.monotonic() + timeout
         while len(self.lines) < expected and time.monotonic() < deadline:
@@ -184,29 +189,7 @@ def test_live_writers_readers_followers_and_a_delete_lose_nothing(tmp_path: Path
     seed_database(db)
     locks = tmp_path / "locks"
     locks.mkdir()
-    followers = [Follower(db, session) for session in FOLLOWED]
-    time.sleep(1.0)  # the followers have printed the (empty) history and poll
     ack_files = [tmp_path / f"acks-{n}.tsv" for n in range(WRITERS)]
-
-    writers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(WRITER),
-                str(db),
-                str(locks),
-                str(n),
-                str(SECONDS),
-                str(n),
-                str(ack_files[n]),
-                *LIVE,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(WRITERS)
-    ]
     stop = threading.Event()
     log = Log()
     renames: dict[str, str] = {}
@@ -215,18 +198,60 @@ def test_live_writers_readers_followers_and_a_delete_lose_nothing(tmp_path: Path
         threading.Thread(target=reader_loop, args=(db, stop, log, renames, 3)),
         threading.Thread(target=verify_loop, args=(db, stop, log)),
     ]
-    for loop in loops:
-        loop.start()
-    time.sleep(SECONDS / 3)
-    deleted = zs(db, "delete", *DOOMED, "--yes", "--skip-active", "0", "--json")
-    log.check(["delete"], deleted, {0})
-    for writer in writers:
-        out, err = writer.communicate(timeout=SECONDS + 120)
-        assert writer.returncode == 0, err
+    writers: list[subprocess.Popen[str]] = []
+    outcomes: list[tuple[int, str, str]] = []
+    followers = [Follower(db, session) for session in FOLLOWED]
+    try:
+        time.sleep(1.0)  # the followers have printed the (empty) history and poll
+        for n in range(WRITERS):
+            arguments = [str(db), str(locks), str(n), str(SECONDS), str(n), str(ack_files[n])]
+            writers.append(
+                subprocess.Popen(
+                    [sys.executable, str(WRITER), *arguments, *LIVE],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for loop in loops:
+            loop.start()
+        time.sleep(SECONDS / 3)
+        deleted = zs(db, "delete", *DOOMED, "--yes", "--skip-active", "0", "--json")
+        log.check(["delete"], deleted, {0})
+        for writer in writers:
+            out, err = writer.communicate(timeout=SECONDS + 120)
+            outcomes.append((writer.returncode, out, err))
+    finally:  # never leave processes or loops behind, even when something above failed
+        stop.set()
+        for loop in loops:
+            if loop.is_alive():
+                loop.join(timeout=180)
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+                writer.communicate()
+        if len(outcomes) < WRITERS:
+            for follower in followers:
+                follower.kill()
+    try:
+        check_outcome(db, ack_files, log, renames, deleted, outcomes, followers)
+    finally:
+        for follower in followers:
+            follower.kill()
+
+
+def check_outcome(
+    db: Path,
+    ack_files: list[Path],
+    log: Log,
+    renames: dict[str, str],
+    deleted: Result,
+    outcomes: list[tuple[int, str, str]],
+    followers: list[Follower],
+) -> None:
+    for code, out, err in outcomes:
+        assert code == 0, err[-3000:]
         assert "turns" in out
-    stop.set()
-    for loop in loops:
-        loop.join(timeout=180)
 
     # every command succeeded (busy waits are fine, lock errors are not)
     assert log.failures == [], "\n".join(log.failures[:20])
