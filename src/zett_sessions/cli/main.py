@@ -126,9 +126,11 @@ def run() -> None:
     # (~10 ms for all of them); a line that plainly names one command gets an app with just
     # that one, which behaves the same for it.  Anything else gets the full application.
     name = command_name(new_app(()), sys.argv[1:])
-    application = new_app((name,)) if name in COMMANDS else app
-    if print_help_page(application, sys.argv[1:]):
-        return
+    application = app
+    if name in COMMANDS:
+        application = new_app((name,))
+        if print_help_page(application, sys.argv[1:]):
+            return
     try:
         application()
     except SystemExit as done:
