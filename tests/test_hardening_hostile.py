@@ -20,10 +20,11 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -286,3 +287,22 @@ def test_rename_stores_hostile_titles_exactly_and_prints_them_safely(
         assert TERMINAL_ACTIVE.search(r.stdout + r.stderr) is None
         document = run_json(db, "rename", "--agent-name", agent, "--json", "--", "plain", title)
         assert (document["title"], document["agent_name"]) == (title.strip(), agent)
+
+
+def test_ids_only_output_is_exact_in_a_pipe_and_safe_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hostile_id = "id \x1b]52;c;ZXZpbA==\x07 \x9b31m end"
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "ids.sqlite3"
+        write_session(db, replace(PLAIN, session_id=hostile_id))
+        r = run_cli(["--db", str(db), "list", "-q"])
+        assert r.exit_code == 0, r.stderr
+        assert r.stdout == hostile_id + "\n"  # a pipe gets the id to feed other commands
+        from zett_sessions.cli.output import Output
+
+        monkeypatch.setattr(Output, "is_terminal", property(lambda self: True))
+        r = run_cli(["--db", str(db), "list", "-q"])
+        assert r.exit_code == 0, r.stderr
+        assert TERMINAL_ACTIVE.search(r.stdout) is None
+        assert r.stdout.startswith("id ") and r.stdout.endswith(" end\n")

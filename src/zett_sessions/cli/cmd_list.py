@@ -145,8 +145,12 @@ def render_page(
 
     assert isinstance(out, Output)
     if ids_only:
+        from ..render.sanitize import single_line
+
+        # exact ids for pipes; a terminal never receives an id's control characters
+        terminal = out.is_terminal
         for session in page.sessions:
-            out.line(session.id)
+            out.line(single_line(session.id) if terminal else session.id)
         return
     if fmt is ListFormat.json:
         out.json(sessions_json(page.sessions))
