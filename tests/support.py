@@ -394,13 +394,16 @@ def assert_one_error_line(stderr: str, *needles: str) -> str:
 
 
 def nobody_command() -> list[str] | None:
-    """A command prefix that runs this interpreter as user ``nobody`` (permission tests as
-    root), or ``None`` when that is impossible here (not root, no setpriv, interpreter or the
-    code not reachable by nobody)."""
+    """A command prefix that runs Python as a user whose file permissions are enforced: this
+    interpreter itself when not root, else this interpreter (or the system's, same version)
+    as user ``nobody`` through ``setpriv``; ``None`` when that is impossible here (root without
+    setpriv, or no interpreter nobody can run with this code)."""
     import shutil
 
+    if os.geteuid() != 0:
+        return [sys.executable]
     setpriv = shutil.which("setpriv")
-    if os.geteuid() != 0 or setpriv is None:
+    if setpriv is None:
         return None
     prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
     # the package and its dependencies, not this interpreter's standard library

@@ -485,7 +485,7 @@ ONE_OF_EACH = [
     ["verify", "--json"],
 ]
 needs_nobody = pytest.mark.skipif(
-    NOBODY is None, reason="needs root and setpriv to run commands as user nobody"
+    NOBODY is None, reason="as root, needs setpriv to run the commands as user nobody"
 )
 
 
@@ -567,7 +567,7 @@ def test_a_file_the_user_cannot_read_is_one_error_line_without_a_traceback(
 ) -> None:
     path = open_dir / "private.sqlite3"
     path.write_bytes(demo_bytes)
-    path.chmod(0o600)
+    path.chmod(0o000)  # nobody may read it, not even its owner (unless root)
     for command in [*ONE_OF_EACH, *WRITE_COMMANDS]:
         r = as_nobody(path, *command)
         assert r.returncode == 1, (command, r.stderr)
