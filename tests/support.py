@@ -455,3 +455,27 @@ def read_commands(session_id: str) -> list[list[str]]:
         ["verify"],
         ["verify", "--json"],
     ]
+
+
+def command_settings(default_examples: int, **extra: Any) -> Any:
+    """Hypothesis settings for properties whose every example runs CLI commands.
+
+    ``ZS_HYPOTHESIS_EXAMPLES`` overrides the example count (a longer soak); no deadline, no
+    example database; no shrinking unless ``ZS_HYPOTHESIS_SHRINK=1`` (shrinking a failure would
+    rerun a dozen commands per step for minutes; the failing example is reported anyway).
+    """
+    from hypothesis import HealthCheck, Phase, settings
+
+    shrink = bool(os.environ.get("ZS_HYPOTHESIS_SHRINK"))
+    return settings(
+        max_examples=int(os.environ.get("ZS_HYPOTHESIS_EXAMPLES", default_examples)),
+        deadline=None,
+        database=None,
+        phases=tuple(Phase) if shrink else (Phase.explicit, Phase.generate),
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.function_scoped_fixture,
+        ],
+        **extra,
+    )

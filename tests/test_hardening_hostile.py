@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import tempfile
 from dataclasses import dataclass, replace
@@ -25,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from support import run_cli
+from support import command_settings, run_cli
 from zett_sessions.models import (
     AgentMessage,
     AssistantMessage,
@@ -39,12 +38,6 @@ from zett_sessions.models import (
     UserMessage,
 )
 from zett_sessions.sqlite_storage import SQLiteSessionStorage
-
-EXAMPLES = int(os.environ.get("ZS_HYPOTHESIS_EXAMPLES", "25"))
-# Every example runs a dozen commands: shrinking a failure can take minutes, so it is off unless
-# ZS_HYPOTHESIS_SHRINK=1 (a failure is still reported with the example that broke it).
-SHRINK = bool(os.environ.get("ZS_HYPOTHESIS_SHRINK"))
-PHASES = tuple(Phase) if SHRINK else (Phase.explicit, Phase.generate)
 
 # What a terminal must never receive from human output: C0 controls except \n and \t, DEL, C1
 # (0x80-0x9f, CSI/OSC/DCS on some terminals), bidi embeddings/overrides/isolates.
@@ -238,13 +231,7 @@ def check_json(db: Path, t: Texts) -> None:
     run_json(db, "verify", "--json")  # odd values (an empty call id …) may be findings
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    database=None,
-    phases=PHASES,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@command_settings(25)
 @given(t=texts)
 def test_hostile_text_never_reaches_the_terminal_and_json_round_trips_it(t: Texts) -> None:
     with tempfile.TemporaryDirectory() as folder:
@@ -273,7 +260,7 @@ PLAIN = Texts(
 )
 
 
-@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None, database=None, phases=PHASES)
+@command_settings(8)
 @given(title=label.filter(lambda t: len(t.strip()) <= 200), agent=label)
 def test_rename_stores_hostile_titles_exactly_and_prints_them_safely(
     title: str, agent: str

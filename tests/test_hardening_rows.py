@@ -19,7 +19,6 @@ NULL can be written where zett-agent never writes one, as a damaged or foreign w
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import tempfile
 from dataclasses import dataclass
@@ -27,17 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from support import run_cli
+from support import command_settings, run_cli
 from zett_sessions.demo import write_demo
 
-EXAMPLES = int(os.environ.get("ZS_HYPOTHESIS_EXAMPLES", "40"))
-# Every example runs a dozen commands: shrinking a failure can take minutes, so it is off unless
-# ZS_HYPOTHESIS_SHRINK=1 (a failure is still reported with the example that broke it).
-SHRINK = bool(os.environ.get("ZS_HYPOTHESIS_SHRINK"))
-PHASES = tuple(Phase) if SHRINK else (Phase.explicit, Phase.generate)
 SESSIONS = ("plain", "tools", "child", "compacted", "automation", "unicode")
 
 
@@ -350,13 +344,7 @@ def known_gap(corruption: Corruption) -> bool:
     return False
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    database=None,
-    phases=PHASES,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@command_settings(40)
 @given(target=targets)
 def test_one_damaged_row_never_breaks_a_command_and_verify_names_it(
     base: Base, target: Target
