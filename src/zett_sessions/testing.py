@@ -129,18 +129,25 @@ def worker_content(worker: int, index: int) -> str:
     return f"worker {worker} message {index}"
 
 
+async def append_worker_messages(
+    storage: ClosableStorage, session_id: str, request_id: str, worker: int, count: int
+) -> list[int]:
+    """Append ``count`` of ``worker``'s messages one by one, as concurrent writers do."""
+    return [
+        await storage.append(session_id, request_id, UserMessage(content=worker_content(worker, n)))
+        for n in range(count)
+    ]
+
+
 async def _append_from_process(
     factory: StorageFactory, session_id: str, worker: int, barrier: Any
 ) -> list[int]:
     async with opened(factory) as storage:
         await storage.load(session_id)  # open (and maybe initialise) the store before the start
         barrier.wait(60)  # every process starts appending at the same moment
-        return [
-            await storage.append(
-                session_id, f"process-{worker}", UserMessage(content=worker_content(worker, n))
-            )
-            for n in range(APPENDS_PER_PROCESS)
-        ]
+        return await append_worker_messages(
+            storage, session_id, f"process-{worker}", worker, APPENDS_PER_PROCESS
+        )
 
 
 def _process_worker(
@@ -548,14 +555,9 @@ class SessionStorageContract:
             async with opened(storage_factory) as storage:
 
                 async def task(worker: int) -> list[int]:
-                    return [
-                        await storage.append(
-                            session_id,
-                            f"task-{worker}",
-                            UserMessage(content=worker_content(worker, n)),
-                        )
-                        for n in range(APPENDS_PER_TASK)
-                    ]
+                    return await append_worker_messages(
+                        storage, session_id, f"task-{worker}", worker, APPENDS_PER_TASK
+                    )
 
                 results = await asyncio.gather(*(task(worker) for worker in range(TASKS)))
                 view = await storage.load(session_id)
@@ -571,14 +573,9 @@ class SessionStorageContract:
 
             async def task(worker: int) -> list[int]:
                 async with opened(storage_factory) as storage:
-                    return [
-                        await storage.append(
-                            session_id,
-                            f"task-{worker}",
-                            UserMessage(content=worker_content(worker, n)),
-                        )
-                        for n in range(APPENDS_PER_TASK)
-                    ]
+                    return await append_worker_messages(
+                        storage, session_id, f"task-{worker}", worker, APPENDS_PER_TASK
+                    )
 
             results = await asyncio.gather(*(task(worker) for worker in range(TASKS)))
             async with opened(storage_factory) as storage:
