@@ -88,3 +88,14 @@ def parse_moment(text: str, *, now: datetime | None = None) -> datetime:
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+def activity_cutoff(
+    before: str | None, older_than: str | None, *, now: datetime
+) -> datetime | None:
+    """The earlier of ``before`` (a moment) and ``older_than`` ago: both bound last activity."""
+    cutoff = parse_moment(before, now=now) if before else None
+    if older_than:
+        limit = now - parse_duration(older_than)
+        cutoff = min(cutoff, limit) if cutoff else limit
+    return cutoff

@@ -163,16 +163,13 @@ def delete_command(
     from ..retention.archive import check_archive_path
     from ..retention.plan import nothing_selected
     from ..retention.space import disk_refusal
-    from ..timeutil import parse_duration, parse_moment, utc_now
+    from ..timeutil import activity_cutoff, utc_now
 
     state = app_state(ctx)
     out = state.output()
     ids, used_stdin = read_ids(sessions or [])
     now = utc_now()
-    cutoff = parse_moment(before, now=now) if before else None
-    if older_than:
-        limit = now - parse_duration(older_than)
-        cutoff = min(cutoff, limit) if cutoff else limit
+    cutoff = activity_cutoff(before, older_than, now=now)
     policy = RetentionPolicy(
         ids=ids if sessions else None,
         filters=SessionFilter(

@@ -15,6 +15,7 @@ from .options import (
     FullOption,
     JsonOption,
     OffsetOption,
+    OlderThanOption,
     RootsOption,
     TitleOption,
     TypeOption,
@@ -55,12 +56,7 @@ def list_command(
         str | None,
         typer.Option("--until", metavar="WHEN", help="Last activity before WHEN (date or 30d)."),
     ] = None,
-    older_than: Annotated[
-        str | None,
-        typer.Option(
-            "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
-        ),
-    ] = None,
+    older_than: OlderThanOption = None,
     title: TitleOption = None,
     limit: Annotated[
         int | None,
@@ -94,7 +90,7 @@ def list_command(
     """
     from ..queries.resolve import resolve_session
     from ..queries.sessions import SessionFilter, list_sessions
-    from ..timeutil import parse_duration, parse_moment, utc_now
+    from ..timeutil import activity_cutoff, parse_moment, utc_now
 
     state = app_state(ctx)
     fmt = ListFormat.json if json_output else output_format
@@ -102,10 +98,7 @@ def list_command(
     page_size = None if unpaged else (limit or DEFAULT_LIMIT)
     now = utc_now()
     after = parse_moment(since, now=now) if since else None  # bad values: exit 2 before opening
-    before = parse_moment(until, now=now) if until else None
-    if older_than:
-        cutoff = now - parse_duration(older_than)
-        before = min(before, cutoff) if before else cutoff
+    before = activity_cutoff(until, older_than, now=now)
 
     async def work(database: Database) -> SessionPage:
         parent = await resolve_session(database, children_of) if children_of else None
