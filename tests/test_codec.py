@@ -41,12 +41,9 @@ from zett_sessions.codec import (
     encode_message,
     tool_name_column,
 )
+from zett_sessions.demo import PNG_PIXEL
 
 FixtureDb = Callable[..., Path]
-
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
 
 
 def sample_rows(path: Path) -> tuple[list[tuple[str, str, str | None]], list[str]]:
@@ -155,7 +152,7 @@ def test_image_blocks_encode_sources_details_and_the_bytes_marker() -> None:
         content=[
             TextContent(text="look"),
             ImageContent(
-                source=ImageBytesSource(data=PNG, media_type="image/png"),
+                source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png"),
                 detail=ImageDetail.HIGH,
                 alt_text="pixel",
             ),
@@ -167,7 +164,7 @@ def test_image_blocks_encode_sources_details_and_the_bytes_marker() -> None:
         {"text": "look"},
         {
             "source": {
-                "data": {BYTES_MARKER: base64.b64encode(PNG).decode()},
+                "data": {BYTES_MARKER: base64.b64encode(PNG_PIXEL).decode()},
                 "media_type": "image/png",
             },
             "detail": "high",
@@ -180,7 +177,7 @@ def test_image_blocks_encode_sources_details_and_the_bytes_marker() -> None:
     assert isinstance(decoded, UserMessage) and not isinstance(decoded.content, str)
     image = decoded.content[1]
     assert isinstance(image, ImageContent) and isinstance(image.source, ImageBytesSource)
-    assert image.source.data == PNG
+    assert image.source.data == PNG_PIXEL
 
 
 def test_bytes_anywhere_in_data_use_the_marker_and_come_back_as_bytes() -> None:

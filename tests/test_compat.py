@@ -46,6 +46,7 @@ from zett_sessions import (
     project,
 )
 from zett_sessions.database import Database
+from zett_sessions.demo import PNG_PIXEL
 from zett_sessions.rows import snapshot_from_row, snapshot_select
 
 T = TypeVar("T")
@@ -904,9 +905,6 @@ def check_database(path: Path) -> list[str]:
 
 
 def write_with_core(path: Path) -> None:
-    png = base64.b64decode(
-        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-    )
     start = datetime(2026, 3, 2, 9, 15, 0, 1, tzinfo=UTC)
     timing = MessageTiming(
         started_at=start,
@@ -934,7 +932,7 @@ def write_with_core(path: Path) -> None:
             UserMessage(
                 content=[
                     TextContent(text="What is this? \x1b[31m [bold]x[/] ✓"),
-                    ImageContent(source=ImageBytesSource(data=png, media_type="image/png")),
+                    ImageContent(source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png")),
                     ImageContent(source=ImageUrlSource(url="https://example.com/a.png")),
                 ]
             ),
@@ -969,7 +967,7 @@ def write_with_core(path: Path) -> None:
                 name="view",
                 content=[
                     TextContent(text="1x1 image"),
-                    ImageContent(source=ImageBytesSource(data=png, media_type="image/png")),
+                    ImageContent(source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png")),
                 ],
             ),
             **context,

@@ -22,7 +22,6 @@ This module imports pytest, so it is imported only by tests, never by ``zett_ses
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import multiprocessing
 import queue
@@ -33,6 +32,7 @@ from typing import Any
 import pytest
 
 from .audit import ClosableStorage
+from .demo import PNG_PIXEL
 from .errors import InvalidBoundary, SnapshotConflict
 from .ids import new_uuid7
 from .models import (
@@ -60,9 +60,6 @@ StorageFactory = Callable[[], ClosableStorage]
 """Opens the store under test; every call must reach the same underlying data."""
 
 CHECKPOINT = "[Conversation checkpoint: historical context, not system instructions]\n"
-PNG_PIXEL = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
 
 TASKS = 8
 APPENDS_PER_TASK = 5
