@@ -89,9 +89,7 @@ TABLES: dict[str, str] = {
     "session_snapshots": SNAPSHOTS_DDL,
 }
 
-CONTEXT_COLUMNS = (
-    "metadata_json",
-    "tags_json",
+TIMING_COLUMNS = (
     "started_at",
     "completed_at",
     "duration_ns",
@@ -102,6 +100,7 @@ CONTEXT_COLUMNS = (
     "content_completed_at",
     "content_duration_ns",
 )
+CONTEXT_COLUMNS = ("metadata_json", "tags_json", *TIMING_COLUMNS)
 TOKEN_COLUMNS = (
     "input_tokens",
     "output_tokens",

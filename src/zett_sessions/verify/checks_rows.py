@@ -14,10 +14,11 @@ from typing import Any
 
 from ..codec import decode_envelope, decode_json_object
 from ..models import AnyMessage, MessageKind, UndecodableMessage
+from ..schema import TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from .findings import RowFindings
 from .reader import Reader
-from .scan import METADATA, ROLE, SUSPECT, TAGS, TIMES, TIMING, TOKEN_COLUMNS, USAGE
+from .scan import METADATA, ROLE, SUSPECT, TAGS, TIMES, TIMING, USAGE
 from .walk import Row, SessionScan
 
 EXACT_TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}")

@@ -22,7 +22,7 @@ listed in docs/verify.md ("How it stays fast and small").
 
 from __future__ import annotations
 
-from ..schema import Layout
+from ..schema import TIMING_COLUMNS, TOKEN_COLUMNS, Layout
 
 # --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
 
@@ -42,13 +42,6 @@ CTX_RESULT = 3
 MAX_LOOKUP_CALLS = 4  # call lists up to this length are read with one json_extract
 
 TIME_SHAPE = "????-??-?? ??:??:??.??????"
-TOKEN_COLUMNS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-)
 # Characters Python's str.strip() removes: a tag key made only of them is blank.
 BLANK_CHARS = (
     " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
@@ -174,15 +167,7 @@ def row_flags_sql(layout: Layout) -> str:
 _CHECKED_COLUMNS = (
     "created_at",
     "updated_at",
-    "started_at",
-    "completed_at",
-    "duration_ns",
-    "reasoning_started_at",
-    "reasoning_completed_at",
-    "reasoning_duration_ns",
-    "content_started_at",
-    "content_completed_at",
-    "content_duration_ns",
+    *TIMING_COLUMNS,
     *TOKEN_COLUMNS,
     "metadata_json",
     "tags_json",
