@@ -69,6 +69,23 @@ def preview(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def add_row_times(times: RowFindings, row: sqlite3.Row, table: str, **where: Any) -> None:
+    """Report a session or snapshot row's bad ``created_at``/``updated_at`` (no sequence)."""
+    for column in ("created_at", "updated_at"):
+        value = row[column]
+        problem = time_problem(value)
+        if problem:
+            times.add(
+                problem,
+                None,
+                TIME_MESSAGES[problem],
+                table=table,
+                **where,
+                column=column,
+                value=preview(value),
+            )
+
+
 def fetch_rows(reader: Reader, rowids: list[int], columns: tuple[str, ...]) -> list[Any]:
     """The given columns of raw rows by rowid (absent columns of older layouts read as NULL)."""
     select = reader.layout.select_list("raw_messages", columns)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from .checks_rows import TIME_MESSAGES, preview, time_problem
+from .checks_rows import add_row_times
 from .findings import RowFindings
 from .models import Finding
 from .scan import AGENT_NAME, AGENT_NAME_MAX, PARENT_MISSING, SESSION_TIMES, TITLE, TITLE_MAX
@@ -20,6 +20,16 @@ def _label_problem(value: object, limit: int) -> str:
     return f"has {len(value)} characters (at most {limit} allowed)"
 
 
+def _label_finding(code: str, label: str, value: object, limit: int, session_id: str) -> Finding:
+    """A title or agent name that is not 1..``limit`` characters of text."""
+    return Finding.of(
+        code,
+        f"the {label} " + _label_problem(value, limit),
+        session_id=session_id,
+        length=len(value) if isinstance(value, str) else None,
+    )
+
+
 def session_row_findings(row: sqlite3.Row, times: RowFindings) -> list[Finding]:
     """Findings about one ``agent_sessions`` row (its SQL flags say which checks failed)."""
     findings: list[Finding] = []
@@ -27,20 +37,12 @@ def session_row_findings(row: sqlite3.Row, times: RowFindings) -> list[Finding]:
     session_id = row["id"]
     if flags & TITLE:
         findings.append(
-            Finding.of(
-                "title_invalid",
-                "the title " + _label_problem(row["title"], TITLE_MAX),
-                session_id=session_id,
-                length=len(row["title"]) if isinstance(row["title"], str) else None,
-            )
+            _label_finding("title_invalid", "title", row["title"], TITLE_MAX, session_id)
         )
     if flags & AGENT_NAME:
         findings.append(
-            Finding.of(
-                "agent_name_invalid",
-                "the agent name " + _label_problem(row["agent_name"], AGENT_NAME_MAX),
-                session_id=session_id,
-                length=len(row["agent_name"]) if isinstance(row["agent_name"], str) else None,
+            _label_finding(
+                "agent_name_invalid", "agent name", row["agent_name"], AGENT_NAME_MAX, session_id
             )
         )
     if flags & PARENT_MISSING:
@@ -53,17 +55,7 @@ def session_row_findings(row: sqlite3.Row, times: RowFindings) -> list[Finding]:
             )
         )
     if flags & SESSION_TIMES:
-        for column, value in (("created_at", row["created_at"]), ("updated_at", row["updated_at"])):
-            problem = time_problem(value)
-            if problem:
-                times.add(
-                    problem,
-                    None,
-                    TIME_MESSAGES[problem],
-                    table="agent_sessions",
-                    column=column,
-                    value=preview(value),
-                )
+        add_row_times(times, row, "agent_sessions")
     return findings
 
 

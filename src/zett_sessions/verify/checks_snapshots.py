@@ -12,7 +12,7 @@ from typing import Any
 
 from ..codec import decode_checkpoint
 from ..models import CompactedMessage, UndecodableMessage, blocks_text
-from .checks_rows import TIME_MESSAGES, preview, time_problem
+from .checks_rows import add_row_times
 from .findings import RowFindings
 from .models import Finding
 from .reader import Reader
@@ -139,16 +139,5 @@ def snapshot_findings(
                 if row is snapshots[-1] and latest is not None:
                     latest = SnapshotState(latest.version, latest.boundary, problem)
         if not row["times_ok"]:
-            for column in ("created_at", "updated_at"):
-                problem = time_problem(row[column])
-                if problem:
-                    times.add(
-                        problem,
-                        None,
-                        TIME_MESSAGES[problem],
-                        table="session_snapshots",
-                        version=version,
-                        column=column,
-                        value=preview(row[column]),
-                    )
+            add_row_times(times, row, "session_snapshots", version=version)
     return findings, latest
