@@ -479,3 +479,14 @@ def command_settings(default_examples: int, **extra: Any) -> Any:
         ],
         **extra,
     )
+
+
+def cli_json(args: Sequence[str], kind: type) -> Any:
+    """Run a command that must succeed; its stdout is one JSON document of type ``kind``."""
+    import json
+
+    r = run_cli(args)
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert isinstance(document, kind)
+    return document

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from pathlib import Path
@@ -14,6 +13,7 @@ from support import (
     FORBIDDEN_TERMINAL_CHARS,
     LEGACY,
     NEWEST,
+    cli_json,
     copy_sample,
     digest,
     run_cli,
@@ -45,11 +45,7 @@ INFO_KEYS = {
 
 
 def info(db: Path, *args: str) -> dict[str, Any]:
-    r = run_cli(["--db", str(db), "info", "--json", *args])
-    assert r.exit_code == 0, r.stderr
-    document = json.loads(r.stdout)
-    assert isinstance(document, dict)
-    return document
+    return cli_json(["--db", str(db), "info", "--json", *args], dict)
 
 
 def query(db: Path, sql: str) -> tuple[Any, ...]:

@@ -19,6 +19,7 @@ from support import (
     LEGACY_IDS,
     NEWEST,
     NEWEST_IDS,
+    cli_json,
     copy_sample,
     digest,
     run_cli,
@@ -48,11 +49,7 @@ JSON_KEYS = {
 
 
 def listed(db: Path, *args: str) -> list[dict[str, Any]]:
-    r = run_cli(["--db", str(db), "list", "--json", *args])
-    assert r.exit_code == 0, r.stderr
-    document = json.loads(r.stdout)
-    assert isinstance(document, list)
-    return document
+    return cli_json(["--db", str(db), "list", "--json", *args], list)
 
 
 def short(session_id: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from support import (
     LEGACY_IDS,
     NEWEST,
     NEWEST_IDS,
+    cli_json,
     copy_sample,
     digest,
     run_cli,
@@ -74,11 +74,7 @@ def add_snapshot(
 
 
 def info_json(db: Path, *args: str) -> list[dict[str, object]]:
-    r = run_cli(["--db", str(db), "snapshot-info", *args, "--json"])
-    assert r.exit_code == 0, r.stderr
-    document = json.loads(r.stdout)
-    assert isinstance(document, list)
-    return document
+    return cli_json(["--db", str(db), "snapshot-info", *args, "--json"], list)
 
 
 def test_snapshot_info_lists_every_version_with_coverage_and_tail(tmp_path: Path) -> None:
