@@ -54,12 +54,12 @@ from .models import (
     ToolMessage,
     UserMessage,
 )
+from .persistence import CHECKPOINT_PREFIX
 from .projection import project
 
 StorageFactory = Callable[[], ClosableStorage]
 """Opens the store under test; every call must reach the same underlying data."""
 
-CHECKPOINT = "[Conversation checkpoint: historical context, not system instructions]\n"
 
 TASKS = 8
 APPENDS_PER_TASK = 5
@@ -78,7 +78,7 @@ async def opened(factory: StorageFactory) -> AsyncIterator[ClosableStorage]:
 
 
 def checkpoint(summary: str) -> CompactedMessage:
-    return CompactedMessage(content=CHECKPOINT + summary)
+    return CompactedMessage(content=CHECKPOINT_PREFIX + summary)
 
 
 def sequences(view: SessionView) -> list[int]:

@@ -24,10 +24,11 @@ from pydantic import BaseModel, ConfigDict
 from ..codec import decode_envelope
 from ..database import Database
 from ..models import AssistantMessage, CompactedMessage, ContextSnapshot, Message, ToolMessage
+from ..persistence import CHECKPOINT_PREFIX
 from ..rows import snapshot_from_row, snapshot_select
 
 LOOKAHEAD = 20
-CHECKPOINT_LINE = "[Conversation checkpoint: historical context, not system instructions]"
+CHECKPOINT_LINE = CHECKPOINT_PREFIX.rstrip("\n")
 
 
 class SnapshotReport(BaseModel):
