@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hashlib
 import json
 import re
 import shutil
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from support import LEGACY_IDS, NEWEST_IDS, digest
 from zett_sessions import (
     AgentMessage,
     AssistantMessage,
@@ -62,34 +62,9 @@ def run(path: Path, body: Callable[[SQLiteSessionStorage], Awaitable[T]], **kw: 
     return asyncio.run(scenario())
 
 
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 # --- the sample databases -----------------------------------------------------------------
 
-IDS = {
-    "newest": {
-        "empty": "019cadd4-569b-752e-89a7-834df2a74de4",
-        "plain": "project-notes",
-        "tools": "019cadd4-611e-7f29-a4ef-41330fd630f1",
-        "child": "019cadd4-79c2-7f64-84f7-bbe1ab1031d0",
-        "compacted": "019cadd4-8c4c-772f-a32a-060466d22877",
-        "crashed": "019cadd4-f9b6-7e67-b5c9-b21a9c3a23cd",
-        "unicode": "019cadde-37a7-7d0a-a112-9c0de77ffe49",
-        "automation": "nightly-deps-2026-03-02",
-    },
-    "legacy": {
-        "empty": "019cadd4-569b-752e-89a7-834df2a74de4",
-        "plain": "project-notes",
-        "tools": "019cadd4-611e-7f29-a4ef-41330fd630f1",
-        "child": "019cadd4-76e1-749b-bebb-2f4e9be4bcfd",
-        "compacted": "019cadd4-8f76-75af-a719-4e4e2b0537e7",
-        "crashed": "019cadd4-edb9-7c77-9519-3b3080b0c08c",
-        "unicode": "019cadde-2927-7f26-ae63-19f015bd4490",
-        "automation": "nightly-deps-2026-03-02",
-    },
-}
+IDS = {"newest": NEWEST_IDS, "legacy": LEGACY_IDS}
 # Kinds of every raw row, per session.  Newest runs log their system prompt first; the legacy
 # era logged no system rows (except the plain session's) and had no kind 6.
 KINDS = {
