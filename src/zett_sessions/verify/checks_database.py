@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sqlite3
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 from ..database import read_only_uri, translate_sqlite_error
 from ..errors import DatabaseUnreadable
 from ..schema import Layout
+from .child import communicate, last_line
 from .models import Finding
 
 INTEGRITY_SAMPLE = 20  # lines of SQLite's report kept in the finding
@@ -74,20 +74,12 @@ async def integrity_check(path: str, deep: bool, busy_timeout_ms: int) -> list[s
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    try:
-        output, errors = await process.communicate()
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise
+    output, errors = await communicate(process)
     try:
         answer = json.loads(output)
     except ValueError:
-        detail = errors.decode(errors="replace").strip().splitlines()
         raise DatabaseUnreadable(
-            f"PRAGMA {pragma} of {path} did not run ({detail[-1] if detail else 'no output'})",
-            path,
+            f"PRAGMA {pragma} of {path} did not run ({last_line(errors)})", path
         ) from None
     if "error" in answer:
         raise translate_sqlite_error(sqlite3.DatabaseError(answer["error"]), path)

@@ -49,6 +49,7 @@ from .checks_sessions import (
     session_row_findings,
 )
 from .checks_snapshots import latest_snapshot, snapshot_findings
+from .child import communicate, last_line
 from .codes import Severity
 from .crash import crash_summary
 from .findings import RowFindings
@@ -349,20 +350,12 @@ async def _in_child(**arguments: Any) -> _Result:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    try:
-        output, errors = await process.communicate(pickle.dumps(arguments))
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise
+    output, errors = await communicate(process, pickle.dumps(arguments))
     try:
         status, value = pickle.loads(output)
     except Exception:
-        detail = errors.decode(errors="replace").strip().splitlines()
         raise DatabaseUnreadable(
-            f"a verify worker failed ({detail[-1] if detail else 'no output'})",
-            arguments["path"],
+            f"a verify worker failed ({last_line(errors)})", arguments["path"]
         ) from None
     if status != "ok":
         raise value
