@@ -21,6 +21,7 @@ from support import (
     busiest_session,
     copy_sample,
     digest,
+    execute_sql,
     run_cli,
     sample_with_layout,
     seed_sessions,
@@ -152,12 +153,9 @@ def test_each_policy_filter(db: Path, options: list[str], expected: list[str]) -
 
 
 def test_before_takes_a_date_time_in_utc(db: Path) -> None:
-    conn = sqlite3.connect(db)
-    conn.execute(
-        "UPDATE agent_sessions SET updated_at = '2026-01-01 11:59:59.000000' WHERE id = 'mid'"
+    execute_sql(
+        db, "UPDATE agent_sessions SET updated_at = '2026-01-01 11:59:59.000000' WHERE id = 'mid'"
     )
-    conn.commit()
-    conn.close()
     assert "mid" in planned(db, "--before", "2026-01-01T12:00:00")
     assert "mid" not in planned(db, "--before", "2026-01-01T12:00:00+01:00")
 

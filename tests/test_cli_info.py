@@ -16,6 +16,7 @@ from support import (
     cli_json,
     copy_sample,
     digest,
+    execute_sql,
     run_cli,
     sample_with_layout,
 )
@@ -138,10 +139,7 @@ def test_info_on_older_layouts(
 
 def test_info_counts_free_pages(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM raw_messages")
-    conn.commit()
-    conn.close()
+    execute_sql(db, "DELETE FROM raw_messages")
     document = info(db)
     assert document["free_pages"] == query(db, "PRAGMA freelist_count")[0] > 0
     assert document["free_bytes"] == document["free_pages"] * document["page_size"]
@@ -220,8 +218,5 @@ def test_info_help_has_an_example() -> None:
 
 def test_newest_activity_counts_snapshots_which_do_not_touch_the_session(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE session_snapshots SET created_at = '2026-04-01 12:00:00.000000'")
-    conn.commit()
-    conn.close()
+    execute_sql(db, "UPDATE session_snapshots SET created_at = '2026-04-01 12:00:00.000000'")
     assert info(db)["newest_activity"] == "2026-04-01T12:00:00.000000Z"

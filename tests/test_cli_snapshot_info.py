@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from support import (
     cli_json,
     copy_sample,
     digest,
+    execute_sql,
     run_cli,
     sample_with_layout,
 )
@@ -54,23 +54,19 @@ def add_snapshot(
     """Insert a snapshot row directly (as a buggy or foreign writer might)."""
     if payload is None:
         payload = encode_message(CompactedMessage(content=f"summary through {boundary}"))
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute(
-            "INSERT INTO session_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                new_uuid7(),
-                session_id,
-                version,
-                boundary,
-                payload,
-                "2026-03-03 10:00:00.000000",
-                "2026-03-03 10:00:00.000000",
-            ),
-        )
-        conn.commit()
-    finally:
-        conn.close()
+    execute_sql(
+        path,
+        "INSERT INTO session_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            new_uuid7(),
+            session_id,
+            version,
+            boundary,
+            payload,
+            "2026-03-03 10:00:00.000000",
+            "2026-03-03 10:00:00.000000",
+        ),
+    )
 
 
 def info_json(db: Path, *args: str) -> list[dict[str, object]]:
@@ -169,10 +165,7 @@ def test_all_json_is_a_flat_list_of_every_snapshot(tmp_path: Path) -> None:
 
 def test_all_without_snapshots_prints_a_note_and_empty_json(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM session_snapshots")
-    conn.commit()
-    conn.close()
+    execute_sql(db, "DELETE FROM session_snapshots")
     r = run_cli(["--db", str(db), "snapshot-info", "--all"])
     assert r.exit_code == 0 and r.stdout == ""
     assert "No compacted sessions" in r.stderr
@@ -213,10 +206,7 @@ def test_invalid_boundaries_are_flagged_with_their_reason(
 
 def test_a_boundary_on_a_missing_row_is_invalid(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM raw_messages WHERE session_id = ? AND sequence = 6", (COMPACTED,))
-    conn.commit()
-    conn.close()
+    execute_sql(db, "DELETE FROM raw_messages WHERE session_id = ? AND sequence = 6", (COMPACTED,))
     v1 = info_json(db, COMPACTED)[0]
     assert v1["problems"] == ["no raw message has sequence 6"]
     assert v1["raw_messages_covered"] == 5

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from support import LEGACY_IDS, NEWEST_IDS, digest
+from support import LEGACY_IDS, NEWEST_IDS, digest, execute_sql
 from zett_sessions import (
     AgentMessage,
     AssistantMessage,
@@ -1065,15 +1065,11 @@ def test_undecodable_rows_in_an_old_file_never_fail_a_listing_or_load(tmp_path: 
 def test_a_corrupted_snapshot_payload_is_undecodable_not_fatal(fixture_db: FixtureDb) -> None:
     path = fixture_db("newest")
     session_id = IDS["newest"]["compacted"]
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute(
-            "UPDATE session_snapshots SET message_json = ? WHERE version = 2 AND session_id = ?",
-            ('[{"kind": 2, "data": {"content": "a user message"}}]', session_id),
-        )
-        conn.commit()
-    finally:
-        conn.close()
+    execute_sql(
+        path,
+        "UPDATE session_snapshots SET message_json = ? WHERE version = 2 AND session_id = ?",
+        ('[{"kind": 2, "data": {"content": "a user message"}}]', session_id),
+    )
     view = load_all(path, {"compacted": session_id})["compacted"]
     assert view.snapshot is not None
     assert isinstance(view.snapshot.message, UndecodableMessage)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import LEGACY, NEWEST, copy_sample
+from support import LEGACY, NEWEST, copy_sample, execute_sql
 from zett_sessions.database import Database
 from zett_sessions.models import (
     AssistantMessage,
@@ -265,16 +265,12 @@ def test_record_json_text_handles_damaged_rows_like_record_json(tmp_path: Path) 
 
 def test_record_json_text_never_emits_nan(tmp_path: Path) -> None:
     path = copy_sample(tmp_path)
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute(
-            "UPDATE raw_messages SET metadata_json = '{\"x\": NaN}', message_json = "
-            '\'[{"kind": 2, "data": {"attributes": {"y": Infinity}, "content": "hi"}}]\''
-            " WHERE sequence = 2"
-        )
-        conn.commit()
-    finally:
-        conn.close()
+    execute_sql(
+        path,
+        "UPDATE raw_messages SET metadata_json = '{\"x\": NaN}', message_json = "
+        '\'[{"kind": 2, "data": {"attributes": {"y": Infinity}, "content": "hi"}}]\''
+        " WHERE sequence = 2",
+    )
     for row in asyncio.run(_rows(path)):
         document = json.loads(
             record_json_text(row_item(row)), parse_constant=lambda token: pytest.fail(token)

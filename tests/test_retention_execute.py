@@ -17,6 +17,7 @@ from support import (
     SeedSession,
     busiest_session,
     digest,
+    execute_sql,
     retention_plan,
     retention_run,
     sample_with_layout,
@@ -157,12 +158,9 @@ def test_a_session_with_new_activity_no_longer_older_than_the_cutoff_is_kept(db:
 def test_a_session_that_no_longer_matches_is_skipped_as_changed(db: Path) -> None:
     policy = old_policy(skip_active=timedelta(0))
     plan = plan_for(db, policy)
-    conn = sqlite3.connect(db)
-    conn.execute(
-        "UPDATE agent_sessions SET updated_at = '2999-01-01 00:00:00.000000' WHERE id = 'old-1'"
+    execute_sql(
+        db, "UPDATE agent_sessions SET updated_at = '2999-01-01 00:00:00.000000' WHERE id = 'old-1'"
     )
-    conn.commit()
-    conn.close()
     result = run_plan(db, plan, policy)
     assert [d.id for d in result.deleted] == ["old-2"]
     assert [(s.id, s.reason) for s in result.skipped] == [("old-1", "changed")]
