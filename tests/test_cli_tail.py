@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from support import (
     write_hostile_session,
 )
 from zett_sessions.database import Database
-from zett_sessions.models import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from zett_sessions.models import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from zett_sessions.queries.follow import Gone, Stale, follow
 from zett_sessions.queries.transcript import (
     Selection,
@@ -235,6 +235,22 @@ def _follow_log(
     return asyncio.run(asyncio.wait_for(run(), TIMEOUT))
 
 
+def _append_then_delete(
+    session_id: str, batches: Sequence[Sequence[Message]]
+) -> Callable[[SQLiteSessionStorage, int], Awaitable[bool]]:
+    """An ``on_sleep`` appending ``batches[n - 1]`` at the n-th pause, then deleting the session."""
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        if poll <= len(batches):
+            for message in batches[poll - 1]:
+                await writer.append(session_id, "live", message)
+        else:
+            await writer.delete_session(session_id)
+        return True
+
+    return on_sleep
+
+
 def test_follow_reports_each_new_record_once_in_order_then_the_deletion(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]
@@ -245,15 +261,7 @@ def test_follow_reports_each_new_record_once_in_order_then_the_deletion(tmp_path
         [AssistantMessage(content="four")],
     ]
 
-    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
-        if poll <= len(batches):
-            for message in batches[poll - 1]:
-                await writer.append(sid, "live", message)
-        else:
-            await writer.delete_session(sid)
-        return True
-
-    events = _follow_log(db, sid, on_sleep)
+    events = _follow_log(db, sid, _append_then_delete(sid, batches))
     records = [e.item for e in events if not isinstance(e, Gone) and not e.late]
     assert [r.sequence for r in records] == [4, 5, 6, 7]
     assert [r.content for r in records] == ["one", "two", "three", "four"]
@@ -270,15 +278,9 @@ def test_follow_pairs_results_and_reports_an_incomplete_batch_late(tmp_path: Pat
         [UserMessage(content="never mind")],
     ]
 
-    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
-        if poll <= len(script):
-            for message in script[poll - 1]:
-                await writer.append(sid, "live", message)
-        else:
-            await writer.delete_session(sid)
-        return True
-
-    events = [e for e in _follow_log(db, sid, on_sleep) if not isinstance(e, Gone)]
+    events = [
+        e for e in _follow_log(db, sid, _append_then_delete(sid, script)) if not isinstance(e, Gone)
+    ]
     assert [(e.item.sequence, e.late) for e in events] == [
         (4, False),
         (5, False),
