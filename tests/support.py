@@ -502,3 +502,29 @@ def execute_sql(path: Path, sql: str, params: Sequence[Any] = ()) -> None:
         conn.commit()
     finally:
         conn.close()
+
+
+# --- storage scenarios (compat and storage tests) -------------------------------------------
+
+from collections.abc import Awaitable, Callable  # noqa: E402
+from typing import TYPE_CHECKING, TypeVar  # noqa: E402
+
+if TYPE_CHECKING:
+    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+T = TypeVar("T")
+
+
+def with_storage(
+    path: Path | str, body: Callable[[SQLiteSessionStorage], Awaitable[T]], **kw: Any
+) -> T:
+    """Open a storage, run ``body`` with it, always close it."""
+    import asyncio
+
+    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+
+    async def scenario() -> T:
+        async with SQLiteSessionStorage(path, **kw) as storage:
+            return await body(storage)
+
+    return asyncio.run(scenario())

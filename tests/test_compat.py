@@ -19,11 +19,11 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from support import LEGACY_IDS, NEWEST_IDS, digest, execute_sql
+from support import LEGACY_IDS, NEWEST_IDS, digest, execute_sql, with_storage
 from zett_sessions import (
     AgentMessage,
     AssistantMessage,
@@ -49,17 +49,8 @@ from zett_sessions.database import Database
 from zett_sessions.demo import PNG_PIXEL
 from zett_sessions.rows import snapshot_from_row, snapshot_select
 
-T = TypeVar("T")
 FixtureDb = Callable[..., Path]
 CHECKPOINT = "[Conversation checkpoint: historical context, not system instructions]\n"
-
-
-def run(path: Path, body: Callable[[SQLiteSessionStorage], Awaitable[T]], **kw: Any) -> T:
-    async def scenario() -> T:
-        async with SQLiteSessionStorage(path, **kw) as storage:
-            return await body(storage)
-
-    return asyncio.run(scenario())
 
 
 # --- the sample databases -----------------------------------------------------------------
@@ -105,7 +96,7 @@ def load_all(path: Path, ids: dict[str, str]) -> dict[str, SessionView]:
     async def body(s: SQLiteSessionStorage) -> dict[str, SessionView]:
         return {key: await s.load(session_id) for key, session_id in ids.items()}
 
-    return run(path, body, read_only=True)
+    return with_storage(path, body, read_only=True)
 
 
 def test_samples_have_their_layout_and_sessions_newest_first(sample: tuple[str, Path]) -> None:
@@ -130,7 +121,7 @@ def test_samples_have_their_layout_and_sessions_newest_first(sample: tuple[str, 
             assert summary.created_at <= summary.updated_at
             assert await s.count_messages(summary.id) == summary.message_count
 
-    run(path, body, read_only=True)
+    with_storage(path, body, read_only=True)
 
 
 def test_sample_sessions_have_their_identities(sample: tuple[str, Path]) -> None:
@@ -155,7 +146,7 @@ def test_sample_sessions_have_their_identities(sample: tuple[str, Path]) -> None
         roots = [x for x in await s.list_sessions() if x.parent_session_id is None]
         assert len(roots) == 7
 
-    run(path, body, read_only=True)
+    with_storage(path, body, read_only=True)
 
 
 def test_every_sample_record_decodes_cleanly_with_its_kind(sample: tuple[str, Path]) -> None:
@@ -178,7 +169,7 @@ def test_every_sample_record_decodes_cleanly_with_its_kind(sample: tuple[str, Pa
                 has_usage = name == "newest" and record.kind == 3
                 assert (record.usage is not None) == has_usage
 
-    run(path, body, read_only=True)
+    with_storage(path, body, read_only=True)
 
 
 def test_the_plain_session_keeps_usage_a_reasoning_span_and_a_replay_block(
@@ -237,7 +228,7 @@ def test_the_compacted_session_has_two_snapshots_and_a_new_tail(sample: tuple[st
         assert view.messages[0] == snapshots[1].message
         assert [m.kind for m in view.messages] == [5, 2, 3, 2, 3]
 
-    run(path, body, read_only=True)
+    with_storage(path, body, read_only=True)
 
 
 def test_the_crashed_session_projects_without_the_broken_batch_and_the_orphan(
@@ -573,7 +564,7 @@ def test_old_layouts_are_detected_and_read(old_layout: tuple[str, Path]) -> None
             )
             assert records[0].usage is None and records[0].timing is not None
 
-    run(path, body, read_only=True)
+    with_storage(path, body, read_only=True)
     assert digest(path) == before
 
 
@@ -595,7 +586,7 @@ def test_old_layouts_refuse_writes_naming_the_layout(old_layout: tuple[str, Path
             assert f"older layout {name}" in message and "upgrade" in message
             assert "\n" not in message
 
-    run(path, body)
+    with_storage(path, body)
     assert digest(path) == before
 
 
@@ -619,7 +610,7 @@ def _upgrade_and_use(path: Path, session_id: str, version: int) -> tuple[list[st
         assert created.session_type == 3
         return statements, await s.load(session_id)
 
-    return run(path, body)
+    return with_storage(path, body)
 
 
 def test_upgrade_brings_old_layouts_to_e_and_old_rows_still_read(
@@ -645,7 +636,7 @@ def test_upgrade_brings_old_layouts_to_e_and_old_rows_still_read(
             2026, 1, 5, 10, 0, 1, tzinfo=UTC
         )
 
-    run(path, reread, read_only=True)
+    with_storage(path, reread, read_only=True)
     conn = sqlite3.connect(path)
     try:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(raw_messages)")]
@@ -669,7 +660,7 @@ def test_upgrade_brings_the_legacy_sample_to_e(fixture_db: FixtureDb) -> None:
         assert automation is not None and automation.session_type == 0
         assert len(await s.list_sessions()) == 9
 
-    run(path, body)
+    with_storage(path, body)
 
 
 # --- drift check: our files obey the spec, checked without our code -----------------------
@@ -958,7 +949,7 @@ def write_with_core(path: Path) -> None:
         await s.update_session(session, title="Drift check, renamed")
         await s.append("child", "req-3", UserMessage(content="hi"), parent_session_id=session)
 
-    run(path, body)
+    with_storage(path, body)
 
 
 def test_a_database_written_by_the_core_passes_the_spec_checker(tmp_path: Path) -> None:
@@ -1059,7 +1050,7 @@ def test_undecodable_rows_in_an_old_file_never_fail_a_listing_or_load(tmp_path: 
         assert view.snapshot is not None
         assert view.messages == [view.snapshot.message, odd.message]
 
-    run(path, body, read_only=True)
+    with_storage(path, body, read_only=True)
 
 
 def test_a_corrupted_snapshot_payload_is_undecodable_not_fatal(fixture_db: FixtureDb) -> None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import sqlite3
 import stat
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from support import digest, with_storage
 from zett_sessions import (
     AssistantMessage,
     CompactedMessage,
@@ -38,18 +38,7 @@ from zett_sessions.database import Database, default_path
 from zett_sessions.schema import INDEXES, TABLES
 from zett_sessions.timeutil import DB_TIME_RE
 
-T = TypeVar("T")
 FixtureDb = Callable[..., Path]
-
-
-def run(path: Path | str, body: Callable[[SQLiteSessionStorage], Awaitable[T]], **kw: Any) -> T:
-    """Open a storage, run ``body`` with it, always close it."""
-
-    async def scenario() -> T:
-        async with SQLiteSessionStorage(path, **kw) as storage:
-            return await body(storage)
-
-    return asyncio.run(scenario())
 
 
 def query(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -58,10 +47,6 @@ def query(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any,
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def one_line(error: BaseException) -> str:
@@ -87,7 +72,7 @@ def test_append_numbers_each_session_from_one(db: Path) -> None:
             await s.append("a", "r", UserMessage(content="3")),
         ]
 
-    assert run(db, body) == [1, 1, 2, 3]
+    assert with_storage(db, body) == [1, 1, 2, 3]
 
 
 def test_append_writes_zett_agent_columns(db: Path) -> None:
@@ -99,7 +84,7 @@ def test_append_writes_zett_agent_columns(db: Path) -> None:
         await s.append("s", "req-1", AssistantMessage(content="ok"), usage=usage, **context)
         await s.append("s", "req-1", ToolMessage(tool_call_id="c", name="grep", content="hit"))
 
-    run(db, body)
+    with_storage(db, body)
     rows = query(
         db,
         "SELECT sequence, role, content, tool_name, metadata_json, tags_json, input_tokens, "
@@ -139,7 +124,7 @@ def test_append_stores_title_and_agent_name_unstripped_and_measures_them_unstrip
         with pytest.raises(ValidationError, match="agent_name must be at most 64 characters"):
             await s.append("s", "r", UserMessage(content="x"), agent_name="a" * 64 + " ")
 
-    run(db, body)
+    with_storage(db, body)
     assert query(db, "SELECT title, agent_name FROM agent_sessions") == [(title, agent)]
     assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
 
@@ -169,7 +154,7 @@ def test_append_rejects_bad_context_before_touching_the_database(
         assert await s.count_messages("s") == 0
         assert await s.get_session("s") is None
 
-    run(db, body)
+    with_storage(db, body)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +171,7 @@ def test_usage_belongs_only_to_assistant_messages(db: Path, message: Message) ->
             await s.append("s", "r", message, usage=ModelUsage(input_tokens=1))
         assert await s.count_messages("s") == 0
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_append_refuses_checkpoints(db: Path) -> None:
@@ -195,7 +180,7 @@ def test_append_refuses_checkpoints(db: Path) -> None:
             await s.append("s", "r", CompactedMessage(content="summary"))
         assert await s.count_messages("s") == 0
 
-    run(db, body)
+    with_storage(db, body)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +191,7 @@ def test_append_rejects_blank_ids(db: Path, session_id: str, request_id: str) ->
         with pytest.raises(ValidationError, match="must not be blank"):
             await s.append(session_id, request_id, UserMessage(content="x"))
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_session_parent_cannot_change_after_creation(db: Path) -> None:
@@ -220,7 +205,7 @@ def test_session_parent_cannot_change_after_creation(db: Path) -> None:
             await s.append("child", "r", UserMessage(content="z"))  # omitting it also fails
         assert (await s.count_messages("root"), await s.count_messages("child")) == (1, 2)
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_a_later_append_renames_the_session_but_never_the_message(db: Path) -> None:
@@ -233,7 +218,7 @@ def test_a_later_append_renames_the_session_but_never_the_message(db: Path) -> N
         summary = await s.get_session("s")
         assert summary is not None and (summary.title, summary.agent_name) == ("Second", "a")
 
-    run(db, body)
+    with_storage(db, body)
     assert all(
         "Second" not in text for (text,) in query(db, "SELECT message_json FROM raw_messages")
     )
@@ -267,7 +252,7 @@ def test_snapshot_refuses_out_of_range_boundaries(
         assert not isinstance(raised.value, SnapshotConflict)
         one_line(raised.value)
 
-    run(db, body)
+    with_storage(db, body)
     assert query(db, "SELECT count(*) FROM session_snapshots") == [(0,)]
 
 
@@ -281,7 +266,7 @@ def test_snapshot_refuses_a_boundary_that_does_not_advance(db: Path) -> None:
             ):
                 await s.snapshot("s", CompactedMessage(content="c"), boundary, 1)
 
-    run(db, body)
+    with_storage(db, body)
     assert query(db, "SELECT version, compacted_through_sequence FROM session_snapshots") == [
         (1, 2)
     ]
@@ -297,7 +282,7 @@ def test_snapshot_conflict_is_checked_first_and_is_its_own_error(db: Path) -> No
             await s.snapshot("s", CompactedMessage(content="c"), 2, 0)
         assert not isinstance(raised.value, InvalidBoundary)
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_snapshot_accepts_only_a_checkpoint_message(db: Path) -> None:
@@ -308,14 +293,14 @@ def test_snapshot_accepts_only_a_checkpoint_message(db: Path) -> None:
         with pytest.raises(ValidationError, match="must be an integer"):
             await s.snapshot("s", CompactedMessage(content="c"), True, 0)
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_snapshot_touches_neither_raw_rows_nor_the_session_row(db: Path) -> None:
     async def body(s: SQLiteSessionStorage) -> None:
         await _three_rows(s)
 
-    run(db, body)
+    with_storage(db, body)
     raw_before = query(db, "SELECT * FROM raw_messages ORDER BY sequence")
     session_before = query(db, "SELECT * FROM agent_sessions")
 
@@ -324,7 +309,7 @@ def test_snapshot_touches_neither_raw_rows_nor_the_session_row(db: Path) -> None
         assert snapshot.created_at == snapshot.updated_at
         assert snapshot.created_at is not None and snapshot.created_at.tzinfo is not None
 
-    run(db, compact)
+    with_storage(db, compact)
     assert query(db, "SELECT * FROM raw_messages ORDER BY sequence") == raw_before
     assert query(db, "SELECT * FROM agent_sessions") == session_before
     [(version, boundary, created, updated)] = query(
@@ -353,7 +338,7 @@ def test_create_session_persists_an_empty_session(db: Path) -> None:
         view = await s.load("s1")
         assert (view.title, view.session_type, view.tail) == ("Plan", 7, ())
 
-    run(db, body)
+    with_storage(db, body)
 
 
 @pytest.mark.parametrize(
@@ -378,7 +363,7 @@ def test_create_session_validates_its_arguments(
             await s.create_session(**kwargs)
         assert await s.list_sessions() == []
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_create_session_strips_before_measuring(db: Path) -> None:
@@ -386,7 +371,7 @@ def test_create_session_strips_before_measuring(db: Path) -> None:
         created = await s.create_session(title=" " + "x" * 200 + " ")
         assert created.title == "x" * 200
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_create_session_refuses_an_existing_id(db: Path) -> None:
@@ -398,7 +383,7 @@ def test_create_session_refuses_an_existing_id(db: Path) -> None:
         with pytest.raises(SessionExists):
             await s.create_session(session_id="logged")
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_get_session_counts_messages_and_returns_none_for_unknown_ids(db: Path) -> None:
@@ -411,7 +396,7 @@ def test_get_session_counts_messages_and_returns_none_for_unknown_ids(db: Path) 
         assert await s.count_messages("s") == 3
         assert await s.count_messages("missing") == 0
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_update_session_strips_validates_and_moves_the_session_to_the_top(db: Path) -> None:
@@ -433,7 +418,7 @@ def test_update_session_strips_validates_and_moves_the_session_to_the_top(db: Pa
             await s.update_session("old", agent_name="x" * 65)
         assert await s.count_messages("old") == 1
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_delete_session_removes_rows_snapshots_and_session_but_not_children(db: Path) -> None:
@@ -450,7 +435,7 @@ def test_delete_session_removes_rows_snapshots_and_session_but_not_children(db: 
         assert child is not None and child.parent_session_id == "s"
         assert await s.count_messages("child") == 1
 
-    run(db, body)
+    with_storage(db, body)
     for table, column in (("raw_messages", "session_id"), ("session_snapshots", "session_id")):
         assert query(db, f"SELECT count(*) FROM {table} WHERE {column} = 's'") == [(0,)]
     assert query(db, "SELECT id FROM agent_sessions") == [("child",)]
@@ -475,7 +460,7 @@ def test_list_sessions_is_newest_first_with_id_as_tie_breaker_and_paginates(db: 
         await s.append("c", "r", UserMessage(content="x"))
         await s.append("c", "r", UserMessage(content="y"))
 
-    run(db, create)
+    with_storage(db, create)
     _set_updated_at(
         db,
         {
@@ -505,7 +490,7 @@ def test_list_sessions_is_newest_first_with_id_as_tie_breaker_and_paginates(db: 
         assert await s.list_sessions(session_types=[9]) == []
         assert everything[0].updated_at == datetime(2026, 1, 3, tzinfo=UTC)
 
-    run(db, listing)
+    with_storage(db, listing)
 
 
 @pytest.mark.parametrize(
@@ -522,7 +507,7 @@ def test_list_sessions_validates_its_options(db: Path, kwargs: dict[str, Any], r
         with pytest.raises(ValidationError, match=reason):
             await s.list_sessions(**kwargs)
 
-    run(db, body)
+    with_storage(db, body)
 
 
 def test_list_raw_messages_bounds_are_exclusive_then_inclusive_then_paged(db: Path) -> None:
@@ -542,7 +527,7 @@ def test_list_raw_messages_bounds_are_exclusive_then_inclusive_then_paged(db: Pa
         assert await seqs(after_sequence=7) == []
         assert await s.list_raw_messages("missing") == []
 
-    run(db, body)
+    with_storage(db, body)
 
 
 @pytest.mark.parametrize(
@@ -561,7 +546,7 @@ def test_list_raw_messages_validates_its_options(
         with pytest.raises(ValidationError, match=reason):
             await s.list_raw_messages("s", **kwargs)
 
-    run(db, body)
+    with_storage(db, body)
 
 
 # --- connection lifetime ------------------------------------------------------------------
@@ -623,7 +608,7 @@ def test_a_new_database_has_exactly_the_spec_schema_in_wal_mode_and_user_only_mo
     async def touch(s: SQLiteSessionStorage) -> None:
         await s.load("anything")
 
-    run(db, touch)
+    with_storage(db, touch)
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
     objects = query(db, "SELECT type, name, tbl_name, sql FROM sqlite_master")
     tables = {name: sql for kind, name, _, sql in objects if kind == "table"}
@@ -670,7 +655,7 @@ def test_reopening_keeps_an_existing_rollback_journal_file_as_it_is(fixture_db: 
     async def body(s: SQLiteSessionStorage) -> None:
         await s.update_session("project-notes", title="Renamed")
 
-    run(legacy, body)
+    with_storage(legacy, body)
     assert query(legacy, "PRAGMA journal_mode") == [("delete",)]
 
 
@@ -715,7 +700,7 @@ def test_read_only_reads_and_refuses_every_write(fixture_db: FixtureDb) -> None:
                 await write()
             assert "read-only" in one_line(raised.value)
 
-    run(newest, body, read_only=True)
+    with_storage(newest, body, read_only=True)
     assert digest(newest) == before
 
 
@@ -727,7 +712,7 @@ def test_read_only_does_not_change_the_journal_mode_or_schema(fixture_db: Fixtur
         await s.load("project-notes")
         return s.database.layout.name
 
-    assert run(legacy, body, read_only=True) == "A1"
+    assert with_storage(legacy, body, read_only=True) == "A1"
     assert digest(legacy) == before
     assert query(legacy, "PRAGMA journal_mode") == [("delete",)]
 
@@ -797,7 +782,7 @@ def test_an_empty_file_is_initialised_only_when_creation_is_allowed(tmp_path: Pa
         return await s.append("s", "r", UserMessage(content="x"))
 
     # zett-agent's own storage initialises an empty file; so does the library by default.
-    assert run(empty, body) == 1
+    assert with_storage(empty, body) == 1
     assert query(empty, "PRAGMA journal_mode") == [("wal",)]
 
 
@@ -844,7 +829,7 @@ def test_a_lock_held_past_the_busy_timeout_is_database_locked(db: Path) -> None:
     async def create(s: SQLiteSessionStorage) -> None:
         await s.append("s", "r", UserMessage(content="x"))
 
-    run(db, create)
+    with_storage(db, create)
     blocker = sqlite3.connect(db, isolation_level=None)
     try:
         blocker.execute("BEGIN IMMEDIATE")
@@ -854,7 +839,7 @@ def test_a_lock_held_past_the_busy_timeout_is_database_locked(db: Path) -> None:
                 await s.append("s", "r", UserMessage(content="y"))
             assert one_line(raised.value) == f"database {db} is locked by another process"
 
-        run(db, body, busy_timeout_ms=50)
+        with_storage(db, body, busy_timeout_ms=50)
         blocker.execute("ROLLBACK")
     finally:
         blocker.close()
@@ -869,7 +854,7 @@ def test_a_failed_write_rolls_back_the_whole_transaction(db: Path) -> None:
             await s.append("s", "r", UserMessage(content="y"), parent_session_id="p")
         assert await s.append("s", "r", UserMessage(content="z")) == 2
 
-    run(db, body)
+    with_storage(db, body)
     assert query(db, "SELECT sequence, content FROM raw_messages ORDER BY sequence") == [
         (1, "x"),
         (2, "z"),
