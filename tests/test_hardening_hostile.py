@@ -293,3 +293,30 @@ def test_ids_only_output_is_exact_in_a_pipe_and_safe_on_a_terminal(
         assert r.exit_code == 0, r.stderr
         assert TERMINAL_ACTIVE.search(r.stdout) is None
         assert r.stdout.startswith("id ") and r.stdout.endswith(" end\n")
+
+
+def test_messages_on_stderr_that_quote_a_hostile_id_are_sanitized() -> None:
+    hostile_id = "zz\x1b]52;c;ZXZpbA==\x07evil\x9b31m"
+
+    async def write(db: Path) -> None:
+        async with SQLiteSessionStorage(db) as storage:
+            await storage.append(hostile_id, "run", UserMessage(content="hi"))
+
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "ids.sqlite3"
+        asyncio.run(write(db))
+        r = run_cli(["--db", str(db), "snapshot-info", "--", "zz"])  # "… has no snapshots."
+        assert r.exit_code == 0, r.stderr
+        assert "has no snapshots" in r.stderr
+        assert TERMINAL_ACTIVE.search(r.stdout + r.stderr) is None
+
+
+@pytest.mark.parametrize("method", ["warn", "hint", "note"])
+def test_every_stderr_message_is_sanitized(method: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from zett_sessions.cli.output import Output
+
+    getattr(Output(color=False), method)("a\x1b]52;c;ZXZpbA==\x07b\x9b31mc\u202ed\nnext")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert TERMINAL_ACTIVE.search(captured.err) is None
+    assert "abcd\nnext" in captured.err

@@ -24,6 +24,8 @@ from rich.console import Console, RenderableType
 from rich.control import STRIP_CONTROL_CODES
 from rich.text import Text
 
+from ..render.sanitize import sanitize
+
 
 def _strip_control_codes(text: str, _translate_table: dict[int, None] | None = None) -> str:
     """``rich.control.strip_control_codes`` (drops BEL, BS, VT, FF and CR), without the slow
@@ -106,15 +108,17 @@ class Output:
         sys.stdout.flush()
 
     # --- messages on stderr ----------------------------------------------------------------
+    # Messages quote database text (session ids, titles), so each one is sanitized here, once,
+    # rather than by every caller.
 
     def warn(self, message: str) -> None:
-        self.err.print(Text("Warning: ", style="bold yellow") + Text(message))
+        self.err.print(Text("Warning: ", style="bold yellow") + Text(sanitize(message)))
 
     def hint(self, message: str) -> None:
-        self.err.print(Text(message, style="dim"))
+        self.err.print(Text(sanitize(message), style="dim"))
 
     def note(self, message: str) -> None:
-        self.err.print(Text(message))
+        self.err.print(Text(sanitize(message)))
 
     # --- paging ----------------------------------------------------------------------------
 
