@@ -29,7 +29,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from support import command_settings, run_cli
+from support import command_settings, execute_sql, run_cli
 from zett_sessions.demo import write_demo
 
 SESSIONS = ("plain", "tools", "child", "compacted", "automation", "unicode")
@@ -383,3 +383,41 @@ def assert_verify_names(path: Path, session_id: str, target: Target, position: A
             position,
             [(f["code"], f["session_id"], f.get("sequence")) for f in findings],
         )
+
+
+def test_blob_labels_of_related_sessions_and_infinite_token_totals_are_shown(
+    tmp_path: Path,
+) -> None:
+    """Damage the row-level catalogue does not reach: text read through a *related* row (a
+    child's or a crashed session's title) and totals over every row (``info --tokens``)."""
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    parent, child, crashed = (demo.sessions[key] for key in ("tools", "child", "crashed"))
+    db = str(demo.path)
+    execute_sql(demo.path, "UPDATE agent_sessions SET title = ? WHERE id = ?", (b"\xffkid", child))
+    execute_sql(
+        demo.path,
+        "UPDATE agent_sessions SET title = ?, agent_name = ? WHERE id = ?",
+        (b"\xff\xfecrash", b"\x1b[2Jagent", crashed),
+    )
+    execute_sql(
+        demo.path,
+        "UPDATE raw_messages SET input_tokens = 1e999 WHERE rowid = "
+        "(SELECT min(rowid) FROM raw_messages WHERE role = 3)",
+    )
+    r = run_cli(["--db", db, "show", parent])
+    assert r.exit_code == 0, r.stderr
+    assert "\ufffdkid" in r.stdout
+    document = json.loads(run_cli(["--db", db, "show", parent, "--json"]).stdout)
+    assert [c["title"] for c in document["session"]["children"]] == ["\ufffdkid"]
+
+    r = run_cli(["--db", db, "verify", "--json"])
+    assert r.exit_code == 4, r.stderr
+    (summary,) = [s for s in json.loads(r.stdout)["sessions"] if s["session_id"] == crashed]
+    assert (summary["title"], summary["agent_name"]) == ("\ufffd\ufffdcrash", "\x1b[2Jagent")
+    r = run_cli(["--db", db, "verify"])
+    assert (r.exit_code, "\x1b" in r.stdout) == (4, False)
+
+    r = run_cli(["--db", db, "info", "--tokens", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["tokens"]["input_tokens"] >= 0
+    assert run_cli(["--db", db, "info", "--tokens"]).exit_code == 0

@@ -6,6 +6,7 @@ only needs a column read the same lenient way, so the helper lives here.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -16,3 +17,10 @@ def text_or_none(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def whole_number(value: Any) -> int:
+    """An SQL ``total()`` (or a hand-edited count) as an int: 0 for NULL or a non-finite float."""
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else 0
+    return value if isinstance(value, int) else 0

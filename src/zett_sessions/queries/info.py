@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from ..database import Database
 from ..models import ModelUsage
 from ..schema import TOKEN_COLUMNS
 from ..timeutil import parse_db_time
+from ..values import whole_number
 
 
 class DatabaseInfo(BaseModel):
@@ -38,7 +39,9 @@ class DatabaseInfo(BaseModel):
     snapshots: int
     compacted_sessions: int
     has_token_columns: bool
-    tokens: ModelUsage | None  # None unless asked for (and the layout has token columns)
+    # None unless asked for (and the layout has token columns).  Sums of hand-edited rows may
+    # break a single response's invariants (cache reads ≤ input): shown, not re-validated.
+    tokens: SkipValidation[ModelUsage | None]
     oldest_activity: datetime | None
     newest_activity: datetime | None
     missing_indexes: tuple[str, ...]
@@ -78,11 +81,11 @@ async def _token_totals(db: Database) -> ModelUsage:
     assert row is not None
     # model_construct: sums of hand-edited rows may break ModelUsage's invariants; show them.
     return ModelUsage.model_construct(
-        input_tokens=int(row[0]),
-        output_tokens=int(row[1]),
-        cache_read_tokens=int(row[2]),
-        cache_write_tokens=int(row[3]),
-        reasoning_tokens=int(row[4]),
+        input_tokens=whole_number(row[0]),
+        output_tokens=whole_number(row[1]),
+        cache_read_tokens=whole_number(row[2]),
+        cache_write_tokens=whole_number(row[3]),
+        reasoning_tokens=whole_number(row[4]),
     )
 
 

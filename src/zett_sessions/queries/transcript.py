@@ -16,7 +16,6 @@ the last one until its batch closes, so flags are the same as in a full read.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
@@ -43,6 +42,7 @@ from ..projection import Dropped, project
 from ..rows import raw_select, session_select, snapshot_from_row, snapshot_select, summary_from_row
 from ..schema import RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
+from ..values import text_or_none, whole_number
 from .annotate import Annotator, Entry, is_head
 
 ROLE_KINDS: dict[str, int] = {
@@ -269,7 +269,7 @@ async def read_header(db: Database, session_id: str) -> TranscriptHeader:
                 "SELECT id, title FROM agent_sessions WHERE id = ?", (summary.parent_session_id,)
             )
             parent = SessionRef.model_construct(
-                id=summary.parent_session_id, title=found["title"] if found else None
+                id=summary.parent_session_id, title=text_or_none(found["title"]) if found else None
             )
         rows = await db.fetchall(
             "SELECT id, title FROM agent_sessions WHERE parent_session_id = ? "
@@ -277,7 +277,8 @@ async def read_header(db: Database, session_id: str) -> TranscriptHeader:
             (session_id,),
         )
         children = tuple(
-            SessionRef.model_construct(id=str(r["id"]), title=r["title"]) for r in rows
+            SessionRef.model_construct(id=str(r["id"]), title=text_or_none(r["title"]))
+            for r in rows
         )
     snapshot = await latest_snapshot(db, session_id)
     snapshot_count = await db.scalar(
@@ -306,13 +307,6 @@ async def latest_snapshot(db: Database, session_id: str) -> ContextSnapshot | No
     return snapshot_from_row(row) if row is not None else None
 
 
-def _whole(value: object) -> int:
-    """An SQL total as an int (0 for NULL or a non-finite float)."""
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) else 0
-    return value if isinstance(value, int) else 0
-
-
 async def _totals(db: Database, session_id: str) -> Totals:
     layout = db.layout
     # total(), not sum(): sum() of hand-edited huge integers fails the whole query with
@@ -335,7 +329,7 @@ async def _totals(db: Database, session_id: str) -> Totals:
         (session_id,),
     )
     assert row is not None
-    values = [_whole(v) for v in tuple(row)[:8]]
+    values = [whole_number(v) for v in tuple(row)[:8]]
     return Totals(
         input_tokens=values[0],
         output_tokens=values[1],

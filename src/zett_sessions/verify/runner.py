@@ -37,6 +37,7 @@ from ..database import Database
 from ..errors import DatabaseUnreadable, ValidationError
 from ..schema import Layout
 from ..timeutil import utc_now
+from ..values import text_or_none
 from .checks_batches import BatchVerdict, judge_batches, replay_entries, rescanned
 from .checks_database import integrity_check, integrity_findings, layout_findings
 from .checks_rows import check_rows, fetch_rows
@@ -265,8 +266,8 @@ class _RangeChecker:
         summary = crash_summary(
             reader,
             session_id,
-            row["title"] if row is not None else None,
-            row["agent_name"] if row is not None else None,
+            text_or_none(row["title"]) if row is not None else None,
+            text_or_none(row["agent_name"]) if row is not None else None,
             entries,
             verdict,
             latest,
