@@ -106,6 +106,20 @@ def test_ids_on_stdin_with_dash(db: Path) -> None:
     assert ids_in(db) == ALL - {"old-b", "mid"}
 
 
+def test_ids_with_surrounding_whitespace_are_found_as_typed_and_from_list_q(
+    tmp_path: Path,
+) -> None:
+    path = seed_sessions(
+        tmp_path / "padded.sqlite3",
+        [SeedSession(" padded", age=200 * DAY), SeedSession("tail ", age=200 * DAY)],
+    )
+    assert planned(path, " padded") == [" padded"]
+    listed = run_cli(["--db", str(path), "list", "-q"]).stdout
+    r = delete(path, "-", "--yes", input=listed)
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(path) == set()
+
+
 def test_empty_stdin_deletes_nothing(db: Path) -> None:
     r = delete(db, "-", "--yes", input="")
     assert r.exit_code == 0, r.stderr

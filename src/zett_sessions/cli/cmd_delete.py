@@ -47,7 +47,11 @@ def stdin_is_tty() -> bool:
 
 
 def read_ids(arguments: list[str]) -> tuple[tuple[str, ...], bool]:
-    """Arguments as ids, ``-`` replaced by stdin's lines (blank lines ignored, read once)."""
+    """Arguments as ids, ``-`` replaced by stdin's lines (blank lines ignored, read once).
+
+    Lines are kept as they are (only the line break goes): ``list -q`` writes ids exactly, and
+    an id may begin or end with whitespace; resolving tries the stripped text too.
+    """
     ids: list[str] = []
     used_stdin = False
     for argument in arguments:
@@ -55,7 +59,7 @@ def read_ids(arguments: list[str]) -> tuple[tuple[str, ...], bool]:
             ids.append(argument)
         elif not used_stdin:
             used_stdin = True
-            ids.extend(line.strip() for line in sys.stdin.read().splitlines() if line.strip())
+            ids.extend(line for line in sys.stdin.read().splitlines() if line.strip())
     return tuple(ids), used_stdin
 
 

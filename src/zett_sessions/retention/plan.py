@@ -172,19 +172,24 @@ def _count(n: int, noun: str) -> str:
 async def _resolve_ids(
     db: Database, texts: Sequence[str], missing_ok: bool
 ) -> tuple[tuple[str, ...], list[SkippedSession]]:
-    """Full ids in one query; prefixes and rowless sessions one by one (they are rare)."""
-    wanted = [text.strip() for text in texts]
+    """Full ids in one query; prefixes and rowless sessions one by one (they are rare).
+
+    A text is tried as typed, then stripped (as ``resolve_session`` does): ids may begin or
+    end with whitespace, and ``list -q`` writes them exactly.
+    """
     exact: set[str] = set()
-    if db.layout.has_sessions_table and wanted:
+    if db.layout.has_sessions_table and texts:
+        candidates = list(dict.fromkeys(t for text in texts for t in (text, text.strip())))
         rows = await db.fetchall(
-            f"SELECT id FROM agent_sessions WHERE id {IN_IDS}", (json_ids(wanted),)
+            f"SELECT id FROM agent_sessions WHERE id {IN_IDS}", (json_ids(candidates),)
         )
         exact = {row[0] for row in rows}
     resolved: list[str] = []
     missing: list[SkippedSession] = []
-    for text in wanted:
-        if text in exact:
-            resolved.append(text)
+    for text in texts:
+        found = next((t for t in (text, text.strip()) if t in exact), None)
+        if found is not None:
+            resolved.append(found)
             continue
         try:
             resolved.append(await resolve_session(db, text))
