@@ -11,7 +11,7 @@ from rich.text import Text
 
 from .sanitize import single_line
 
-_UUID_LIKE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_UUID_LIKE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 SHORT_UUID = 13  # "019cadd4-611e": the 48-bit millisecond timestamp of a UUIDv7
 
 
@@ -33,7 +33,7 @@ def short_ids(ids: Iterable[str], full: bool = False) -> dict[str, str]:
         shared[right] = max(shared[right], common)
     result: dict[str, str] = {}
     for value in unique:
-        if not _UUID_LIKE.match(value):
+        if not _UUID_LIKE.fullmatch(value):
             result[value] = single_line(value)
             continue
         result[value] = value[: min(len(value), max(SHORT_UUID, shared[value] + 1))]
