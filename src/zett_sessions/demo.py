@@ -567,18 +567,19 @@ def write_demo(
 ) -> DemoResult:
     """Write the demo database to ``path`` (a new file) and describe it.
 
-    Raises ``FileExistsError`` when ``path`` exists and ``overwrite`` is false, and
-    ``FileNotFoundError`` when its directory does not exist (none is created).  The database is
+    Raises ``IsADirectoryError`` when ``path`` is a directory, ``FileExistsError`` when it
+    exists and ``overwrite`` is false, and ``FileNotFoundError`` when its directory does not
+    exist (none is created).  The database is
     built in a temporary file beside ``path`` and moved into place only when complete, so a
     failure never leaves a half-written demo (nor destroys the file ``overwrite`` replaces).
     """
     target = Path(path).expanduser()
+    if target.is_dir():
+        raise IsADirectoryError(f"{target} is a directory")
     if not target.parent.is_dir():
         raise FileNotFoundError(f"{target.parent} is not an existing directory")
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} already exists")
-    if target.is_dir():
-        raise IsADirectoryError(f"{target} is a directory")
     temporary = target.with_name(f".{target.name}.{new_uuid7()}.tmp")
     try:
         result = asyncio.run(_write(temporary))

@@ -37,14 +37,14 @@ def demo_command(
     from ..render.demo import demo_json, demo_summary
 
     out = app_state(ctx).output()
-    target = Path(path).expanduser()
-    if target.is_dir():
-        raise UsageError(f"{target} is a directory; give a file name for the demo database")
-    if target.exists() and not force:
-        raise UsageError(f"{target} already exists; pass --force to replace it")
-    if not target.parent.is_dir():
-        raise UsageError(f"{target.parent} is not an existing directory; create it first")
-    result = write_demo(target, overwrite=force)
+    try:
+        result = write_demo(Path(path), overwrite=force)
+    except IsADirectoryError as error:
+        raise UsageError(f"{error}; give a file name for the demo database") from None
+    except FileExistsError as error:
+        raise UsageError(f"{error}; pass --force to replace it") from None
+    except FileNotFoundError as error:
+        raise UsageError(f"{error}; create it first") from None
     if json_output:
         out.json(demo_json(result))
         return
