@@ -265,7 +265,7 @@ async def _show_context(
     from ..rows import record_from_row
 
     if request.fmt is Format.json:
-        context = await read_context(db, session_id, row_item)
+        context = await read_context(db, session_id, row_item, header.snapshot)
         snapshot = snapshot_json(context.snapshot) if context.snapshot else None
         out.line("{")
         out.line(f'  "session": {dumps(header_json(header), indent=None)},')
@@ -281,7 +281,7 @@ async def _show_context(
         out.line(f'  "excluded_sequences": {dumps(excluded, indent=None)}')
         out.line("}")
         return
-    resume = await read_context(db, session_id, record_from_row)
+    resume = await read_context(db, session_id, record_from_row, header.snapshot)
     renderer = TranscriptRenderer(request.options)
     pairing: Annotator[RawMessageRecord] = annotator_for(hold=True)  # kept batches: calls only
     entries = [entry for record in resume.kept for entry in pairing.feed(record)]

@@ -531,15 +531,19 @@ class ResumeContext(Generic[ItemT]):
 
 
 async def read_context(
-    db: Database, session_id: str, build: Callable[[sqlite3.Row], ItemT]
+    db: Database,
+    session_id: str,
+    build: Callable[[sqlite3.Row], ItemT],
+    snapshot: ContextSnapshot | None,
 ) -> ResumeContext[ItemT]:
-    """What a resumed run sends the model; call inside ``db.read()``.
+    """What a resumed run sends the model; call inside the ``db.read()`` that read ``snapshot``
+    (the session's latest, e.g. ``TranscriptHeader.snapshot``: a checkpoint can be large, so it
+    is read once).
 
     That is ``SessionView.messages`` (the latest checkpoint, then the tail after its boundary
     minus rows with ``include_in_messages = false``) put through ``project``.  The tail is held
     in memory: it is exactly what one model request carries.
     """
-    snapshot = await latest_snapshot(db, session_id)
     boundary = snapshot.compacted_through_sequence if snapshot else 0
     tail: list[ItemT] = []
     async with aclosing(
