@@ -127,6 +127,23 @@ def test_snapshot_info_accepts_a_prefix_and_reports_unknown_or_ambiguous(tmp_pat
     assert r.exit_code == 3 and "ambiguous" in r.stderr
 
 
+def test_a_session_left_with_only_snapshots_resolves_by_prefix_as_by_full_id(
+    tmp_path: Path,
+) -> None:
+    db = copy_sample(tmp_path)
+    execute_sql(
+        db,
+        "INSERT INTO session_snapshots (id, session_id, version, compacted_through_sequence, "
+        "message_json, created_at, updated_at) SELECT 'stray-snapshot', 'stray-session-1', "
+        "version, compacted_through_sequence, message_json, created_at, updated_at "
+        "FROM session_snapshots WHERE session_id = ? AND version = 1",
+        (COMPACTED,),
+    )
+    by_id = info_json(db, "stray-session-1")
+    assert [d["session_id"] for d in by_id] == ["stray-session-1"]
+    assert info_json(db, "stray-sess") == by_id
+
+
 def test_session_without_snapshots_says_so_on_stderr_and_exits_0(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
     r = run_cli(["--db", str(db), "snapshot-info", TOOLS])

@@ -48,20 +48,18 @@ async def resolve_session(db: Database, text: str) -> str:
     upper = _prefix_upper_bound(wanted)
     below = "" if upper is None else "AND {column} < ?"
     bounds = (wanted, _CANDIDATE_LIMIT) if upper is None else (wanted, upper, _CANDIDATE_LIMIT)
-    found: set[str] = set()
+    # The same places ``session_exists`` looks: a session row, raw rows or snapshots.
+    sources = [("raw_messages", "session_id"), ("session_snapshots", "session_id")]
     if db.layout.has_sessions_table:
+        sources.insert(0, ("agent_sessions", "id"))
+    found: set[str] = set()
+    for table, column in sources:
         rows = await db.fetchall(
-            f"SELECT id FROM agent_sessions WHERE id >= ? {below.format(column='id')} "
-            "ORDER BY id LIMIT ?",
+            f"SELECT DISTINCT {column} FROM {table} WHERE {column} >= ? "
+            f"{below.format(column=column)} ORDER BY {column} LIMIT ?",
             bounds,
         )
         found.update(row[0] for row in rows)
-    rows = await db.fetchall(
-        "SELECT DISTINCT session_id FROM raw_messages WHERE session_id >= ? "
-        f"{below.format(column='session_id')} ORDER BY session_id LIMIT ?",
-        bounds,
-    )
-    found.update(row[0] for row in rows)
     if not found:
         raise SessionNotFound(text)
     if len(found) > 1:
