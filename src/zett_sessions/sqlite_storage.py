@@ -86,6 +86,14 @@ class SQLiteSessionStorage:
     ) -> None:
         self.database = Database(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
 
+    @classmethod
+    def on(cls, database: Database) -> SQLiteSessionStorage:
+        """A storage over an already configured ``Database`` (its mode and busy timeout); it
+        closes that handle when closed."""
+        storage = cls.__new__(cls)
+        storage.database = database
+        return storage
+
     @property
     def path(self) -> str:
         return self.database.path

@@ -50,8 +50,7 @@ def rename_command(
 
     async def work(database: Database) -> SessionListing:
         session_id = await resolve_session(database, session)
-        storage = SQLiteSessionStorage(database.path)
-        storage.database = database  # reuse the CLI's handle: existing file, busy timeout
+        storage = SQLiteSessionStorage.on(database)  # the CLI's handle: its busy timeout
         updated = await storage.update_session(session_id, title=new_title, agent_name=new_agent)
         listing = await get_listing(database, session_id) if updated is not None else None
         if listing is None:
