@@ -19,7 +19,7 @@ from rich.text import Text
 from ..timeutil import iso_utc
 from ..verify.codes import CODES, Severity
 from ..verify.models import CrashSummary, Finding, VerifyReport
-from .common import count, exact_time, relative_time
+from .common import count, moment_label
 from .jsonout import kind_name
 from .sanitize import single_line
 
@@ -194,14 +194,6 @@ def findings_table(findings: list[Finding]) -> Table:
     return table
 
 
-def _when(moment: datetime | None, now: datetime | None) -> str:
-    """Exact time, plus how long ago when that is not already a date."""
-    if moment is None:
-        return "—"
-    exact, ago = exact_time(moment), relative_time(moment, now)
-    return exact if exact.startswith(ago) else f"{exact} ({ago})"
-
-
 def crash_view(summary: CrashSummary, now: datetime | None = None) -> Table:
     """The crash summary of one session as a label/value block."""
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
@@ -210,18 +202,16 @@ def crash_view(summary: CrashSummary, now: datetime | None = None) -> Table:
     last = summary.last_sequence
     table.add_row(
         "    last message",
-        "none" if last is None else f"#{last} at {_when(summary.last_message_at, now)}",
+        "none" if last is None else f"#{last} at {moment_label(summary.last_message_at, now)}",
     )
     turn = summary.last_complete_turn_sequence
-    table.add_row(
-        "    last complete turn",
-        "none" if turn is None else f"#{turn} at {_when(summary.last_complete_turn_at, now)}",
-    )
+    turn_at = moment_label(summary.last_complete_turn_at, now)
+    table.add_row("    last complete turn", "none" if turn is None else f"#{turn} at {turn_at}")
     for index, call in enumerate(summary.open_tool_calls):
         line = Text(single_line(call.name or "?", 64), style="bold")
         line.append(" " + single_line(call.call_id, 80))
         line.append(" " + single_line(call.arguments_preview, 120), style="dim")
-        line.append(f"  issued #{call.sequence} at {_when(call.issued_at, now)}")
+        line.append(f"  issued #{call.sequence} at {moment_label(call.issued_at, now)}")
         table.add_row("    open tool call" if index == 0 else "", line)
     table.add_row("    on resume", _resume_text(summary))
     return table
