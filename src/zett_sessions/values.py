@@ -16,3 +16,8 @@ def text_or_none(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 session``, ``1,234 sessions``: every count a message or plan line shows."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..queries.info import DatabaseInfo
 from ..timeutil import iso_utc
+from ..values import plural
 from .common import count, human_bytes, moment_label, safe_cell
 from .fields import fields_table
 from .jsonout import usage_json
@@ -66,8 +67,7 @@ def info_view(info: DatabaseInfo, now: datetime | None = None) -> Table:
     )
     wal = "no -wal file" if info.wal_size is None else human_bytes(info.wal_size)
     free = f"{count(info.free_pages)} ({human_bytes(info.free_bytes)})"
-    plural = "" if info.compacted_sessions == 1 else "s"
-    snapshots = f"{count(info.snapshots)} in {count(info.compacted_sessions)} session{plural}"
+    snapshots = f"{count(info.snapshots)} in {plural(info.compacted_sessions, 'session')}"
     return fields_table(
         [
             ("Path", safe_cell(info.path)),

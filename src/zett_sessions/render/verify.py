@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..timeutil import iso_utc
+from ..values import plural
 from ..verify.codes import CODES, Severity
 from ..verify.models import CrashSummary, Finding, VerifyReport
 from .common import count, moment_label
@@ -122,19 +123,15 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
 # --- human -----------------------------------------------------------------------------
 
 
-def _plural(number: int, word: str) -> str:
-    return f"{count(number)} {word}{'' if number == 1 else 's'}"
-
-
 def summary_line(report: VerifyReport) -> str:
     """The ``--quiet`` line: verdict and counts (no database text, so nothing to sanitize)."""
     checked = report.checked
     return (
-        f"{_plural(report.count(Severity.ERROR), 'error')}, "
-        f"{_plural(report.count(Severity.WARNING), 'warning')}, "
+        f"{plural(report.count(Severity.ERROR), 'error')}, "
+        f"{plural(report.count(Severity.WARNING), 'warning')}, "
         f"{count(report.count(Severity.INFO))} info in "
-        f"{_plural(checked.sessions, 'session')} ({_plural(checked.messages, 'message')}, "
-        f"{_plural(checked.snapshots, 'snapshot')}); "
+        f"{plural(checked.sessions, 'session')} ({plural(checked.messages, 'message')}, "
+        f"{plural(checked.snapshots, 'snapshot')}); "
         f"{report.database.integrity_check} {'ok' if report.database.integrity_ok else 'FAILED'}"
     )
 
@@ -221,13 +218,13 @@ def _resume_text(summary: CrashSummary) -> Text:
     resume = summary.resume
     if resume.error:
         return Text("zett-agent's load fails: " + single_line(resume.error, 120), style="red")
-    text = Text(f"sends {_plural(resume.messages_kept, 'message')}")
+    text = Text(f"sends {plural(resume.messages_kept, 'message')}")
     if resume.snapshot_version is not None:
         text.append(
             f" (checkpoint v{single_line(str(resume.snapshot_version))} through "
             f"#{single_line(str(resume.compacted_through_sequence))} + tail)"
         )
-    text.append(f", leaves out {_plural(resume.messages_excluded, 'logged system row')}")
+    text.append(f", leaves out {plural(resume.messages_excluded, 'logged system row')}")
     if resume.dropped:
         shown = ", ".join(
             f"#{drop.sequence} {kind_name(drop.kind)} ({drop.reason.replace('_', ' ')})"

@@ -30,6 +30,7 @@ from ..queries.resolve import resolve_session
 from ..queries.sessions import SessionFilter, iter_sessions
 from ..rows import session_select, text_or_none
 from ..timeutil import parse_db_time, utc_now
+from ..values import plural
 from .models import (
     BlockedChild,
     DeletePlan,
@@ -136,8 +137,8 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
         refusals.append(
             Refusal(
                 guard="children",
-                message=f"{_count(parents, 'planned session')} "
-                f"{'has' if parents == 1 else 'have'} {_count(children, 'child session')} "
+                message=f"{plural(parents, 'planned session')} "
+                f"{'has' if parents == 1 else 'have'} {plural(children, 'child session')} "
                 f"that {'is' if children == 1 else 'are'} not planned; choose --children "
                 "delete (the whole subtree) or --children keep (children keep a dangling "
                 "parent id)",
@@ -160,10 +161,6 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
             )
         )
     return refusals
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 # --- selection ---------------------------------------------------------------------------
