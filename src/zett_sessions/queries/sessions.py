@@ -9,7 +9,6 @@ over that (small) table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..database import Database
-from ..schema import SESSION_COLUMNS
+from ..schema import IN_IDS, SESSION_COLUMNS, json_ids
 from ..timeutil import format_db_time, parse_db_time
 from ..values import text_or_none
 
@@ -89,17 +88,13 @@ class SessionFilter:
             clauses.append(f"{prefix}title LIKE ? ESCAPE '\\'")
             params.append("%" + _escape_like(self.title) + "%")
         if self.ids is not None:
-            clauses.append(f"{prefix}id IN (SELECT value FROM json_each(?))")
-            params.append(_json_list(self.ids))
+            clauses.append(f"{prefix}id {IN_IDS}")
+            params.append(json_ids(self.ids))
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _json_list(values: tuple[str, ...]) -> str:
-    return json.dumps(list(values))
 
 
 def _page_sql(db: Database, where: str, paged: bool) -> str:

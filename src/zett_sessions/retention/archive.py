@@ -26,9 +26,8 @@ from urllib.parse import quote
 from ..database import Database
 from ..errors import DatabaseError, UsageError
 from ..rows import SNAPSHOT_COLUMNS
-from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
+from ..schema import IN_IDS, RAW_COLUMNS, SESSION_COLUMNS, Layout, json_ids
 from .models import ArchiveReport, PlannedSession, RetentionRefused
-from .plan import IN_IDS, json_ids
 
 _RAW_DEFAULTS = {
     "metadata_json": "'{}'",
