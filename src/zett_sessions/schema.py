@@ -23,6 +23,10 @@ SESSIONS_DDL = """CREATE TABLE agent_sessions (
 \tPRIMARY KEY (id)
 )"""
 
+# The lengths SESSIONS_DDL declares; SQLite does not enforce them, so writers and verify do.
+TITLE_MAX = 200
+AGENT_NAME_MAX = 64
+
 RAW_DDL = """CREATE TABLE raw_messages (
 \tid VARCHAR(36) NOT NULL, 
 \tsession_id VARCHAR NOT NULL, 

@@ -22,7 +22,7 @@ listed in docs/verify.md ("How it stays fast and small").
 
 from __future__ import annotations
 
-from ..schema import TIMING_COLUMNS, TOKEN_COLUMNS, Layout
+from ..schema import AGENT_NAME_MAX, TIMING_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
 
 # --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
 
@@ -267,9 +267,6 @@ TITLE = 1
 AGENT_NAME = 2
 PARENT_MISSING = 4
 SESSION_TIMES = 8
-
-TITLE_MAX = 200
-AGENT_NAME_MAX = 64
 
 
 def _exact_time(column: str) -> str:
