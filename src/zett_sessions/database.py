@@ -40,6 +40,7 @@ from .errors import (
 )
 from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
 from .schema import INDEXES, TABLES, Layout, classify
+from .values import lenient_text
 
 DEFAULT_PATH = Path("~/.zett-agent/sessions.sqlite3")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -87,12 +88,6 @@ def _why_read_only(path: str) -> str:
     if not os.access(directory, os.W_OK):
         return f"its directory {directory} is not writable (SQLite keeps its journal there)"
     return "SQLite opened it read-only"
-
-
-def lenient_text(data: bytes) -> str:
-    """TEXT values as ``str``; bytes that are not UTF-8 (flipped by damage, or written by a
-    foreign tool) become U+FFFD instead of failing the whole query."""
-    return data.decode("utf-8", "replace")
 
 
 class Database:

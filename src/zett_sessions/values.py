@@ -9,12 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 
+def lenient_text(data: bytes) -> str:
+    """TEXT values as ``str``; bytes that are not UTF-8 (flipped by damage, or written by a
+    foreign tool) become U+FFFD instead of failing the whole query."""
+    return data.decode("utf-8", "replace")
+
+
 def text_or_none(value: Any) -> str | None:
     """A TEXT column as ``str`` even when a foreign writer stored a number or a BLOB."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
+        return lenient_text(value)
     return str(value)
 
 
