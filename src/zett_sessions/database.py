@@ -38,11 +38,11 @@ from .errors import (
     UnfinishedTransaction,
     UnsupportedLayout,
 )
+from .readonly import DEFAULT_PATH
 from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
 from .schema import INDEXES, TABLES, Layout, classify
 from .values import lenient_text
 
-DEFAULT_PATH = Path("~/.zett-agent/sessions.sqlite3")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MEMORY = ":memory:"
 

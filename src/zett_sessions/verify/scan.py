@@ -22,6 +22,7 @@ listed in docs/verify.md ("How it stays fast and small").
 
 from __future__ import annotations
 
+from ..readonly import prefix_upper_bound
 from ..schema import AGENT_NAME_MAX, TIMING_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
 
 # --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
@@ -72,8 +73,9 @@ def _sql_text(text: str) -> str:
 
 def _starts_with(column: str, prefix: str) -> str:
     """Prefix test with two comparisons (no function call): ``prefix <= x < prefix+1``."""
-    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return f"({column} >= {_sql_text(prefix)} AND {column} < {_sql_text(upper)})"
+    upper = prefix_upper_bound(prefix)
+    below = "" if upper is None else f" AND {column} < {_sql_text(upper)}"
+    return f"({column} >= {_sql_text(prefix)}{below})"
 
 
 def _opening(kind: int, era: str) -> str:
