@@ -9,7 +9,7 @@ readers address columns by name because a migrated file has ``session_type`` las
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 SESSIONS_DDL = """CREATE TABLE agent_sessions (
@@ -194,12 +194,21 @@ class Layout:
             if table in self.columns and name not in self.indexes
         )
 
-    def select_list(self, table: str, columns: tuple[str, ...], alias: str = "") -> str:
-        """``col, col, NULL AS col`` in the order asked, whatever the file actually has."""
+    def select_list(
+        self,
+        table: str,
+        columns: tuple[str, ...],
+        alias: str = "",
+        defaults: Mapping[str, str] | None = None,
+    ) -> str:
+        """``col, col, NULL AS col`` in the order asked, whatever the file actually has; a
+        column in ``defaults`` that the file lacks reads as that SQL expression instead."""
         prefix = f"{alias}." if alias else ""
         present = self.columns.get(table, frozenset())
+        fallback = defaults or {}
         return ", ".join(
-            f"{prefix}{name}" if name in present else f"NULL AS {name}" for name in columns
+            f"{prefix}{name}" if name in present else f"{fallback.get(name, 'NULL')} AS {name}"
+            for name in columns
         )
 
 

@@ -190,10 +190,7 @@ def raw_scan_sql(layout: Layout, where: str = "") -> str:
     """
     m = "m"
     valid = f"json_valid({m})"
-    read = ", ".join(
-        f"{column}" if layout.has_column("raw_messages", column) else f"NULL AS {column}"
-        for column in _CHECKED_COLUMNS
-    )
+    read = layout.select_list("raw_messages", _CHECKED_COLUMNS)
     scan = (
         "SELECT rowid AS k, session_id AS sid, sequence AS seq, role, message_json AS m, "
         f"{read} FROM raw_messages{where} ORDER BY session_id, sequence LIMIT -1 OFFSET 0"
