@@ -1,12 +1,19 @@
-"""Lenient readings of single column values, for modules that must stay light to import.
+"""Lenient readings of single column values (and count phrases), for modules that must stay
+light to import.
 
 ``rows`` turns whole rows into pydantic models (it imports the codec and the models); a listing
-only needs a column read the same lenient way, so the helper lives here.
+only needs a column read the same lenient way, so the helper lives here.  ``plural`` is here
+because both retention and the renderers need it and neither should import the other.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def plural(n: int, word: str) -> str:
+    """``1 session``, ``1,234 sessions``: every count a message or plan line shows."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def lenient_text(data: bytes) -> str:
@@ -22,8 +29,3 @@ def text_or_none(value: Any) -> str | None:
     if isinstance(value, bytes):
         return lenient_text(value)
     return str(value)
-
-
-def plural(n: int, word: str) -> str:
-    """``1 session``, ``1,234 sessions``: every count a message or plan line shows."""
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
