@@ -81,12 +81,6 @@ def moment_label(moment: datetime | None, now: datetime | None = None) -> str:
     return exact if moment is None or exact.startswith(relative) else f"{exact} ({relative})"
 
 
-def clock_time(moment: datetime | None) -> str:
-    if moment is None:
-        return "--:--:--"
-    return moment.astimezone(UTC).strftime("%H:%M:%S")
-
-
 def human_bytes(size: int | float) -> str:
     value = float(size)
     for unit in ("B", "kB", "MB", "GB", "TB"):
