@@ -36,6 +36,14 @@ def read_only_uri(path: Path) -> str:
     return uri
 
 
+def file_size(path: str) -> int | None:
+    """Bytes of the file at ``path``; ``None`` when there is none (or it cannot be read)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 def prefix_upper_bound(prefix: str) -> str | None:
     """Smallest string greater than every string starting with ``prefix`` (binary order), or
     ``None`` when there is none (the prefix is all U+10FFFF)."""
