@@ -38,10 +38,11 @@ from .errors import (
     UnfinishedTransaction,
     UnsupportedLayout,
 )
+from .readonly import DEFAULT_PATH
 from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
 from .schema import INDEXES, TABLES, Layout, classify
+from .values import lenient_text
 
-DEFAULT_PATH = Path("~/.zett-agent/sessions.sqlite3")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MEMORY = ":memory:"
 
@@ -87,12 +88,6 @@ def _why_read_only(path: str) -> str:
     if not os.access(directory, os.W_OK):
         return f"its directory {directory} is not writable (SQLite keeps its journal there)"
     return "SQLite opened it read-only"
-
-
-def lenient_text(data: bytes) -> str:
-    """TEXT values as ``str``; bytes that are not UTF-8 (flipped by damage, or written by a
-    foreign tool) become U+FFFD instead of failing the whole query."""
-    return data.decode("utf-8", "replace")
 
 
 class Database:
@@ -173,7 +168,7 @@ class Database:
                 if self._layout.name == "":
                     raise self._not_sessions()
                 if not self.read_only:
-                    mode = await self._scalar("PRAGMA journal_mode")
+                    mode = await self.scalar("PRAGMA journal_mode")
                     if str(mode).lower() == "wal":
                         await self.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
@@ -246,7 +241,7 @@ class Database:
         """
         await self.execute("BEGIN IMMEDIATE")
         try:
-            created = not await self._scalar("SELECT count(*) FROM sqlite_master")
+            created = not await self.scalar("SELECT count(*) FROM sqlite_master")
             if created:
                 for ddl in TABLES.values():
                     await self.execute(ddl)
@@ -269,7 +264,7 @@ class Database:
         deadline = loop.time() + self.busy_timeout_ms / 1000
         while True:
             try:
-                if str(await self._scalar("PRAGMA journal_mode = WAL")).lower() == "wal":
+                if str(await self.scalar("PRAGMA journal_mode = WAL")).lower() == "wal":
                     return
             except DatabaseLocked:
                 pass
@@ -337,12 +332,9 @@ class Database:
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
 
-    async def _scalar(self, sql: str, params: Params = ()) -> Any:
+    async def scalar(self, sql: str, params: Params = ()) -> Any:
         row = await self.fetchone(sql, params)
         return None if row is None else row[0]
-
-    async def scalar(self, sql: str, params: Params = ()) -> Any:
-        return await self._scalar(sql, params)
 
     async def stream(
         self, sql: str, params: Params = (), batch: int = 512

@@ -1,7 +1,8 @@
-"""How an existing database file is opened for reading (standard library only).
+"""Where the database is and how an existing file is read (standard library only).
 
 ``database.Database``, verify's workers and shell completion (which must not import aiosqlite)
-all inspect a file through the same URI, so a file that one of them can read, all can.
+all inspect a file through the same URI and look up id prefixes with the same bound, so a file
+that one of them can read, all can, and a prefix completion offers is one ``show`` resolves.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from urllib.parse import quote
+
+DEFAULT_PATH = Path("~/.zett-agent/sessions.sqlite3")
 
 
 def read_only_uri(path: Path) -> str:
@@ -31,6 +34,27 @@ def read_only_uri(path: Path) -> str:
     ):
         uri += "&immutable=1"
     return uri
+
+
+def file_size(path: str) -> int | None:
+    """Bytes of the file at ``path``; ``None`` when there is none (or it cannot be read)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def prefix_upper_bound(prefix: str) -> str | None:
+    """Smallest string greater than every string starting with ``prefix`` (binary order), or
+    ``None`` when there is none (the prefix is all U+10FFFF)."""
+    while prefix and prefix[-1] == "\U0010ffff":
+        prefix = prefix[:-1]
+    if not prefix:
+        return None
+    following = ord(prefix[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be stored: skip to the next one
+        following = 0xE000
+    return prefix[:-1] + chr(following)
 
 
 def _is_wal_file(path: Path) -> bool:

@@ -8,6 +8,8 @@ readers address columns by name because a migrated file has ``session_type`` las
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 SESSIONS_DDL = """CREATE TABLE agent_sessions (
@@ -20,6 +22,10 @@ SESSIONS_DDL = """CREATE TABLE agent_sessions (
 \tupdated_at DATETIME NOT NULL, 
 \tPRIMARY KEY (id)
 )"""
+
+# The lengths SESSIONS_DDL declares; SQLite does not enforce them, so writers and verify do.
+TITLE_MAX = 200
+AGENT_NAME_MAX = 64
 
 RAW_DDL = """CREATE TABLE raw_messages (
 \tid VARCHAR(36) NOT NULL, 
@@ -132,6 +138,15 @@ SESSION_COLUMNS = (
     "updated_at",
 )
 
+# A whole id list as one parameter: no variable-count limit, one statement text to cache.
+IN_IDS = "IN (SELECT value FROM json_each(?))"
+
+
+def json_ids(ids: Iterable[str | int]) -> str:
+    """Ids (or rowids) as the one JSON array parameter of ``IN_IDS``."""
+    return json.dumps(list(ids))
+
+
 LAYOUT_NOTES = {
     "A0": "raw-only (kcs-agent ancestor): no agent_sessions table; zett-agent's newest release "
     "cannot read its raw rows",
@@ -179,12 +194,21 @@ class Layout:
             if table in self.columns and name not in self.indexes
         )
 
-    def select_list(self, table: str, columns: tuple[str, ...], alias: str = "") -> str:
-        """``col, col, NULL AS col`` in the order asked, whatever the file actually has."""
+    def select_list(
+        self,
+        table: str,
+        columns: tuple[str, ...],
+        alias: str = "",
+        defaults: Mapping[str, str] | None = None,
+    ) -> str:
+        """``col, col, NULL AS col`` in the order asked, whatever the file actually has; a
+        column in ``defaults`` that the file lacks reads as that SQL expression instead."""
         prefix = f"{alias}." if alias else ""
         present = self.columns.get(table, frozenset())
+        fallback = defaults or {}
         return ", ".join(
-            f"{prefix}{name}" if name in present else f"NULL AS {name}" for name in columns
+            f"{prefix}{name}" if name in present else f"{fallback.get(name, 'NULL')} AS {name}"
+            for name in columns
         )
 
 

@@ -42,10 +42,8 @@ from .rows import (
     snapshot_select,
     summary_from_row,
 )
+from .schema import AGENT_NAME_MAX, TITLE_MAX
 from .timeutil import format_db_time, parse_db_time, utc_now
-
-TITLE_MAX = 200
-AGENT_NAME_MAX = 64
 
 
 def check_label(value: str | None, what: str, limit: int, *, strip: bool) -> str | None:

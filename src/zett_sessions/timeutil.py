@@ -27,10 +27,6 @@ def format_db_time(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def now_db_text() -> str:
-    return format_db_time(utc_now())
-
-
 def parse_db_time(value: object) -> datetime | None:
     """Parse a stored timestamp; ``None`` when it is absent or not a timestamp at all."""
     if not isinstance(value, str):

@@ -42,7 +42,8 @@ def rename_command(
     from ..errors import ZettSessionsError
     from ..queries.resolve import resolve_session
     from ..queries.sessions import get_listing
-    from ..sqlite_storage import AGENT_NAME_MAX, TITLE_MAX, SQLiteSessionStorage, check_label
+    from ..schema import AGENT_NAME_MAX, TITLE_MAX
+    from ..sqlite_storage import SQLiteSessionStorage, check_label
 
     state = app_state(ctx)
     new_title = check_label(title, "TITLE", TITLE_MAX, strip=True)

@@ -94,6 +94,7 @@ def _print_all(
     out: object, sessions: list[CompactedSession], json_output: bool, *, full: bool, full_ids: bool
 ) -> None:
     from ..render.snapshots import compacted_table, problem_lines, snapshot_report_json, summaries
+    from ..values import plural
     from .output import Output
 
     assert isinstance(out, Output)
@@ -111,8 +112,7 @@ def _print_all(
         if full:
             console.print(summaries((r for s in sessions for r in s.reports), with_session=True))
     total = sum(len(session.reports) for session in sessions)
-    plural = "s" if len(sessions) != 1 else ""
-    out.hint(f"{len(sessions):,} compacted session{plural}, {total:,} snapshots")
+    out.hint(f"{plural(len(sessions), 'compacted session')}, {total:,} snapshots")
 
 
 def register(app: typer.Typer) -> None:

@@ -20,15 +20,17 @@ def _database_path(ctx: typer.Context) -> Path:
         value = context.params.get("db")
         if value:
             return Path(value).expanduser()
+    from ..readonly import DEFAULT_PATH
+
     configured = os.environ.get("ZETT_SESSIONS_DB")
-    return Path(configured or "~/.zett-agent/sessions.sqlite3").expanduser()
+    return (Path(configured) if configured else DEFAULT_PATH).expanduser()
 
 
 def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     """Ids starting with ``incomplete`` (most recent activity first when it is empty)."""
     import sqlite3
 
-    from ..readonly import read_only_uri
+    from ..readonly import prefix_upper_bound, read_only_uri
     from ..render.sanitize import single_line
 
     path = _database_path(ctx)
@@ -39,11 +41,13 @@ def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, 
         try:
             connection.execute("PRAGMA query_only = 1")
             if incomplete:
-                upper = incomplete[:-1] + chr(ord(incomplete[-1]) + 1)
+                upper = prefix_upper_bound(incomplete)
+                below = "" if upper is None else "AND id < ? "
+                bounds = (incomplete, _LIMIT) if upper is None else (incomplete, upper, _LIMIT)
                 rows = connection.execute(
-                    "SELECT id, title FROM agent_sessions WHERE id >= ? AND id < ? "
+                    f"SELECT id, title FROM agent_sessions WHERE id >= ? {below}"
                     "ORDER BY id LIMIT ?",
-                    (incomplete, upper, _LIMIT),
+                    bounds,
                 ).fetchall()
             else:
                 rows = connection.execute(

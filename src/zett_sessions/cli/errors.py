@@ -30,8 +30,7 @@ class StaleRun(Exception):
     """``tail --stale-after`` decided the run is dead (exit 6)."""
 
 
-def _db_hint(_: BaseException) -> str:
-    return " (choose another file with --db PATH or $ZETT_SESSIONS_DB)"
+_DB_HINT = " (choose another file with --db PATH or $ZETT_SESSIONS_DB)"
 
 
 def _classify(error: BaseException) -> tuple[ExitCode, str]:
@@ -39,9 +38,9 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
 
     message = str(error)
     if isinstance(error, e.DatabaseNotFound):
-        return ExitCode.ERROR, message + _db_hint(error)
+        return ExitCode.ERROR, message + _DB_HINT
     if isinstance(error, e.NotASessionDatabase):
-        return ExitCode.ERROR, message + _db_hint(error)
+        return ExitCode.ERROR, message + _DB_HINT
     if isinstance(error, e.DatabaseLocked):
         return (
             ExitCode.ERROR,

@@ -33,9 +33,6 @@ FullOption = Annotated[
     bool, typer.Option("--full", help="Do not truncate long text; show ids in full.")
 ]
 FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="Show session ids in full.")]
-LimitOption = Annotated[
-    int, typer.Option("--limit", "-n", min=1, metavar="N", help="Show at most N rows.")
-]
 OffsetOption = Annotated[int, typer.Option("--offset", min=0, metavar="N", help="Skip N rows.")]
 YesOption = Annotated[
     bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (needed off a TTY).")

@@ -24,7 +24,7 @@ from rich.console import Console, RenderableType
 from rich.control import STRIP_CONTROL_CODES
 from rich.text import Text
 
-from ..render.sanitize import sanitize
+from ..render.sanitize import JSON_UNSAFE, sanitize
 
 
 def _strip_control_codes(text: str, _translate_table: dict[int, None] | None = None) -> str:
@@ -42,18 +42,11 @@ _STRIP: dict[int, None] = dict.fromkeys((7, 8, 11, 12, 13))
 if set(STRIP_CONTROL_CODES) == set(_STRIP):  # only while rich strips exactly these
     rich.text.strip_control_codes = _strip_control_codes  # type: ignore[attr-defined]
 
-# Characters a terminal may act on even inside JSON strings: DEL, C1 controls (0x9b is CSI on
-# some terminals), line/paragraph separators and bidi overrides.  JSON already escapes C0.
-_JSON_UNSAFE = {
-    code: f"\\u{code:04x}"
-    for code in (*range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-}
-
 
 def dumps(document: Any, *, indent: int | None = 2) -> str:
     """JSON with raw UTF-8 text, but every terminal-active character escaped as ``\\uXXXX``."""
     return json.dumps(document, ensure_ascii=False, indent=indent, allow_nan=False).translate(
-        _JSON_UNSAFE
+        JSON_UNSAFE
     )
 
 

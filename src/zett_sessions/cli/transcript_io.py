@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,6 @@ class Request:
     follow: bool = False
     interval: float = 0.5
     stale_after: timedelta | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 async def _session(db: Database, request: Request) -> str:

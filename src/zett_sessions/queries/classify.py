@@ -24,6 +24,7 @@ deeper than Python's recursion limit.
 
 from __future__ import annotations
 
+from ..codec import BYTES_MARKER
 from ..rows import raw_select
 from ..schema import Layout
 
@@ -98,5 +99,5 @@ def needs_python(message_json: str) -> bool:
         message_json[0] != "["
         or message_json[-1] != "]"
         or "\x00" in message_json
-        or "__kcs_bytes__" in message_json
+        or BYTES_MARKER in message_json
     )

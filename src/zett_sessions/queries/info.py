@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from ..database import Database
 from ..models import ModelUsage
+from ..readonly import file_size
 from ..schema import TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from ..values import whole_number
@@ -49,13 +50,6 @@ class DatabaseInfo(BaseModel):
     @property
     def free_bytes(self) -> int:
         return self.free_pages * self.page_size
-
-
-def _size(path: str) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return None
 
 
 def _latest(*moments: datetime | None) -> datetime | None:
@@ -114,8 +108,8 @@ async def database_info(db: Database, *, tokens: bool = False) -> DatabaseInfo:
         journal_mode=str(journal).lower(),
         page_size=int(page_size),
         page_count=int(page_count),
-        file_size=_size(db.path) or 0,
-        wal_size=_size(db.path + "-wal"),
+        file_size=file_size(db.path) or 0,
+        wal_size=file_size(db.path + "-wal"),
         free_pages=int(free_pages),
         sessions=int(sessions),
         messages=int(messages),

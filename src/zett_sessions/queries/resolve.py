@@ -4,21 +4,9 @@ from __future__ import annotations
 
 from ..database import Database
 from ..errors import AmbiguousSessionId, SessionNotFound
+from ..readonly import prefix_upper_bound
 
 _CANDIDATE_LIMIT = 11
-
-
-def _prefix_upper_bound(prefix: str) -> str | None:
-    """Smallest string greater than every string starting with ``prefix`` (binary order), or
-    ``None`` when there is none (the prefix is all U+10FFFF)."""
-    while prefix and prefix[-1] == "\U0010ffff":
-        prefix = prefix[:-1]
-    if not prefix:
-        return None
-    following = ord(prefix[-1]) + 1
-    if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be stored: skip to the next one
-        following = 0xE000
-    return prefix[:-1] + chr(following)
 
 
 async def session_exists(db: Database, session_id: str) -> bool:
@@ -45,7 +33,7 @@ async def resolve_session(db: Database, text: str) -> str:
     for exact in dict.fromkeys((text, wanted)):  # ids may begin or end with whitespace
         if await session_exists(db, exact):
             return exact
-    upper = _prefix_upper_bound(wanted)
+    upper = prefix_upper_bound(wanted)
     below = "" if upper is None else "AND {column} < ?"
     bounds = (wanted, _CANDIDATE_LIMIT) if upper is None else (wanted, upper, _CANDIDATE_LIMIT)
     # The same places ``session_exists`` looks: a session row, raw rows or snapshots.

@@ -9,7 +9,6 @@ over that (small) table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..database import Database
-from ..schema import SESSION_COLUMNS
+from ..schema import IN_IDS, SESSION_COLUMNS, json_ids
 from ..timeutil import format_db_time, parse_db_time
 from ..values import text_or_none
 
@@ -60,46 +59,41 @@ class SessionFilter:
     title: str | None = None
     ids: tuple[str, ...] | None = None
 
-    def where(self, db: Database, alias: str = "") -> tuple[str, list[Any]]:
+    def where(self, db: Database) -> tuple[str, list[Any]]:
         """SQL ``WHERE`` clause (or ``""``) and its parameters for ``agent_sessions``."""
-        prefix = f"{alias}." if alias else ""
         clauses: list[str] = []
         params: list[Any] = []
         if self.agent is not None:
-            clauses.append(f"{prefix}agent_name = ?")
+            clauses.append("agent_name = ?")
             params.append(self.agent)
         if self.types:
             if db.layout.has_session_type:
-                clauses.append(f"{prefix}session_type IN ({', '.join('?' * len(self.types))})")
+                clauses.append(f"session_type IN ({', '.join('?' * len(self.types))})")
                 params.extend(self.types)
             elif 0 not in self.types:
                 clauses.append("0")  # older layouts: every session is type 0
         if self.roots:
-            clauses.append(f"{prefix}parent_session_id IS NULL")
+            clauses.append("parent_session_id IS NULL")
         if self.children_of is not None:
-            clauses.append(f"{prefix}parent_session_id = ?")
+            clauses.append("parent_session_id = ?")
             params.append(self.children_of)
         if self.active_since is not None:
-            clauses.append(f"{prefix}updated_at >= ?")
+            clauses.append("updated_at >= ?")
             params.append(format_db_time(self.active_since))
         if self.active_before is not None:
-            clauses.append(f"{prefix}updated_at < ?")
+            clauses.append("updated_at < ?")
             params.append(format_db_time(self.active_before))
         if self.title is not None:
-            clauses.append(f"{prefix}title LIKE ? ESCAPE '\\'")
+            clauses.append("title LIKE ? ESCAPE '\\'")
             params.append("%" + _escape_like(self.title) + "%")
         if self.ids is not None:
-            clauses.append(f"{prefix}id IN (SELECT value FROM json_each(?))")
-            params.append(_json_list(self.ids))
+            clauses.append(f"id {IN_IDS}")
+            params.append(json_ids(self.ids))
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _json_list(values: tuple[str, ...]) -> str:
-    return json.dumps(list(values))
 
 
 def _page_sql(db: Database, where: str, paged: bool) -> str:

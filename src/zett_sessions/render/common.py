@@ -74,10 +74,11 @@ def exact_time(moment: datetime | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def clock_time(moment: datetime | None) -> str:
-    if moment is None:
-        return "--:--:--"
-    return moment.astimezone(UTC).strftime("%H:%M:%S")
+def moment_label(moment: datetime | None, now: datetime | None = None) -> str:
+    """``2026-03-02 09:15:41 UTC (3 h ago)``; no relative part once it is only a date."""
+    exact = exact_time(moment)
+    relative = relative_time(moment, now)
+    return exact if moment is None or exact.startswith(relative) else f"{exact} ({relative})"
 
 
 def human_bytes(size: int | float) -> str:

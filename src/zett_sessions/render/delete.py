@@ -24,15 +24,12 @@ from ..retention.models import (
     SpaceReport,
 )
 from ..timeutil import iso_utc
+from ..values import plural
 from .common import count, human_bytes, relative_time, safe_cell, short_ids
 from .sanitize import single_line
 
 TITLE_LIMIT = 60
 PLAN_ROWS = 100  # sessions listed in a human plan unless --full (JSON always lists all)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def _ids(plan: DeletePlan, result: DeleteResult | None, full: bool) -> dict[str, str]:
@@ -88,9 +85,9 @@ def plan_renderable(
 
 def plan_totals(plan: DeletePlan) -> str:
     return (
-        f"{_plural(len(plan.sessions), 'session')} ({_plural(plan.messages, 'message')}, "
-        f"{_plural(plan.snapshots, 'snapshot')}, about {human_bytes(plan.estimated_bytes)}) — "
-        f"{plan.percent:.1f}% of {_plural(plan.total_sessions, 'session')}"
+        f"{plural(len(plan.sessions), 'session')} ({plural(plan.messages, 'message')}, "
+        f"{plural(plan.snapshots, 'snapshot')}, about {human_bytes(plan.estimated_bytes)}) — "
+        f"{plan.percent:.1f}% of {plural(plan.total_sessions, 'session')}"
     )
 
 
@@ -172,23 +169,23 @@ def result_renderable(
     ids = _ids(plan, result, full_ids)
     parts: list[RenderableType] = [
         Text(
-            f"Deleted {_plural(len(result.deleted), 'session')} "
-            f"({_plural(result.messages, 'message')}, {_plural(result.snapshots, 'snapshot')}).",
+            f"Deleted {plural(len(result.deleted), 'session')} "
+            f"({plural(result.messages, 'message')}, {plural(result.snapshots, 'snapshot')}).",
             style="bold green" if result.deleted else "bold",
         )
     ]
     if result.archive is not None:
         archive = result.archive
         line = Text(
-            f"Archived {_plural(archive.sessions, 'session')} "
-            f"({_plural(archive.messages, 'message')}, "
-            f"{_plural(archive.snapshots, 'snapshot')}) to "
+            f"Archived {plural(archive.sessions, 'session')} "
+            f"({plural(archive.messages, 'message')}, "
+            f"{plural(archive.snapshots, 'snapshot')}) to "
         )
         line.append(single_line(archive.path))
         line.append(" (new file)." if archive.created else ".")
         if archive.already_archived:
             line.append(
-                f" {_plural(len(archive.already_archived), 'session')} already there, identical.",
+                f" {plural(len(archive.already_archived), 'session')} already there, identical.",
                 style="dim",
             )
         parts.append(line)

@@ -10,7 +10,8 @@ from rich.text import Text
 
 from ..queries.info import DatabaseInfo
 from ..timeutil import iso_utc
-from .common import count, exact_time, human_bytes, relative_time, safe_cell
+from ..values import plural
+from .common import count, human_bytes, moment_label, safe_cell
 from .fields import fields_table
 from .jsonout import usage_json
 
@@ -37,13 +38,6 @@ def info_json(info: DatabaseInfo) -> dict[str, Any]:
         "newest_activity": iso_utc(info.newest_activity),
         "missing_indexes": list(info.missing_indexes),
     }
-
-
-def _when(moment: datetime | None, now: datetime | None) -> str:
-    if moment is None:
-        return "—"
-    exact, relative = exact_time(moment), relative_time(moment, now)
-    return exact if exact.startswith(relative) else f"{exact} ({relative})"
 
 
 def _tokens(info: DatabaseInfo) -> Text:
@@ -73,8 +67,7 @@ def info_view(info: DatabaseInfo, now: datetime | None = None) -> Table:
     )
     wal = "no -wal file" if info.wal_size is None else human_bytes(info.wal_size)
     free = f"{count(info.free_pages)} ({human_bytes(info.free_bytes)})"
-    plural = "" if info.compacted_sessions == 1 else "s"
-    snapshots = f"{count(info.snapshots)} in {count(info.compacted_sessions)} session{plural}"
+    snapshots = f"{count(info.snapshots)} in {plural(info.compacted_sessions, 'session')}"
     return fields_table(
         [
             ("Path", safe_cell(info.path)),
@@ -91,8 +84,8 @@ def info_view(info: DatabaseInfo, now: datetime | None = None) -> Table:
             ("Messages", count(info.messages)),
             ("Snapshots", snapshots),
             ("Tokens", _tokens(info)),
-            ("Oldest activity", _when(info.oldest_activity, now)),
-            ("Newest activity", _when(info.newest_activity, now)),
+            ("Oldest activity", moment_label(info.oldest_activity, now)),
+            ("Newest activity", moment_label(info.newest_activity, now)),
             ("Missing indexes", missing),
         ]
     )

@@ -30,12 +30,9 @@ from ..queries.transcript import RowItem
 from ..schema import CONTEXT_COLUMNS, RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import iso_utc, parse_db_time
 from .jsonout import kind_name, message_json
+from .sanitize import JSON_UNSAFE
 
-_UNSAFE = {
-    code: f"\\u{code:04x}"
-    for code in (*range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-}
-_UNSAFE_RE = re.compile("[" + "".join(re.escape(chr(code)) for code in _UNSAFE) + "]")
+_UNSAFE_RE = re.compile("[" + "".join(re.escape(chr(code)) for code in JSON_UNSAFE) + "]")
 _NON_FINITE = ("NaN", "Infinity")
 _COLUMN = {name: index for index, name in enumerate(RAW_COLUMNS)}
 ID, SESSION_ID, REQUEST_ID = _COLUMN["id"], _COLUMN["session_id"], _COLUMN["request_id"]
@@ -54,7 +51,7 @@ def escape_terminal(text: str) -> str:
     """Escape terminal-active characters in JSON text (fast when there are none)."""
     if text.isascii():
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
-    return text.translate(_UNSAFE) if _UNSAFE_RE.search(text) else text
+    return text.translate(JSON_UNSAFE) if _UNSAFE_RE.search(text) else text
 
 
 def _string(value: object) -> str:

@@ -25,6 +25,14 @@ _C1_SEQUENCE = re.compile(r"\x9b[0-?]*[ -/]*[@-~]?|[\x90\x98\x9d\x9e\x9f][^\x07\
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CRLF = re.compile(r"\r\n")
 
+# What JSON output escapes as ``\uXXXX`` (a ``str.translate`` table): characters a terminal may
+# act on even inside JSON strings: DEL, C1 controls (0x9b is CSI on some terminals),
+# line/paragraph separators and bidi overrides.  JSON itself already escapes C0.
+JSON_UNSAFE = {
+    code: f"\\u{code:04x}"
+    for code in (*range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
 
 def sanitize(text: str) -> str:
     """Drop terminal control sequences, control and bidi override characters; keep ``\\n`` and

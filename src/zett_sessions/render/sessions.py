@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..queries.sessions import SessionListing
-from .common import count, exact_time, relative_time, safe_cell, short_ids
+from .common import count, moment_label, relative_time, safe_cell, short_ids
 from .fields import add_fitted_rows, fields_table
 from .jsonout import session_json
 from .sanitize import single_line
@@ -105,11 +105,6 @@ def _csv_line(values: Iterable[Any]) -> str:
 
 def session_card(session: SessionListing, now: datetime | None = None) -> Table:
     """One session as label/value rows (what ``rename`` prints after the change)."""
-
-    def when(moment: datetime | None) -> str:
-        exact, relative = exact_time(moment), relative_time(moment, now)
-        return exact if exact.startswith(relative) else f"{exact} ({relative})"
-
     snapshot = f"v{session.snapshot_version}" if session.snapshot_version else "none"
     return fields_table(
         [
@@ -121,7 +116,7 @@ def session_card(session: SessionListing, now: datetime | None = None) -> Table:
             ("Messages", count(session.message_count)),
             ("Snapshot", snapshot),
             ("Children", count(session.child_count)),
-            ("Created", when(session.created_at)),
-            ("Updated", when(session.updated_at)),
+            ("Created", moment_label(session.created_at, now)),
+            ("Updated", moment_label(session.updated_at, now)),
         ]
     )

@@ -38,7 +38,7 @@ from ..queries.annotate import Entry
 from ..queries.follow import Stale
 from ..queries.transcript import Boundary, ResumeContext, TranscriptHeader
 from ..timeutil import iso_utc
-from .common import count, exact_time, human_bytes, human_duration_ns, relative_time
+from .common import count, exact_time, human_bytes, human_duration_ns, moment_label
 from .fields import fields_table
 from .jsonout import kind_name, session_json
 from .sanitize import sanitize, single_line
@@ -421,13 +421,6 @@ def header_table(header: TranscriptHeader, *, now: datetime | None = None) -> Re
     if not header.has_session_row:
         rows.append(("Note", Text("no agent_sessions row: raw rows only", style="yellow")))
     return fields_table(rows)
-
-
-def moment_label(moment: datetime | None, now: datetime | None) -> str:
-    """``2026-03-02 09:15:41 UTC (3 h ago)``; no relative part once it is only a date."""
-    exact = exact_time(moment)
-    relative = relative_time(moment, now)
-    return exact if moment is None or exact.startswith(relative) else f"{exact} ({relative})"
 
 
 def snapshot_status(header: TranscriptHeader) -> Text:

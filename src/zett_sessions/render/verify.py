@@ -17,9 +17,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..timeutil import iso_utc
+from ..values import plural
 from ..verify.codes import CODES, Severity
 from ..verify.models import CrashSummary, Finding, VerifyReport
-from .common import count, exact_time, relative_time
+from .common import count, moment_label
 from .jsonout import kind_name
 from .sanitize import single_line
 
@@ -122,19 +123,15 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
 # --- human -----------------------------------------------------------------------------
 
 
-def _plural(number: int, word: str) -> str:
-    return f"{count(number)} {word}{'' if number == 1 else 's'}"
-
-
 def summary_line(report: VerifyReport) -> str:
     """The ``--quiet`` line: verdict and counts (no database text, so nothing to sanitize)."""
     checked = report.checked
     return (
-        f"{_plural(report.count(Severity.ERROR), 'error')}, "
-        f"{_plural(report.count(Severity.WARNING), 'warning')}, "
+        f"{plural(report.count(Severity.ERROR), 'error')}, "
+        f"{plural(report.count(Severity.WARNING), 'warning')}, "
         f"{count(report.count(Severity.INFO))} info in "
-        f"{_plural(checked.sessions, 'session')} ({_plural(checked.messages, 'message')}, "
-        f"{_plural(checked.snapshots, 'snapshot')}); "
+        f"{plural(checked.sessions, 'session')} ({plural(checked.messages, 'message')}, "
+        f"{plural(checked.snapshots, 'snapshot')}); "
         f"{report.database.integrity_check} {'ok' if report.database.integrity_ok else 'FAILED'}"
     )
 
@@ -194,14 +191,6 @@ def findings_table(findings: list[Finding]) -> Table:
     return table
 
 
-def _when(moment: datetime | None, now: datetime | None) -> str:
-    """Exact time, plus how long ago when that is not already a date."""
-    if moment is None:
-        return "—"
-    exact, ago = exact_time(moment), relative_time(moment, now)
-    return exact if exact.startswith(ago) else f"{exact} ({ago})"
-
-
 def crash_view(summary: CrashSummary, now: datetime | None = None) -> Table:
     """The crash summary of one session as a label/value block."""
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
@@ -210,18 +199,16 @@ def crash_view(summary: CrashSummary, now: datetime | None = None) -> Table:
     last = summary.last_sequence
     table.add_row(
         "    last message",
-        "none" if last is None else f"#{last} at {_when(summary.last_message_at, now)}",
+        "none" if last is None else f"#{last} at {moment_label(summary.last_message_at, now)}",
     )
     turn = summary.last_complete_turn_sequence
-    table.add_row(
-        "    last complete turn",
-        "none" if turn is None else f"#{turn} at {_when(summary.last_complete_turn_at, now)}",
-    )
+    turn_at = moment_label(summary.last_complete_turn_at, now)
+    table.add_row("    last complete turn", "none" if turn is None else f"#{turn} at {turn_at}")
     for index, call in enumerate(summary.open_tool_calls):
         line = Text(single_line(call.name or "?", 64), style="bold")
         line.append(" " + single_line(call.call_id, 80))
         line.append(" " + single_line(call.arguments_preview, 120), style="dim")
-        line.append(f"  issued #{call.sequence} at {_when(call.issued_at, now)}")
+        line.append(f"  issued #{call.sequence} at {moment_label(call.issued_at, now)}")
         table.add_row("    open tool call" if index == 0 else "", line)
     table.add_row("    on resume", _resume_text(summary))
     return table
@@ -231,13 +218,13 @@ def _resume_text(summary: CrashSummary) -> Text:
     resume = summary.resume
     if resume.error:
         return Text("zett-agent's load fails: " + single_line(resume.error, 120), style="red")
-    text = Text(f"sends {_plural(resume.messages_kept, 'message')}")
+    text = Text(f"sends {plural(resume.messages_kept, 'message')}")
     if resume.snapshot_version is not None:
         text.append(
             f" (checkpoint v{single_line(str(resume.snapshot_version))} through "
             f"#{single_line(str(resume.compacted_through_sequence))} + tail)"
         )
-    text.append(f", leaves out {_plural(resume.messages_excluded, 'logged system row')}")
+    text.append(f", leaves out {plural(resume.messages_excluded, 'logged system row')}")
     if resume.dropped:
         shown = ", ".join(
             f"#{drop.sequence} {kind_name(drop.kind)} ({drop.reason.replace('_', ' ')})"

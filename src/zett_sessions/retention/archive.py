@@ -26,9 +26,8 @@ from urllib.parse import quote
 from ..database import Database
 from ..errors import DatabaseError, UsageError
 from ..rows import SNAPSHOT_COLUMNS
-from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
+from ..schema import IN_IDS, RAW_COLUMNS, SESSION_COLUMNS, Layout, json_ids
 from .models import ArchiveReport, PlannedSession, RetentionRefused
-from .plan import IN_IDS, json_ids
 
 _RAW_DEFAULTS = {
     "metadata_json": "'{}'",
@@ -56,13 +55,6 @@ def check_archive_path(source: str, archive: str) -> Path:
     return target
 
 
-def _columns(layout: Layout, table: str, columns: Sequence[str], defaults: dict[str, str]) -> str:
-    present = layout.columns.get(table, frozenset())
-    return ", ".join(
-        name if name in present else f"{defaults.get(name, 'NULL')} AS {name}" for name in columns
-    )
-
-
 def _sessions_sql(layout: Layout) -> str:
     """Session rows of the ids in the one parameter: copied, or derived when absent (A0)."""
     derived = (
@@ -77,17 +69,17 @@ def _sessions_sql(layout: Layout) -> str:
     )
     if not layout.has_sessions_table:
         return derived
+    columns = layout.select_list("agent_sessions", SESSION_COLUMNS, defaults=_SESSION_DEFAULTS)
     copied = (
-        f"SELECT {_columns(layout, 'agent_sessions', SESSION_COLUMNS, _SESSION_DEFAULTS)} "
-        "FROM src.agent_sessions WHERE id IN (SELECT value FROM json_each(?1))"
+        f"SELECT {columns} FROM src.agent_sessions WHERE id IN (SELECT value FROM json_each(?1))"
     )
     return f"{copied} UNION ALL {derived} WHERE value NOT IN (SELECT id FROM src.agent_sessions)"
 
 
 def _sources(layout: Layout) -> dict[str, tuple[tuple[str, ...], str]]:
     """table → (columns, SELECT of the source rows for the ids in parameter ?1)."""
-    raw = _columns(layout, "raw_messages", RAW_COLUMNS, _RAW_DEFAULTS)
-    snapshots = _columns(layout, "session_snapshots", SNAPSHOT_COLUMNS, {})
+    raw = layout.select_list("raw_messages", RAW_COLUMNS, defaults=_RAW_DEFAULTS)
+    snapshots = layout.select_list("session_snapshots", SNAPSHOT_COLUMNS)
     return {
         "agent_sessions": (SESSION_COLUMNS, _sessions_sql(layout)),
         "raw_messages": (

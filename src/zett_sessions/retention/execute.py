@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..database import Database
 from ..errors import DatabaseError
+from ..schema import IN_IDS, json_ids
 from .archive import archive_sessions
 from .models import (
     ArchiveReport,
@@ -29,7 +30,7 @@ from .models import (
     SkippedSession,
     SpaceReport,
 )
-from .plan import IN_IDS, build_plan, json_ids, skipped_session
+from .plan import build_plan, skipped_session
 from .space import checkpoint, file_bytes, free_bytes, vacuum
 
 # (table, id column) in delete order; the session row goes last.

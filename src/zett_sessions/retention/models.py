@@ -19,17 +19,6 @@ ChildrenMode = Literal["refuse", "delete", "keep"]
 
 DEFAULT_SKIP_ACTIVE = timedelta(minutes=10)
 
-# Why a session that was named or matched is not deleted (stable codes, documented in docs).
-SKIP_REASONS = {
-    "not-found": "no session has this id (--missing-ok)",
-    "no-match": "named, but does not match the policy",
-    "keep-last": "one of the --keep-last most recent",
-    "active": "activity within --skip-active",
-    "kept-descendant": "a session in its subtree is kept",
-    "changed": "no longer matches at delete time",
-    "gone": "deleted by someone else before the delete ran",
-}
-
 
 @dataclass(frozen=True)
 class RetentionPolicy:

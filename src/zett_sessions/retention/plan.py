@@ -18,7 +18,6 @@ the plan, or in ``Database.write()`` to re-evaluate it just before deleting.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -29,7 +28,9 @@ from ..errors import SessionNotFound, UsageError
 from ..queries.resolve import resolve_session
 from ..queries.sessions import SessionFilter, iter_sessions
 from ..rows import session_select, text_or_none
+from ..schema import IN_IDS, json_ids
 from ..timeutil import parse_db_time, utc_now
+from ..values import plural
 from .models import (
     BlockedChild,
     DeletePlan,
@@ -39,18 +40,12 @@ from .models import (
     SkippedSession,
 )
 
-IN_IDS = "IN (SELECT value FROM json_each(?))"
 # Bytes a raw row takes besides its large text columns (ids, times, counters, four index
 # entries, page slack); calibrated on the benchmark database, where the estimate lands
 # within 1 % of what the delete freed.
 RAW_ROW_OVERHEAD = 900
 SNAPSHOT_ROW_OVERHEAD = 300
 EXACT_BYTES_LIMIT = 100_000  # planned raw rows measured one by one; beyond, an average
-
-
-def json_ids(ids: Iterable[str]) -> str:
-    """Session ids as one JSON array parameter for ``IN (SELECT value FROM json_each(?))``."""
-    return json.dumps(list(ids))
 
 
 def nothing_selected() -> UsageError:
@@ -136,8 +131,8 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
         refusals.append(
             Refusal(
                 guard="children",
-                message=f"{_count(parents, 'planned session')} "
-                f"{'has' if parents == 1 else 'have'} {_count(children, 'child session')} "
+                message=f"{plural(parents, 'planned session')} "
+                f"{'has' if parents == 1 else 'have'} {plural(children, 'child session')} "
                 f"that {'is' if children == 1 else 'are'} not planned; choose --children "
                 "delete (the whole subtree) or --children keep (children keep a dangling "
                 "parent id)",
@@ -160,10 +155,6 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
             )
         )
     return refusals
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 # --- selection ---------------------------------------------------------------------------

@@ -16,15 +16,13 @@ from pathlib import Path
 
 from ..database import Database
 from ..errors import DatabaseError
+from ..readonly import file_size
 from .models import Refusal
 
 
 def file_bytes(path: str) -> int:
     """Size of the database file itself (the WAL is transient: checkpoints fold it back)."""
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+    return file_size(path) or 0
 
 
 def _temp_dir() -> str:

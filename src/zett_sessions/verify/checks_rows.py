@@ -7,14 +7,13 @@ metadata and tags through ``codec.decode_json_object``, timestamps against the e
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from typing import Any
 
 from ..codec import decode_envelope, decode_json_object
 from ..models import AnyMessage, MessageKind, UndecodableMessage
-from ..schema import TOKEN_COLUMNS
+from ..schema import IN_IDS, TOKEN_COLUMNS, json_ids
 from ..timeutil import parse_db_time
 from .findings import RowFindings
 from .reader import Reader
@@ -90,9 +89,8 @@ def fetch_rows(reader: Reader, rowids: list[int], columns: tuple[str, ...]) -> l
     """The given columns of raw rows by rowid (absent columns of older layouts read as NULL)."""
     select = reader.layout.select_list("raw_messages", columns)
     return reader.fetchall(
-        f"SELECT rowid AS k, {select} FROM raw_messages "
-        "WHERE rowid IN (SELECT value FROM json_each(?))",
-        (json.dumps(rowids),),
+        f"SELECT rowid AS k, {select} FROM raw_messages WHERE rowid {IN_IDS}",
+        (json_ids(rowids),),
     )
 
 

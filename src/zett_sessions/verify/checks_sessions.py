@@ -5,10 +5,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from ..schema import AGENT_NAME_MAX, TITLE_MAX
 from .checks_rows import add_row_times
 from .findings import RowFindings
 from .models import Finding
-from .scan import AGENT_NAME, AGENT_NAME_MAX, PARENT_MISSING, SESSION_TIMES, TITLE, TITLE_MAX
+from .scan import AGENT_NAME, PARENT_MISSING, SESSION_TIMES, TITLE
 from .walk import SessionScan
 
 

@@ -310,7 +310,3 @@ _ENTRIES = (
 )
 
 CODES: dict[str, CodeInfo] = {entry.code: entry for entry in _ENTRIES}
-
-
-def severity_of(code: str) -> Severity:
-    return CODES[code].severity

@@ -21,14 +21,11 @@ from typing import Any
 from ..database import read_only_uri, translate_sqlite_error
 from ..errors import DatabaseNotFound
 from ..schema import Layout
+from ..values import lenient_text
 
 
 class NotUtf8(Exception):
     """A TEXT value is not valid UTF-8: read again with ``Reader(lenient=True)``."""
-
-
-def _lenient(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
 
 
 class Reader:
@@ -58,7 +55,7 @@ class Reader:
         try:
             self.conn.row_factory = sqlite3.Row
             if lenient:
-                self.conn.text_factory = _lenient
+                self.conn.text_factory = lenient_text
             with self.errors():
                 self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
                 self.conn.execute("PRAGMA query_only = 1")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import pickle
 import sqlite3
 import sys
@@ -35,7 +34,7 @@ from typing import Any
 from ..codec import decode_envelope
 from ..database import Database
 from ..errors import DatabaseUnreadable, ValidationError
-from ..schema import Layout
+from ..schema import IN_IDS, Layout, json_ids
 from ..timeutil import utc_now
 from ..values import text_or_none
 from .checks_batches import BatchVerdict, judge_batches, replay_entries, rescanned
@@ -73,9 +72,7 @@ class _Range:
 
     def where(self, column: str) -> tuple[str, list[Any]]:
         if self.selected is not None:
-            return f" WHERE {column} IN (SELECT value FROM json_each(?))", [
-                json.dumps(list(self.selected))
-            ]
+            return f" WHERE {column} {IN_IDS}", [json_ids(self.selected)]
         clauses, params = [], []
         if self.low is not None:
             clauses.append(f"{column} >= ?")

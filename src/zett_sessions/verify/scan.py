@@ -22,7 +22,8 @@ listed in docs/verify.md ("How it stays fast and small").
 
 from __future__ import annotations
 
-from ..schema import TIMING_COLUMNS, TOKEN_COLUMNS, Layout
+from ..readonly import prefix_upper_bound
+from ..schema import AGENT_NAME_MAX, TIMING_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
 
 # --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
 
@@ -72,8 +73,9 @@ def _sql_text(text: str) -> str:
 
 def _starts_with(column: str, prefix: str) -> str:
     """Prefix test with two comparisons (no function call): ``prefix <= x < prefix+1``."""
-    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return f"({column} >= {_sql_text(prefix)} AND {column} < {_sql_text(upper)})"
+    upper = prefix_upper_bound(prefix)
+    below = "" if upper is None else f" AND {column} < {_sql_text(upper)}"
+    return f"({column} >= {_sql_text(prefix)}{below})"
 
 
 def _opening(kind: int, era: str) -> str:
@@ -188,10 +190,7 @@ def raw_scan_sql(layout: Layout, where: str = "") -> str:
     """
     m = "m"
     valid = f"json_valid({m})"
-    read = ", ".join(
-        f"{column}" if layout.has_column("raw_messages", column) else f"NULL AS {column}"
-        for column in _CHECKED_COLUMNS
-    )
+    read = layout.select_list("raw_messages", _CHECKED_COLUMNS)
     scan = (
         "SELECT rowid AS k, session_id AS sid, sequence AS seq, role, message_json AS m, "
         f"{read} FROM raw_messages{where} ORDER BY session_id, sequence LIMIT -1 OFFSET 0"
@@ -267,9 +266,6 @@ TITLE = 1
 AGENT_NAME = 2
 PARENT_MISSING = 4
 SESSION_TIMES = 8
-
-TITLE_MAX = 200
-AGENT_NAME_MAX = 64
 
 
 def _exact_time(column: str) -> str:
