@@ -485,7 +485,9 @@ ONE_OF_EACH = [
     ["verify", "--json"],
 ]
 needs_nobody = pytest.mark.skipif(
-    NOBODY is None, reason="as root, needs setpriv to run the commands as user nobody"
+    NOBODY is None,
+    reason="as root, needs setpriv and a checkout user nobody can read (not one inside a "
+    "private mktemp -d directory) to run the commands as nobody",
 )
 
 
