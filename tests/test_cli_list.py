@@ -414,3 +414,16 @@ def test_list_help_has_an_example() -> None:
     r = run_cli(["list", "--help"])
     assert r.exit_code == 0
     assert "Example: zett-sessions list" in r.stdout
+
+
+def test_a_long_listing_prints_in_pieces_that_look_like_one_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = write_demo(tmp_path / "demo.sqlite3").path
+    args = ["--db", str(db), "list", "--all"]
+    whole = run_cli(args)
+    monkeypatch.setattr("zett_sessions.render.sessions.TABLE_CHUNK", 2)
+    pieces = run_cli(args)
+    assert (whole.exit_code, pieces.exit_code) == (0, 0)
+    assert pieces.stdout == whole.stdout
+    assert pieces.stdout.count("Title") == 1 and len(pieces.stdout.splitlines()) == 10

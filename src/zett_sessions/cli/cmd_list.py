@@ -132,7 +132,7 @@ def render_page(
         page_footer,
         session_csv,
         sessions_json,
-        sessions_table,
+        sessions_tables,
     )
     from .output import Output
 
@@ -157,9 +157,10 @@ def render_page(
     else:
         if page.sessions:
             with out.paged() as console:
-                console.print(
-                    sessions_table(page.sessions, full_ids=full_ids, full=full, width=console.width)
-                )
+                for table in sessions_tables(
+                    page.sessions, full_ids=full_ids, full=full, width=console.width
+                ):
+                    console.print(table)
         out.hint(page_footer(len(page.sessions), page.total, page.offset))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..queries.sessions import SessionListing
 from .common import count, moment_label, relative_time, safe_cell, short_ids
-from .fields import add_fitted_rows, fields_table
+from .fields import fields_table, fitted_tables
 from .jsonout import session_json
 from .sanitize import single_line
 
@@ -31,15 +31,19 @@ CSV_FIELDS = (
 )
 
 
-def sessions_table(
+TABLE_CHUNK = 500  # rows per printed table in a long listing (see ``fields.fitted_tables``)
+
+
+def sessions_tables(
     sessions: list[SessionListing],
     *,
     full_ids: bool = False,
     full: bool = False,
     now: datetime | None = None,
     width: int = 100,
-) -> Table:
-    """The ``list`` table; the title gets whatever ``width`` the other columns leave."""
+) -> Iterator[Table]:
+    """The ``list`` table, in pieces of ``TABLE_CHUNK`` rows that line up; the title gets
+    whatever ``width`` the other columns leave."""
     ids = short_ids((s.id for s in sessions), full=full_ids or full)
     agent_cap = None if full else (16 if width >= 100 else 12)
     show_created = width >= 110  # narrow terminals keep the title readable instead
@@ -68,7 +72,9 @@ def sessions_table(
             cells.append(relative_time(session.created_at, now))
         cells.append(relative_time(session.updated_at, now))
         rows.append(cells)
-    return add_fitted_rows(table, rows, flex=1, width=width, shrink=(2,), shrink_cap=20)
+    return fitted_tables(
+        table, rows, chunk=TABLE_CHUNK, flex=1, width=width, shrink=(2,), shrink_cap=20
+    )
 
 
 def page_footer(shown: int, total: int, offset: int) -> str:
