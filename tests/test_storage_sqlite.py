@@ -590,11 +590,15 @@ def test_close_is_idempotent_and_async_with_closes(db: Path) -> None:
     assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
 
 
-def test_default_path_is_zett_agents_location_without_touching_it() -> None:
+def test_default_path_is_zett_agents_location_without_touching_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
     storage = SQLiteSessionStorage()
-    assert storage.path == str(Path("~/.zett-agent/sessions.sqlite3").expanduser())
+    assert storage.path == str(tmp_path / ".zett-agent" / "sessions.sqlite3")
     assert Path(storage.path) == default_path()
     asyncio.run(storage.close())
+    assert list(tmp_path.iterdir()) == []  # neither the file nor its directory
 
 
 # --- new files ----------------------------------------------------------------------------
@@ -846,7 +850,7 @@ def test_a_lock_held_past_the_busy_timeout_is_database_locked(db: Path) -> None:
     assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
 
 
-def test_a_failed_write_rolls_back_the_whole_transaction(db: Path) -> None:
+def test_a_rejected_append_leaves_the_sequence_unused(db: Path) -> None:
     async def body(s: SQLiteSessionStorage) -> None:
         await s.append("s", "r", UserMessage(content="x"))
         with pytest.raises(ValidationError):
@@ -855,6 +859,37 @@ def test_a_failed_write_rolls_back_the_whole_transaction(db: Path) -> None:
         assert await s.append("s", "r", UserMessage(content="z")) == 2
 
     with_storage(db, body)
+    assert query(db, "SELECT sequence, content FROM raw_messages ORDER BY sequence") == [
+        (1, "x"),
+        (2, "z"),
+    ]
+
+
+def test_a_write_failing_after_its_first_statement_rolls_back_the_whole_transaction(
+    db: Path,
+) -> None:
+    """An append writes the session row, then the raw row: when the second write fails, the
+    first (a new session, or a new title of an existing one) must not survive."""
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="x"), title="Before")
+        original = s.database.execute
+
+        async def failing(sql: str, *args: Any, **kwargs: Any) -> Any:
+            if sql.startswith("INSERT INTO raw_messages"):
+                raise OSError("disk gone")
+            return await original(sql, *args, **kwargs)
+
+        s.database.execute = failing  # type: ignore[method-assign]
+        with pytest.raises(OSError, match="disk gone"):
+            await s.append("s", "r", UserMessage(content="y"), title="After")
+        with pytest.raises(OSError, match="disk gone"):
+            await s.append("new", "r", UserMessage(content="y"), title="New")
+        s.database.execute = original  # type: ignore[method-assign]
+        assert await s.append("s", "r", UserMessage(content="z")) == 2
+
+    with_storage(db, body)
+    assert query(db, "SELECT id, title FROM agent_sessions") == [("s", "Before")]
     assert query(db, "SELECT sequence, content FROM raw_messages ORDER BY sequence") == [
         (1, "x"),
         (2, "z"),
