@@ -138,9 +138,3 @@ def test_ranges_checked_in_parallel_find_the_same_as_one_pass(
         exclude={"seconds"}
     )
     assert split.sessions == one.sessions
-
-
-def test_the_integrity_check_can_be_skipped(tmp_path: Path) -> None:
-    report = verify(build_clean(tmp_path / "clean.sqlite3"), integrity=False)
-
-    assert report.findings == []

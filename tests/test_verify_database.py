@@ -51,6 +51,14 @@ def test_damage_sqlite_finds_is_reported_as_an_integrity_failure(db: Path, deep:
     assert report.database.integrity_ok is False
 
 
+def test_the_integrity_check_can_be_skipped(db: Path) -> None:
+    _null_in_not_null_column(db)
+
+    report = verify(db, integrity=False)
+
+    assert found(report) == []
+
+
 def test_a_missing_index_is_reported_by_name(db: Path) -> None:
     execute(db, "DROP INDEX ix_raw_messages_request_id")
 
