@@ -208,8 +208,6 @@ def test_the_archive_opens_with_the_other_commands(db: Path, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("source", ["seeded", "legacy"])
 def test_verify_passes_on_the_archive(db: Path, tmp_path: Path, source: str) -> None:
-    if run_cli(["verify", "--help"]).exit_code != 0:
-        pytest.skip("the verify command is not available yet")
     archive = tmp_path / "archive.sqlite3"
     if source == "legacy":  # rows converted from layout A1 (the crashed session is left out)
         legacy = copy_sample(tmp_path, "zett-agent-legacy.sqlite3")
