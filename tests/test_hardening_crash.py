@@ -14,6 +14,7 @@ so in one line, and the next writer recovers the file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -144,9 +145,8 @@ def fresh_database(path: Path, journal: str) -> Path:
     """A new session database in WAL (as zett-agent makes it) or rollback-journal mode."""
     write_demo(path)
     if journal == "rollback":
-        conn = sqlite3.connect(path)
-        conn.execute("PRAGMA journal_mode = DELETE")
-        conn.close()
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("PRAGMA journal_mode = DELETE")
     return path
 
 
@@ -155,7 +155,8 @@ def recover_if_needed(path: Path, journal: str, *, hot: bool = False) -> None:
     then the next writer (here: a plain read-write open) rolls the transaction back.
     ``hot``: the kill certainly left one (changed pages had reached the file)."""
     r = run_cli(["--db", str(path), "list", "-q"])
-    assert r.exit_code == (1 if hot else r.exit_code)
+    # Without ``hot`` the kill may or may not have left a hot journal: 0 or 1, nothing else.
+    assert r.exit_code in ((1,) if hot else (0, 1)), r.stderr
     if r.exit_code != 0:
         assert journal == "rollback", r.stderr
         assert_one_error_line(r.stderr, "unfinished transaction of a crashed writer")
@@ -164,9 +165,8 @@ def recover_if_needed(path: Path, journal: str, *, hot: bool = False) -> None:
         assert r.exit_code == 1
         assert_one_error_line(r.stderr, "unfinished transaction", "the next writer")
         assert digest(path) == before  # inspection did not roll it back itself
-        conn = sqlite3.connect(path)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        conn.close()
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         assert not Path(f"{path}-journal").exists()
 
 

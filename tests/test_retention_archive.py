@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import stat
@@ -72,9 +73,8 @@ def test_archive_holds_exactly_the_deleted_sessions(db: Path, tmp_path: Path) ->
 def test_a_new_archive_has_the_exact_ddl_and_is_private(db: Path, tmp_path: Path) -> None:
     archive = tmp_path / "archive.sqlite3"
     plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
-    conn = sqlite3.connect(archive)
-    schema = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
-    conn.close()
+    with contextlib.closing(sqlite3.connect(archive)) as conn:
+        schema = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
     assert schema == {**TABLES, **INDEXES}
     assert stat.S_IMODE(archive.stat().st_mode) == 0o600
 
@@ -139,9 +139,8 @@ def test_a_failed_archive_check_deletes_nothing_and_removes_a_new_archive(
 
 def test_an_archive_that_is_not_a_session_database_is_an_error(db: Path, tmp_path: Path) -> None:
     archive = tmp_path / "notes.sqlite3"
-    conn = sqlite3.connect(archive)
-    conn.execute("CREATE TABLE notes (text TEXT)")
-    conn.close()
+    with contextlib.closing(sqlite3.connect(archive)) as conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
     source = everything(db)
     with pytest.raises(NotASessionDatabase):
         plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
@@ -159,18 +158,16 @@ def test_archiving_from_the_legacy_layout_converts_to_the_newest(tmp_path: Path)
     archive = tmp_path / "archive.sqlite3"
     wanted = LEGACY_IDS["compacted"]
     query = "SELECT id, sequence, message_json, metadata_json, created_at FROM raw_messages"
-    conn = sqlite3.connect(source)
-    raw_before = conn.execute(f"{query} WHERE session_id = ? ORDER BY sequence", (wanted,))
-    raw_before = raw_before.fetchall()
-    conn.close()
+    with contextlib.closing(sqlite3.connect(source)) as conn:
+        raw_before = conn.execute(f"{query} WHERE session_id = ? ORDER BY sequence", (wanted,))
+        raw_before = raw_before.fetchall()
     result = plan_and_run(source, RetentionPolicy(ids=(wanted,)), archive)
     assert result.archive is not None and result.archive.messages == len(raw_before)
-    conn = sqlite3.connect(archive)
-    raw_after = conn.execute(f"{query} ORDER BY sequence").fetchall()
-    tokens = conn.execute("SELECT count(*) FROM raw_messages WHERE input_tokens IS NOT NULL")
-    tokens = tokens.fetchone()
-    session_type = conn.execute("SELECT session_type FROM agent_sessions").fetchone()
-    conn.close()
+    with contextlib.closing(sqlite3.connect(archive)) as conn:
+        raw_after = conn.execute(f"{query} ORDER BY sequence").fetchall()
+        tokens = conn.execute("SELECT count(*) FROM raw_messages WHERE input_tokens IS NOT NULL")
+        tokens = tokens.fetchone()
+        session_type = conn.execute("SELECT session_type FROM agent_sessions").fetchone()
     assert raw_after == raw_before
     assert tokens == (0,) and session_type == (0,)
 
@@ -179,19 +176,18 @@ def test_archiving_from_layout_a0_derives_a_session_row(tmp_path: Path) -> None:
     source = sample_with_layout(tmp_path, "A0")
     archive = tmp_path / "archive.sqlite3"
     wanted = busiest_session(source)
-    conn = sqlite3.connect(source)
-    first, last, count = conn.execute(
-        "SELECT min(created_at), max(created_at), count(*) FROM raw_messages WHERE session_id = ?",
-        (wanted,),
-    ).fetchone()
-    conn.close()
+    with contextlib.closing(sqlite3.connect(source)) as conn:
+        first, last, count = conn.execute(
+            "SELECT min(created_at), max(created_at), count(*) FROM raw_messages "
+            "WHERE session_id = ?",
+            (wanted,),
+        ).fetchone()
     plan_and_run(source, RetentionPolicy(ids=(wanted,)), archive)
-    conn = sqlite3.connect(archive)
-    row = conn.execute("SELECT * FROM agent_sessions").fetchone()
-    raw = conn.execute(
-        "SELECT count(*), min(metadata_json), min(started_at = created_at) FROM raw_messages"
-    ).fetchone()
-    conn.close()
+    with contextlib.closing(sqlite3.connect(archive)) as conn:
+        row = conn.execute("SELECT * FROM agent_sessions").fetchone()
+        raw = conn.execute(
+            "SELECT count(*), min(metadata_json), min(started_at = created_at) FROM raw_messages"
+        ).fetchone()
     assert row == (wanted, None, 0, None, None, first, last)
     assert raw == (count, "{}", 1)
 
@@ -223,10 +219,9 @@ def test_verify_passes_on_the_archive(db: Path, tmp_path: Path, source: str) -> 
 def test_a_session_without_a_session_row_is_archived_with_a_derived_one(
     db: Path, tmp_path: Path
 ) -> None:
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM agent_sessions WHERE id = 'old-1'")  # damaged: rows, no session
-    conn.commit()
-    conn.close()
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("DELETE FROM agent_sessions WHERE id = 'old-1'")  # damaged: rows, no session
+        conn.commit()
     rows = table_rows(db, "raw_messages", ["old-1"])
     archive = tmp_path / "archive.sqlite3"
     result = plan_and_run(db, RetentionPolicy(ids=("old-1",), children="keep"), archive)
