@@ -6,6 +6,7 @@ import json
 import shutil
 import sqlite3
 from collections import namedtuple
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -451,13 +452,12 @@ def test_hostile_titles_never_reach_the_terminal(tmp_path: Path) -> None:
 
 
 def test_a_locked_database_is_an_operational_error(db: Path) -> None:
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        r = run_cli(["--db", str(db), "--busy-timeout", "0.1", "delete", "mid", "--yes"])
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+    with closing(sqlite3.connect(db, isolation_level=None)) as holder:
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            r = run_cli(["--db", str(db), "--busy-timeout", "0.1", "delete", "mid", "--yes"])
+        finally:
+            holder.execute("ROLLBACK")
     assert r.exit_code == 1
     assert "locked" in r.stderr
     assert "mid" in ids_in(db)

@@ -191,9 +191,7 @@ def test_info_missing_database_creates_nothing(tmp_path: Path) -> None:
 
 def test_info_refuses_a_foreign_database(tmp_path: Path) -> None:
     other = tmp_path / "other.sqlite3"
-    conn = sqlite3.connect(other)
-    conn.execute("CREATE TABLE notes (x)")
-    conn.close()
+    execute_sql(other, "CREATE TABLE notes (x)")
     r = run_cli(["--db", str(other), "info", "--json"])
     assert r.exit_code == 1
     assert r.stdout == ""

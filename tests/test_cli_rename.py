@@ -17,6 +17,7 @@ from support import (
     NEWEST_IDS,
     copy_sample,
     digest,
+    execute_sql,
     run_cli,
     sample_with_layout,
 )
@@ -195,9 +196,7 @@ def test_rename_never_creates_a_missing_database(tmp_path: Path) -> None:
 
 def test_rename_refuses_a_file_that_is_not_a_session_database(tmp_path: Path) -> None:
     other = tmp_path / "other.sqlite3"
-    conn = sqlite3.connect(other)
-    conn.execute("CREATE TABLE t (x)")
-    conn.close()
+    execute_sql(other, "CREATE TABLE t (x)")
     before = digest(other)
     r = run_cli(["--db", str(other), "rename", "x", "y"])
     assert r.exit_code == 1

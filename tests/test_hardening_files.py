@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ from support import (
     cli_process,
     copy_sample,
     digest,
+    execute_sql,
     nobody_command,
     read_commands,
     run_cli,
@@ -126,20 +128,18 @@ def _half(path: Path, demo: bytes) -> str:
 
 
 def _foreign(path: Path, demo: bytes) -> str:
-    conn = sqlite3.connect(path)
-    conn.executescript(
-        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
-        "INSERT INTO notes (body) VALUES ('hello');"
-    )
-    conn.close()
+    with closing(sqlite3.connect(path)) as conn:
+        conn.executescript(
+            "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
+            "INSERT INTO notes (body) VALUES ('hello');"
+        )
     return "is not a zett-agent session database (its tables: notes)"
 
 
 def _foreign_wal(path: Path, demo: bytes) -> str:
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.executescript("CREATE TABLE photos (id INTEGER PRIMARY KEY, blob BLOB);")
-    conn.close()
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.executescript("CREATE TABLE photos (id INTEGER PRIMARY KEY, blob BLOB);")
     return "its tables: photos"
 
 
@@ -236,15 +236,13 @@ def test_bytes_that_are_not_utf8_in_a_row_do_not_fail_the_session(tmp_path: Path
     (the bad bytes as U+FFFD) and verify runs to its report instead of failing."""
     path = tmp_path / "utf8.sqlite3"
     write_demo(path)
-    conn = sqlite3.connect(path)
-    conn.execute(
+    execute_sql(
+        path,
         "UPDATE raw_messages SET content = CAST(X'6f6bff20fe6e6f' AS TEXT), "
         "message_json = CAST(X'5b7b226b696e64223a20322c202264617461223a207b22636f6e74656e74223a2022ff227d7d5d' AS TEXT) "  # noqa: E501
         "WHERE session_id = ? AND sequence = 2",
         (SESSION,),
     )
-    conn.commit()
-    conn.close()
     before = digest(path)
     r = run_cli(["--db", str(path), "show", SESSION, "--json"])
     assert r.exit_code == 0, r.stderr

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -216,9 +217,9 @@ def test_children_keep_leaves_a_dangling_parent_id(tmp_path: Path) -> None:
     assert [row[0] for row in table_rows(path, "agent_sessions")] == [
         row[0] for row in table_rows(path, "agent_sessions", ["k"])
     ]
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT parent_session_id FROM agent_sessions").fetchall() == [("p",)]
-    conn.close()
+    with closing(sqlite3.connect(path)) as conn:
+        parents = conn.execute("SELECT parent_session_id FROM agent_sessions").fetchall()
+    assert parents == [("p",)]
 
 
 def test_a_busy_writer_past_the_timeout_is_reported_as_locked_and_nothing_changes(
@@ -227,14 +228,13 @@ def test_a_busy_writer_past_the_timeout_is_reported_as_locked_and_nothing_change
     policy = old_policy()
     plan = plan_for(db, policy)
     before = snapshot_of(db)
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        with pytest.raises(DatabaseLocked):
-            run_plan(db, plan, policy, busy_timeout_ms=100)
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+    with closing(sqlite3.connect(db, isolation_level=None)) as holder:
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(DatabaseLocked):
+                run_plan(db, plan, policy, busy_timeout_ms=100)
+        finally:
+            holder.execute("ROLLBACK")
     assert snapshot_of(db) == before
 
 
@@ -295,9 +295,8 @@ def test_deleting_while_another_process_appends_to_an_unrelated_session(tmp_path
     assert sum(r.messages for r in results) == 40 * 30
     assert len(table_rows(path, "raw_messages", ["live"])) == appends
     assert [row for row in table_rows(path, "agent_sessions") if "live" not in row] == []
-    conn = sqlite3.connect(path)
-    sequences = conn.execute(
-        "SELECT sequence FROM raw_messages WHERE session_id = 'live' ORDER BY sequence"
-    ).fetchall()
-    conn.close()
+    with closing(sqlite3.connect(path)) as conn:
+        sequences = conn.execute(
+            "SELECT sequence FROM raw_messages WHERE session_id = 'live' ORDER BY sequence"
+        ).fetchall()
     assert [row[0] for row in sequences] == list(range(1, appends + 1))

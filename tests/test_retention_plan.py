@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -265,11 +266,10 @@ def test_large_plans_estimate_bytes_from_the_files_average_per_message(
 
     monkeypatch.setattr(plan_module, "EXACT_BYTES_LIMIT", 0)
     plan = plan_for(db, ids=("old-c",))
-    conn = sqlite3.connect(db)
-    pages, free, size = (
-        conn.execute(f"PRAGMA {name}").fetchone()[0]
-        for name in ("page_count", "freelist_count", "page_size")
-    )
-    (rows,) = conn.execute("SELECT count(*) FROM raw_messages").fetchone()
-    conn.close()
+    with closing(sqlite3.connect(db)) as conn:
+        pages, free, size = (
+            conn.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("page_count", "freelist_count", "page_size")
+        )
+        (rows,) = conn.execute("SELECT count(*) FROM raw_messages").fetchone()
     assert plan.sessions[0].estimated_bytes == round(4 * (pages - free) * size / rows) > 0
