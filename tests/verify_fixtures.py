@@ -19,6 +19,7 @@ Metadata and tags are JSON objects, usage only on assistants, timing plausible.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -183,6 +184,14 @@ def execute(path: Path, *statements: str, params: tuple[Any, ...] = ()) -> None:
         conn.close()
 
 
+# Codes of every finding ``verify`` returned in this process: test_cli_verify checks that each
+# registered code was really produced by some planting test.  With ``ZS_VERIFY_CODES_OUT`` set
+# (that check runs the planting tests in a child pytest when they are not in its session), each
+# code is also appended to that file, one per line.
+RETURNED_CODES: set[str] = set()
+CODES_OUT_ENV = "ZS_VERIFY_CODES_OUT"
+
+
 def verify(path: Path, sessions: list[str] | None = None, **options: Any) -> VerifyReport:
     async def go() -> VerifyReport:
         db = Database(path, read_only=True)
@@ -192,7 +201,14 @@ def verify(path: Path, sessions: list[str] | None = None, **options: Any) -> Ver
         finally:
             await db.close()
 
-    return asyncio.run(go())
+    report = asyncio.run(go())
+    codes = {finding.code for finding in report.findings}
+    RETURNED_CODES.update(codes)
+    out = os.environ.get(CODES_OUT_ENV)
+    if out and codes:
+        with open(out, "a", encoding="utf-8") as stream:
+            stream.writelines(f"{code}\n" for code in sorted(codes))
+    return report
 
 
 def found(report: VerifyReport) -> list[tuple[str, str | None, int | None]]:
