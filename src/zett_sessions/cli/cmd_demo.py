@@ -23,7 +23,7 @@ def demo_command(
     ] = False,
     json_output: JsonOption = False,
 ) -> None:
-    """Write a sample session database (the only command that creates a file).
+    """Write a sample session database to try the other commands on.
 
     It holds a tool round trip, a compacted session, a delegated child, a crashed run with an
     incomplete tool batch, an automation session and hostile unicode text.
