@@ -148,6 +148,21 @@ def test_an_archive_that_is_not_a_session_database_is_an_error(db: Path, tmp_pat
     assert archive.exists()
 
 
+def test_a_foreign_archive_file_is_named_as_the_archive_on_the_command_line(
+    db: Path, tmp_path: Path
+) -> None:
+    archive = tmp_path / "notes.sqlite3"
+    with contextlib.closing(sqlite3.connect(archive)) as conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
+    before = archive.read_bytes()
+    r = run_cli(["--db", str(db), "delete", "young", "--archive-to", str(archive), "--yes"])
+    assert r.exit_code == 1
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("Error: --archive-to: ")
+    assert "--archive-to file" in r.stderr and "--db" not in r.stderr
+    assert archive.read_bytes() == before
+    assert table_rows(db, "agent_sessions", ["young"])  # nothing was deleted
+
+
 def test_the_archive_cannot_be_the_database_itself(db: Path) -> None:
     with pytest.raises(UsageError, match="being deleted from"):
         check_archive_path(str(db), str(db))

@@ -32,6 +32,10 @@ class NotASessionDatabase(DatabaseError):
     """The file is not SQLite, is a directory, or lacks zett-agent's tables."""
 
 
+class NotAnArchive(NotASessionDatabase):
+    """The ``--archive-to`` file exists but is not a session database (it is left unchanged)."""
+
+
 class DatabaseUnreadable(DatabaseError):
     """SQLite reported corruption or an I/O problem while reading."""
 

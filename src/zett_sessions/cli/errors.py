@@ -39,6 +39,8 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
     message = str(error)
     if isinstance(error, e.DatabaseNotFound):
         return ExitCode.ERROR, message + _DB_HINT
+    if isinstance(error, e.NotAnArchive):
+        return ExitCode.ERROR, message + " (choose another --archive-to file)"
     if isinstance(error, e.NotASessionDatabase):
         return ExitCode.ERROR, message + _DB_HINT
     if isinstance(error, e.DatabaseLocked):

@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..database import Database
-from ..errors import DatabaseError, UsageError
+from ..errors import DatabaseError, NotAnArchive, NotASessionDatabase, UsageError
 from ..rows import SNAPSHOT_COLUMNS
 from ..schema import IN_IDS, RAW_COLUMNS, SESSION_COLUMNS, Layout, json_ids
 from .models import ArchiveReport, PlannedSession, RetentionRefused
@@ -118,8 +118,11 @@ async def archive_sessions(
     archive = Database(path, create=blank, busy_timeout_ms=source.busy_timeout_ms)
     done = False
     try:
-        await archive.open()
-        archive.require_layout("archive sessions into it")
+        try:
+            await archive.open()
+            archive.require_layout("archive sessions into it")
+        except NotASessionDatabase as error:
+            raise NotAnArchive(f"--archive-to: {error}", str(path)) from None
         await archive.execute("PRAGMA synchronous = FULL")
         # Plain mode=ro, never readonly.read_only_uri's immutable=1: this file is being
         # written (by the caller's transaction) right after the copy.
