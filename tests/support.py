@@ -528,3 +528,114 @@ def with_storage(
             return await body(storage)
 
     return asyncio.run(scenario())
+
+
+# --- a real ``tail -f`` process whose output a test waits for (follow tests) ------------------
+
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+
+class FollowProcess:
+    """``python -m zett_sessions --db DB ARGS…`` (a ``tail -f``) as a real process.
+
+    Reader threads collect its stdout and stderr line by line as they arrive, so a test waits
+    for what it expects (``wait_for_lines``, ``wait_for``; each with a ``timeout`` deadline)
+    instead of sleeping and hoping the process has started.  A follower is ready once its
+    history is on stdout: that read fixed where following starts, so anything appended after
+    it is followed.  Use as a context manager: leaving it kills a process still running and
+    closes its pipes.
+    """
+
+    def __init__(self, db: Path | str, *args: str, timeout: float = 30) -> None:
+        self.timeout = timeout
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "zett_sessions", "--db", str(db), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        )
+        streams = ((self.process.stdout, self._out), (self.process.stderr, self._err))
+        self._readers = [
+            threading.Thread(target=self._collect, args=pair, daemon=True) for pair in streams
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _collect(stream: Any, lines: list[str]) -> None:
+        for line in stream:
+            lines.append(line)
+
+    @property
+    def stdout(self) -> str:
+        return "".join(list(self._out))
+
+    @property
+    def stderr(self) -> str:
+        return "".join(list(self._err))
+
+    def _report(self) -> str:
+        return f"stdout: {self.stdout[-2000:]!r}; stderr: {self.stderr[-2000:]!r}"
+
+    def wait_for(self, ready: Callable[[str], bool], what: str) -> str:
+        """Poll until ``ready(stdout so far)``; fail naming ``what`` if the deadline passes or
+        the process exits first.  Returns the stdout seen."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            out = self.stdout
+            if ready(out):
+                return out
+            if self.process.poll() is not None:
+                self._join()  # everything it printed is in now
+                if ready(self.stdout):
+                    return self.stdout
+                raise AssertionError(
+                    f"exited ({self.process.returncode}) before {what}; {self._report()}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what} within {self.timeout} s; {self._report()}")
+            time.sleep(0.01)
+
+    def wait_for_lines(self, count: int, what: str) -> list[str]:
+        """Wait until stdout holds at least ``count`` complete lines; returns all of them."""
+        return self.wait_for(lambda out: out.count("\n") >= count, what).splitlines()
+
+    def finish(self) -> tuple[int, str, str]:
+        """Wait (up to ``timeout``) for the process to end by itself: exit code, stdout, stderr."""
+        try:
+            code = self.process.wait(self.timeout)
+        except subprocess.TimeoutExpired:
+            message = f"did not stop within {self.timeout} s; {self._report()}"
+            raise AssertionError(message) from None
+        self._join()
+        return code, self.stdout, self.stderr
+
+    def interrupt(self) -> tuple[int, str, str]:
+        """Ctrl-C (SIGINT), then ``finish``."""
+        self.process.send_signal(signal.SIGINT)
+        return self.finish()
+
+    def _join(self) -> None:
+        for reader in self._readers:
+            reader.join(self.timeout)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(self.timeout)
+        self._join()
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def __enter__(self) -> FollowProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

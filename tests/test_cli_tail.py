@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -26,6 +25,7 @@ from support import (
     NEWEST,
     NEWEST_IDS,
     ONE_MB_LINE,
+    FollowProcess,
     append_messages,
     copy_sample,
     digest,
@@ -328,19 +328,11 @@ def test_follow_is_not_stale_without_an_open_batch(tmp_path: Path) -> None:
 
 
 # --- following: the command, with a real writer -----------------------------------------------
-
-
-def _run_in_thread(args: list[str]) -> tuple[threading.Thread, list[Result]]:
-    results: list[Result] = []
-    thread = threading.Thread(target=lambda: results.append(run_cli(args)), daemon=True)
-    thread.start()
-    return thread, results
-
-
-def _wait(thread: threading.Thread, results: list[Result]) -> Result:
-    thread.join(TIMEOUT)
-    assert not thread.is_alive(), "tail -f did not stop"
-    return results[0]
+#
+# Each follower runs as a real process (``support.FollowProcess``).  A test appends only once
+# the follower's history is on stdout (it then follows from there, however late it started),
+# waits with a deadline until what it appended has been printed, and only then deletes the
+# session or sends Ctrl-C: no assumption about how fast the process starts or polls.
 
 
 @pytest.mark.parametrize("json_mode", [False, True])
@@ -348,30 +340,37 @@ def test_tail_follow_prints_every_appended_record_exactly_once(
     tmp_path: Path, json_mode: bool
 ) -> None:
     db = copy_sample(tmp_path)
-    sid = NEWEST_IDS["tools"]
-    args = ["--db", str(db), "tail", sid, "-n", "2", "-f", "--interval", "0.02"]
-    thread, results = _run_in_thread(args + (["--json"] if json_mode else []))
-    time.sleep(1.0)  # let the follower start; the assertions hold even if it starts late
-    for n in range(12):
-        append_messages(db, sid, UserMessage(content=f"live {n}"))
-        time.sleep(0.01 * (n % 3))
-    time.sleep(0.2)
-    delete(db, sid)
-    r = _wait(thread, results)
-    assert r.exit_code == 0, r.stderr
-    assert f"Session {sid} was deleted; stopped following." in r.stderr
+    sid = NEWEST_IDS["tools"]  # 11 records
+    args = ["tail", sid, "-n", "2", "-f", "--interval", "0.02"]
+
+    def shown(out: str) -> list[int]:
+        if json_mode:
+            return [json.loads(line)["sequence"] for line in out.splitlines()]
+        return numbers(out)
+
+    with FollowProcess(db, *args, *(["--json"] if json_mode else [])) as follower:
+        follower.wait_for(lambda out: len(shown(out)) >= 2, "the history (#10 and #11)")
+        for n in range(12):
+            append_messages(db, sid, UserMessage(content=f"live {n}"))
+            if n == 0:  # the follower has printed a new record: its poll loop runs
+                follower.wait_for(lambda out: 12 in shown(out), "#12 (the first record appended)")
+            time.sleep(0.01 * (n % 3))  # some appends land in one poll, some in the next
+        follower.wait_for(lambda out: 23 in shown(out), "#23 (the last record appended)")
+        delete(db, sid)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    assert f"Session {sid} was deleted; stopped following." in err
     if json_mode:
-        records = [json.loads(line) for line in r.stdout.splitlines()]
+        records = [json.loads(line) for line in out.splitlines()]
         seen = [record["sequence"] for record in records]
         contents = [r["content"] for r in records if r["content"].startswith("live ")]
     else:
-        seen = numbers(r.stdout)
-        contents = re.findall(r"^  (live \d+)$", r.stdout, flags=re.MULTILINE)
-    # Every record from the first one shown (the history: the last 2 when tail started) to the
-    # last one appended, each exactly once, in order.
-    assert len(seen) >= 2 and seen == list(range(seen[0], 24))
-    live = [f"live {n}" for n in range(12)]
-    assert contents == live[len(live) - len(contents) :]
+        seen = numbers(out)
+        contents = re.findall(r"^  (live \d+)$", out, flags=re.MULTILINE)
+    # The history (the last 2 records when tail started) and every record appended after it,
+    # each exactly once, in order.
+    assert seen == list(range(10, 24))
+    assert contents == [f"live {n}" for n in range(12)]
 
 
 def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -> None:
@@ -393,37 +392,45 @@ def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -
 
 def test_tail_follow_latest_stays_on_the_session_it_picked(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
-    args = ["--db", str(db), "tail", "--latest", "-n", "0", "-f", "--interval", "0.02", "--json"]
-    thread, results = _run_in_thread(args)
-    time.sleep(0.3)
-    append_messages(db, NEWEST_IDS["plain"], UserMessage(content="for the latest"))
-    append_messages(db, NEWEST_IDS["tools"], UserMessage(content="elsewhere"))
-    time.sleep(0.3)
-    delete(db, NEWEST_IDS["plain"])
-    r = _wait(thread, results)
-    assert r.exit_code == 0, r.stderr
-    assert [json.loads(line)["content"] for line in r.stdout.splitlines()] == ["for the latest"]
+    plain = NEWEST_IDS["plain"]  # the most recently active session; 3 records
+    args = ["tail", "--latest", "-n", "1", "-f", "--interval", "0.02", "--json"]
+    with FollowProcess(db, *args) as follower:
+        [history] = follower.wait_for_lines(1, "the history (#3 of the latest session)")
+        picked = json.loads(history)
+        assert (picked["session_id"], picked["sequence"]) == (plain, 3)
+        append_messages(db, plain, UserMessage(content="for the latest"))
+        append_messages(db, NEWEST_IDS["tools"], UserMessage(content="elsewhere"))  # now latest
+        follower.wait_for_lines(2, "the record appended to the picked session")
+        time.sleep(0.3)  # room for a follower that wrongly switched sessions to print "elsewhere"
+        delete(db, plain)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [(r["session_id"], r["content"]) for r in records] == [
+        (plain, picked["content"]),
+        (plain, "for the latest"),
+    ]
 
 
 def test_tail_follow_never_blocks_the_writer(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]
-    thread, results = _run_in_thread(
-        ["--db", str(db), "tail", sid, "-n", "0", "-f", "--interval", "0.01", "--json"]
-    )
-    time.sleep(1.0)  # let the follower start polling
-    worst = 0.0
-    for n in range(40):
-        started = time.perf_counter()
-        append_messages(db, sid, UserMessage(content=f"w{n}"))
-        worst = max(worst, time.perf_counter() - started)
-    time.sleep(0.2)
-    delete(db, sid)
-    r = _wait(thread, results)
-    assert r.exit_code == 0, r.stderr
-    contents = [json.loads(line)["content"] for line in r.stdout.splitlines()]
-    assert contents == [f"w{n}" for n in range(40)][40 - len(contents) :]
-    assert len(contents) >= 30
+    args = ["tail", sid, "-n", "1", "-f", "--interval", "0.01", "--json"]
+    with FollowProcess(db, *args) as follower:
+        [history] = follower.wait_for_lines(1, "the history (#3)")  # it follows from #3 on
+        worst = 0.0
+        for n in range(40):
+            started = time.perf_counter()
+            append_messages(db, sid, UserMessage(content=f"w{n}"))
+            worst = max(worst, time.perf_counter() - started)
+            if n == 0:  # the others are appended while the follower polls every 10 ms
+                follower.wait_for_lines(2, "w0 (the first record appended)")
+        follower.wait_for_lines(41, "all 40 appended records")
+        delete(db, sid)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    contents = [json.loads(line)["content"] for line in out.splitlines()]
+    assert contents == [json.loads(history)["content"], *(f"w{n}" for n in range(40))]
     assert worst < 1.0  # a writer never waits on the follower (busy timeout is 5 s)
 
 
@@ -473,38 +480,26 @@ def test_tail_help_has_an_example() -> None:
 
 
 def test_tail_follow_waits_out_a_locked_rollback_journal_file(tmp_path: Path) -> None:
+    import contextlib
     import sqlite3
 
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]
-    conn = sqlite3.connect(db, isolation_level=None)
-    try:
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
         conn.execute("PRAGMA journal_mode = DELETE")
-        thread, results = _run_in_thread(
-            [
-                "--db",
-                str(db),
-                "--busy-timeout",
-                "0.05",
-                "tail",
-                sid,
-                "-n",
-                "0",
-                "-f",
-                "--interval",
-                "0.02",
-                "--json",
-            ]
-        )
-        time.sleep(1.0)
-        conn.execute("BEGIN EXCLUSIVE")  # readers of a rollback-journal file must wait
-        time.sleep(0.5)
-        conn.execute("ROLLBACK")
-    finally:
-        conn.close()
-    append_messages(db, sid, UserMessage(content="after the lock"))
-    time.sleep(0.3)
-    delete(db, sid)
-    r = _wait(thread, results)
-    assert r.exit_code == 0, r.stderr
-    assert [json.loads(line)["content"] for line in r.stdout.splitlines()] == ["after the lock"]
+    args = ["--busy-timeout", "0.05", "tail", sid, "-n", "1", "-f", "--interval", "0.02"]
+    with FollowProcess(db, *args, "--json") as follower:
+        [history] = follower.wait_for_lines(1, "the history (#3)")
+        append_messages(db, sid, UserMessage(content="before the lock"))
+        follower.wait_for_lines(2, "the record appended before the lock")  # it polls now
+        with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+            conn.execute("BEGIN EXCLUSIVE")  # readers of a rollback-journal file must wait
+            time.sleep(0.5)  # the follower polls into the lock many times (busy timeout 0.05 s)
+            conn.execute("ROLLBACK")
+        append_messages(db, sid, UserMessage(content="after the lock"))
+        follower.wait_for_lines(3, "the record appended after the lock")
+        delete(db, sid)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    contents = [json.loads(line)["content"] for line in out.splitlines()]
+    assert contents == [json.loads(history)["content"], "before the lock", "after the lock"]

@@ -10,11 +10,11 @@ beside it (readers of a WAL file need the shared-memory index); they hold no dat
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ import pytest
 from support import (
     LEGACY_IDS,
     NEWEST_IDS,
+    FollowProcess,
     digest,
     read_commands,
     run_cli,
@@ -100,10 +101,9 @@ def _any_session(path: Path) -> str:
 def test_a_user_version_and_a_rollback_journal_set_by_someone_else_stay(tmp_path: Path) -> None:
     """Values zett-agent never sets are not "repaired" either."""
     path = sample_with_layout(tmp_path, "E")
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA journal_mode = DELETE")
-    conn.execute("PRAGMA user_version = 42")
-    conn.close()
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.execute("PRAGMA user_version = 42")
     before = state(path)
     assert (before["journal_mode"], before["user_version"]) == ("delete", 42)
     for command in commands_for(NEWEST_IDS["tools"]):
@@ -188,19 +188,16 @@ def test_tail_follow_of_a_live_session_leaves_the_main_file_alone(tmp_path: Path
     try:
         writer.append()
         before = digest(path)
-        follower = subprocess.Popen(
-            [sys.executable, "-m", "zett_sessions", "--db", str(path), "tail", "pending", *FOLLOW],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(5):
-            time.sleep(0.1)
-            writer.append()
-        time.sleep(0.5)
-        follower.send_signal(signal.SIGINT)
-        out, err = follower.communicate(timeout=30)
-        assert follower.returncode == 0, err
+        with FollowProcess(path, "tail", "pending", *FOLLOW) as follower:
+            follower.wait_for_lines(2, "the history (#1 and #2)")
+            for n in range(5):
+                time.sleep(0.1)  # the appends land in several polls
+                writer.append()
+                if n == 0:  # the follower has printed new records: its poll loop runs
+                    follower.wait_for_lines(4, "#3 and #4 (the first records appended)")
+            follower.wait_for_lines(12, "all 12 records")
+            code, out, err = follower.interrupt()
+        assert code == 0, err
         assert [json.loads(line)["sequence"] for line in out.splitlines()] == list(range(1, 13))
         assert digest(path) == before
     finally:
