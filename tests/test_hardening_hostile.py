@@ -296,7 +296,7 @@ def test_ids_only_output_is_exact_in_a_pipe_and_safe_on_a_terminal(
 
 
 def test_messages_on_stderr_that_quote_a_hostile_id_are_sanitized() -> None:
-    hostile_id = "zz\x1b]52;c;ZXZpbA==\x07evil\x9b31m"
+    hostile_id = "zz\x1b]52;c;ZXZpbA==\x07evil\x9b31m\nError: fake"
 
     async def write(db: Path) -> None:
         async with SQLiteSessionStorage(db) as storage:
@@ -307,7 +307,7 @@ def test_messages_on_stderr_that_quote_a_hostile_id_are_sanitized() -> None:
         asyncio.run(write(db))
         r = run_cli(["--db", str(db), "snapshot-info", "--", "zz"])  # "… has no snapshots."
         assert r.exit_code == 0, r.stderr
-        assert "has no snapshots" in r.stderr
+        assert "has no snapshots" in r.stderr and r.stderr.count("\n") == 1
         assert TERMINAL_ACTIVE.search(r.stdout + r.stderr) is None
 
 
@@ -319,4 +319,4 @@ def test_every_stderr_message_is_sanitized(method: str, capsys: pytest.CaptureFi
     captured = capsys.readouterr()
     assert captured.out == ""
     assert TERMINAL_ACTIVE.search(captured.err) is None
-    assert "abcd\nnext" in captured.err
+    assert "abcd next" in captured.err and captured.err.count("\n") == 1

@@ -24,7 +24,7 @@ from rich.console import Console, RenderableType
 from rich.control import STRIP_CONTROL_CODES
 from rich.text import Text
 
-from ..render.sanitize import JSON_UNSAFE, sanitize
+from ..render.sanitize import JSON_UNSAFE, single_line
 
 
 def _strip_control_codes(text: str, _translate_table: dict[int, None] | None = None) -> str:
@@ -101,17 +101,18 @@ class Output:
         sys.stdout.flush()
 
     # --- messages on stderr ----------------------------------------------------------------
-    # Messages quote database text (session ids, titles), so each one is sanitized here, once,
-    # rather than by every caller.
+    # Messages quote database text (session ids, titles), so each one is made safe here, once,
+    # rather than by every caller: sanitized and on one line (an id holding "\nError: …" must
+    # not fake a line of its own), as ``errors.fail`` does for errors.
 
     def warn(self, message: str) -> None:
-        self.err.print(Text("Warning: ", style="bold yellow") + Text(sanitize(message)))
+        self.err.print(Text("Warning: ", style="bold yellow") + Text(single_line(message)))
 
     def hint(self, message: str) -> None:
-        self.err.print(Text(sanitize(message), style="dim"))
+        self.err.print(Text(single_line(message), style="dim"))
 
     def note(self, message: str) -> None:
-        self.err.print(Text(sanitize(message)))
+        self.err.print(Text(single_line(message)))
 
     # --- paging ----------------------------------------------------------------------------
 
