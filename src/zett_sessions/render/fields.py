@@ -94,20 +94,27 @@ def fitted_tables(
     """``add_fitted_rows`` for long listings: tables of ``chunk`` rows with the same fixed
     column widths (the header on the first), so the first screen reaches the terminal or pager
     while the rest is rendered, and rich does not measure every cell again (a 40,000-row table
-    took 25 s before anything was printed)."""
-    if len(rows) <= chunk:
-        yield add_fitted_rows(
-            table,
-            rows,
-            flex=flex,
-            width=width,
-            shrink=shrink,
-            shrink_cap=shrink_cap,
-            min_flex=min_flex,
-        )
-        return
-    widths, room = _fit(table, rows, flex, width, shrink, shrink_cap, min_flex)
-    widths[flex] = min(widths[flex], room)
+    took 25 s before anything was printed).
+
+    Only when the pieces are sure to look like one table: every column on one line (no
+    wrapping) and the fitted widths within ``width`` (else rich would shrink the columns, each
+    piece its own way); otherwise one table, as ``add_fitted_rows`` builds it.
+    """
+    if len(rows) > chunk and all(column.no_wrap for column in table.columns):
+        widths, room = _fit(table, rows, flex, width, shrink, shrink_cap, min_flex)
+        widths[flex] = min(widths[flex], room)
+        if sum(widths) + 2 * (len(widths) - 1) <= width:
+            yield from _pieces(table, rows, widths, chunk)
+            return
+    yield add_fitted_rows(
+        table, rows, flex=flex, width=width, shrink=shrink, shrink_cap=shrink_cap, min_flex=min_flex
+    )
+
+
+def _pieces(
+    table: Table, rows: Sequence[Sequence[Text | str]], widths: list[int], chunk: int
+) -> Iterator[Table]:
+    """Copies of ``table`` with fixed column widths, ``chunk`` rows each, one header."""
     for start in range(0, len(rows), chunk):
         part = copy.copy(table)
         part.columns = [
