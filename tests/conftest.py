@@ -55,38 +55,14 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 # --- ordering: checks that read what other tests recorded run after them ------------------
 
-_DESELECTED = pytest.StashKey[set[Path]]()
-
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "run_last: run after every other selected test (reads what they recorded)"
     )
-    config.stash[_DESELECTED] = set()
-
-
-def pytest_deselected(items: list[pytest.Item]) -> None:
-    if items:
-        items[0].config.stash[_DESELECTED].update(item.path for item in items)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     last = [item for item in items if item.get_closest_marker("run_last")]
     items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last
-
-
-@pytest.fixture
-def runs_whole_module(request: pytest.FixtureRequest) -> Callable[[Path], bool]:
-    """``check(path)``: every test of that module is selected in this session (it was
-    collected and ``-k``/``-m`` deselected none of it), so a ``run_last`` test sees its effects.
-    """
-    session = request.session
-    deselected = request.config.stash[_DESELECTED]
-
-    def check(module: Path) -> bool:
-        module = module.resolve()
-        collected = any(item.path.resolve() == module for item in session.items)
-        return collected and module not in {path.resolve() for path in deselected}
-
-    return check
