@@ -492,13 +492,15 @@ def cli_json(args: Sequence[str], kind: type) -> Any:
     return document
 
 
-def execute_sql(path: Path, sql: str, params: Sequence[Any] = ()) -> None:
-    """Run one statement on a fresh connection and commit (to age, damage or seed a test copy)."""
+def execute_sql(path: Path, *statements: str, params: Sequence[Any] = ()) -> None:
+    """Run ``statements`` (each with ``params``) on one fresh connection and commit: to age,
+    damage or seed a test copy."""
     import sqlite3
 
     conn = sqlite3.connect(path)
     try:
-        conn.execute(sql, params)
+        for sql in statements:
+            conn.execute(sql, params)
         conn.commit()
     finally:
         conn.close()

@@ -57,7 +57,7 @@ def add_snapshot(
     execute_sql(
         path,
         "INSERT INTO session_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
+        params=(
             new_uuid7(),
             session_id,
             version,
@@ -137,7 +137,7 @@ def test_a_session_left_with_only_snapshots_resolves_by_prefix_as_by_full_id(
         "message_json, created_at, updated_at) SELECT 'stray-snapshot', 'stray-session-1', "
         "version, compacted_through_sequence, message_json, created_at, updated_at "
         "FROM session_snapshots WHERE session_id = ? AND version = 1",
-        (COMPACTED,),
+        params=(COMPACTED,),
     )
     by_id = info_json(db, "stray-session-1")
     assert [d["session_id"] for d in by_id] == ["stray-session-1"]
@@ -223,7 +223,9 @@ def test_invalid_boundaries_are_flagged_with_their_reason(
 
 def test_a_boundary_on_a_missing_row_is_invalid(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
-    execute_sql(db, "DELETE FROM raw_messages WHERE session_id = ? AND sequence = 6", (COMPACTED,))
+    execute_sql(
+        db, "DELETE FROM raw_messages WHERE session_id = ? AND sequence = 6", params=(COMPACTED,)
+    )
     v1 = info_json(db, COMPACTED)[0]
     assert v1["problems"] == ["no raw message has sequence 6"]
     assert v1["raw_messages_covered"] == 5

@@ -1059,7 +1059,7 @@ def test_a_corrupted_snapshot_payload_is_undecodable_not_fatal(fixture_db: Fixtu
     execute_sql(
         path,
         "UPDATE session_snapshots SET message_json = ? WHERE version = 2 AND session_id = ?",
-        ('[{"kind": 2, "data": {"content": "a user message"}}]', session_id),
+        params=('[{"kind": 2, "data": {"content": "a user message"}}]', session_id),
     )
     view = load_all(path, {"compacted": session_id})["compacted"]
     assert view.snapshot is not None

@@ -241,7 +241,7 @@ def test_bytes_that_are_not_utf8_in_a_row_do_not_fail_the_session(tmp_path: Path
         "UPDATE raw_messages SET content = CAST(X'6f6bff20fe6e6f' AS TEXT), "
         "message_json = CAST(X'5b7b226b696e64223a20322c202264617461223a207b22636f6e74656e74223a2022ff227d7d5d' AS TEXT) "  # noqa: E501
         "WHERE session_id = ? AND sequence = 2",
-        (SESSION,),
+        params=(SESSION,),
     )
     before = digest(path)
     r = run_cli(["--db", str(path), "show", SESSION, "--json"])

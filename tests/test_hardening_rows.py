@@ -394,11 +394,13 @@ def test_blob_labels_of_related_sessions_and_infinite_token_totals_are_shown(
     parent, child, crashed = (demo.sessions[key] for key in ("tools", "child", "crashed"))
     db = str(demo.path)
     clean = json.loads(run_cli(["--db", db, "info", "--tokens", "--json"]).stdout)["tokens"]
-    execute_sql(demo.path, "UPDATE agent_sessions SET title = ? WHERE id = ?", (b"\xffkid", child))
+    execute_sql(
+        demo.path, "UPDATE agent_sessions SET title = ? WHERE id = ?", params=(b"\xffkid", child)
+    )
     execute_sql(
         demo.path,
         "UPDATE agent_sessions SET title = ?, agent_name = ? WHERE id = ?",
-        (b"\xff\xfecrash", b"\x1b[2Jagent", crashed),
+        params=(b"\xff\xfecrash", b"\x1b[2Jagent", crashed),
     )
     execute_sql(
         demo.path,

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from support import execute_sql
 from zett_sessions.database import Database
 from zett_sessions.models import (
     AssistantMessage,
@@ -173,21 +173,12 @@ def append(path: Path, session_id: str, *messages: Message, parent: str | None =
     asyncio.run(go())
 
 
-def execute(path: Path, *statements: str, params: tuple[Any, ...] = ()) -> None:
-    """Corrupt the file with plain SQL (each statement gets ``params``)."""
-    conn = sqlite3.connect(path)
-    try:
-        for sql in statements:
-            conn.execute(sql, params)
-        conn.commit()
-    finally:
-        conn.close()
-
-
 # Codes of every finding ``verify`` returned in this process: test_cli_verify checks that each
 # registered code was really produced by some planting test.  With ``ZS_VERIFY_CODES_OUT`` set
 # (that check runs the planting tests in a child pytest when they are not in its session), each
 # code is also appended to that file, one per line.
+execute = execute_sql  # the verify tests damage their files with it
+
 RETURNED_CODES: set[str] = set()
 CODES_OUT_ENV = "ZS_VERIFY_CODES_OUT"
 
