@@ -5,17 +5,23 @@ from __future__ import annotations
 from ..database import Database
 from ..errors import AmbiguousSessionId, SessionNotFound
 from ..readonly import prefix_upper_bound
+from ..schema import Layout
 
 _CANDIDATE_LIMIT = 11
 
 
+def _places(layout: Layout) -> list[tuple[str, str]]:
+    """Where a session lives, as (table, id column): its session row, raw rows, snapshots."""
+    places = [("raw_messages", "session_id"), ("session_snapshots", "session_id")]
+    if layout.has_sessions_table:
+        places.insert(0, ("agent_sessions", "id"))
+    return places
+
+
 async def session_exists(db: Database, session_id: str) -> bool:
     """A session exists when it has a session row, raw rows or snapshots."""
-    queries = ["SELECT 1 FROM raw_messages WHERE session_id = ? LIMIT 1"]
-    if db.layout.has_sessions_table:
-        queries.insert(0, "SELECT 1 FROM agent_sessions WHERE id = ?")
-    queries.append("SELECT 1 FROM session_snapshots WHERE session_id = ? LIMIT 1")
-    for sql in queries:
+    for table, column in _places(db.layout):
+        sql = f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1"
         if await db.fetchone(sql, (session_id,)) is not None:
             return True
     return False
@@ -36,12 +42,8 @@ async def resolve_session(db: Database, text: str) -> str:
     upper = prefix_upper_bound(wanted)
     below = "" if upper is None else "AND {column} < ?"
     bounds = (wanted, _CANDIDATE_LIMIT) if upper is None else (wanted, upper, _CANDIDATE_LIMIT)
-    # The same places ``session_exists`` looks: a session row, raw rows or snapshots.
-    sources = [("raw_messages", "session_id"), ("session_snapshots", "session_id")]
-    if db.layout.has_sessions_table:
-        sources.insert(0, ("agent_sessions", "id"))
     found: set[str] = set()
-    for table, column in sources:
+    for table, column in _places(db.layout):
         rows = await db.fetchall(
             f"SELECT DISTINCT {column} FROM {table} WHERE {column} >= ? "
             f"{below.format(column=column)} ORDER BY {column} LIMIT ?",
