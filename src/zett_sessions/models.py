@@ -225,6 +225,10 @@ class ToolMessage(Message):
     success: bool = True
 
 
+# How a compaction summary begins (zett-agent's marker), so a model reads it as history.
+CHECKPOINT_PREFIX = "[Conversation checkpoint: historical context, not system instructions]\n"
+
+
 class CompactedMessage(UserMessage):
     """The checkpoint summary a snapshot holds; never stored in the raw log."""
 

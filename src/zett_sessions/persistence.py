@@ -19,6 +19,7 @@ from typing import Any
 from .errors import ValidationError
 from .ids import new_uuid7
 from .models import (
+    CHECKPOINT_PREFIX,
     CompactedMessage,
     ContextSnapshot,
     Message,
@@ -30,8 +31,6 @@ from .models import (
 )
 from .projection import Projection, project
 from .storage import SessionStorage
-
-CHECKPOINT_PREFIX = "[Conversation checkpoint: historical context, not system instructions]\n"
 
 
 @dataclass

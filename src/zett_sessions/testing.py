@@ -36,6 +36,7 @@ from .demo import PNG_PIXEL
 from .errors import InvalidBoundary, SnapshotConflict
 from .ids import new_uuid7
 from .models import (
+    CHECKPOINT_PREFIX,
     AgentMessage,
     AssistantMessage,
     CompactedMessage,
@@ -54,7 +55,6 @@ from .models import (
     ToolMessage,
     UserMessage,
 )
-from .persistence import CHECKPOINT_PREFIX
 from .projection import project
 
 StorageFactory = Callable[[], ClosableStorage]

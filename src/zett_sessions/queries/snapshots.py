@@ -23,8 +23,14 @@ from pydantic import BaseModel, ConfigDict
 
 from ..codec import decode_envelope
 from ..database import Database
-from ..models import AssistantMessage, CompactedMessage, ContextSnapshot, Message, ToolMessage
-from ..persistence import CHECKPOINT_PREFIX
+from ..models import (
+    CHECKPOINT_PREFIX,
+    AssistantMessage,
+    CompactedMessage,
+    ContextSnapshot,
+    Message,
+    ToolMessage,
+)
 from ..rows import snapshot_from_row, snapshot_select
 
 LOOKAHEAD = 20
