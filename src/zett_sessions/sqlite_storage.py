@@ -88,8 +88,10 @@ class SQLiteSessionStorage:
     def on(cls, database: Database) -> SQLiteSessionStorage:
         """A storage over an already configured ``Database`` (its mode and busy timeout); it
         closes that handle when closed."""
-        storage = cls.__new__(cls)
-        storage.database = database
+        storage = cls(
+            database.path, read_only=database.read_only, busy_timeout_ms=database.busy_timeout_ms
+        )
+        storage.database = database  # the same settings; this handle is the one to use
         return storage
 
     @property
