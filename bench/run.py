@@ -163,20 +163,16 @@ def measure(
     stdout_path: str = os.devnull,
 ) -> Timing:
     """One warm-up run, then ``runs`` measured runs (``prepare`` runs before each, untimed)."""
-    timing = Timing(label)
-    for attempt in range(runs + 1):
-        if prepare is not None:
-            prepare()
-        elapsed, rss, cpu = run_once(argv, stdout_path=stdout_path)
-        if attempt:
-            timing.runs.append(elapsed)
-            timing.cpu.append(cpu)
-            timing.peak_rss_mb = max(timing.peak_rss_mb, rss)
+    [timing] = measure_together([(label, argv)], runs, prepare=prepare, stdout_path=stdout_path)
     return timing
 
 
 def measure_together(
-    specs: list[tuple[str, list[str]]], runs: int, *, stdout_path: str = os.devnull
+    specs: list[tuple[str, list[str]]],
+    runs: int,
+    *,
+    prepare: Callable[[], None] | None = None,
+    stdout_path: str = os.devnull,
 ) -> list[Timing]:
     """Like ``measure`` for several command lines, run in turn so they share the conditions.
 
@@ -186,6 +182,8 @@ def measure_together(
     timings = [Timing(label) for label, _ in specs]
     for attempt in range(runs + 1):
         for timing, (_, argv) in zip(timings, specs, strict=True):
+            if prepare is not None:
+                prepare()
             elapsed, rss, cpu = run_once(argv, stdout_path=stdout_path)
             if attempt:
                 timing.runs.append(elapsed)
