@@ -24,9 +24,10 @@ from support import (
     digest,
     run_cli,
     sample_with_layout,
+    with_storage,
     write_hostile_session,
 )
-from zett_sessions.models import AssistantMessage, ToolCall, UserMessage
+from zett_sessions.models import AssistantMessage, ModelUsage, ToolCall, UserMessage
 from zett_sessions.render.jsonout import record_json
 from zett_sessions.sqlite_storage import SQLiteSessionStorage
 
@@ -77,6 +78,23 @@ def test_show_header_has_tokens_durations_and_snapshot_status(tmp_path: Path) ->
     assert "Snapshot  v2 covers 1–14, 6 messages after it (2 versions)" in out
     assert re.search(r"Tokens    [\d,]+ total: [\d,]+ in \([\d,]+ cached\)", out)
     assert re.search(r"Time      model [\d.]+ s · tools \d+ ms · wall", out)
+
+
+def test_show_header_counts_one_of_a_thing_in_the_singular(tmp_path: Path) -> None:
+    db = tmp_path / "one.sqlite3"
+
+    async def write(storage: SQLiteSessionStorage) -> None:
+        await storage.append("solo", "r1", UserMessage(content="hi"))
+        answer = AssistantMessage(content="hello", reasoning="x")
+        await storage.append("solo", "r1", answer, usage=ModelUsage(input_tokens=3))
+
+    with_storage(db, write)
+    code, out, err = show(db, "solo")
+    assert code == 0, err
+    assert "over 1 response\n" in out
+    assert "(reasoning hidden: 1 character; --reasoning shows it)" in out
+    listing = run_cli(["--db", str(db), "list"])
+    assert listing.exit_code == 0 and listing.stderr == "1 of 1 session\n"
 
 
 def test_show_child_names_its_parent(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def _print_all(
         if full:
             console.print(summaries((r for s in sessions for r in s.reports), with_session=True))
     total = sum(len(session.reports) for session in sessions)
-    out.hint(f"{plural(len(sessions), 'compacted session')}, {total:,} snapshots")
+    out.hint(f"{plural(len(sessions), 'compacted session')}, {plural(total, 'snapshot')}")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..queries.sessions import SessionListing
+from ..values import plural
 from .common import count, moment_label, relative_time, safe_cell, short_ids
 from .fields import fields_table, fitted_tables
 from .jsonout import session_json
@@ -83,7 +84,7 @@ def page_footer(shown: int, total: int, offset: int) -> str:
     if shown == 0:
         return f"No sessions at offset {offset:,} (of {total:,})."
     start = f" (from #{offset + 1:,})" if offset else ""
-    return f"{shown:,} of {total:,} sessions{start}"
+    return f"{shown:,} of {plural(total, 'session')}{start}"
 
 
 def sessions_json(sessions: Iterable[SessionListing]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..queries.snapshots import CompactedSession, SnapshotReport
+from ..values import plural
 from .common import count, human_bytes, relative_time, safe_cell, short_ids
 from .fields import add_fitted_rows
 from .jsonout import snapshot_json
@@ -117,7 +118,7 @@ def summaries(reports: Iterable[SnapshotReport], *, with_session: bool = False) 
             heading.append(" ")
         heading.append(
             f"v{snapshot.version} · through {snapshot.compacted_through_sequence:,} "
-            f"· {report.summary_chars:,} characters ──"
+            f"· {plural(report.summary_chars, 'character')} ──"
         )
         parts.append(heading)
         if report.summary is None:

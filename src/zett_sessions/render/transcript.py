@@ -38,6 +38,7 @@ from ..queries.annotate import Entry
 from ..queries.follow import Stale
 from ..queries.transcript import Boundary, ResumeContext, TranscriptHeader
 from ..timeutil import iso_utc
+from ..values import plural
 from .common import count, exact_time, human_bytes, human_duration_ns, moment_label
 from .fields import fields_table
 from .jsonout import kind_name, session_json
@@ -300,7 +301,7 @@ def assistant_body(message: AssistantMessage, options: TranscriptOptions) -> Tex
             result.append_text(body(message.reasoning, options, style="dim italic"))
         else:
             result.append(
-                f"{INDENT}(reasoning hidden: {count(len(message.reasoning))} characters; "
+                f"{INDENT}(reasoning hidden: {plural(len(message.reasoning), 'character')}; "
                 "--reasoning shows it)\n",
                 style="dim",
             )
@@ -429,10 +430,10 @@ def snapshot_status(header: TranscriptHeader) -> Text:
         return Text("none (the whole log is replayed on resume)", style="dim")
     text = Text(
         f"v{snapshot.version} covers 1–{snapshot.compacted_through_sequence}, "
-        f"{count(header.tail_length or 0)} messages after it"
+        f"{plural(header.tail_length or 0, 'message')} after it"
     )
     if header.snapshot_count > 1:
-        text.append(f" ({header.snapshot_count} versions)", style="dim")
+        text.append(f" ({header.snapshot_count:,} versions)", style="dim")
     if isinstance(snapshot.message, UndecodableMessage):
         text.append(" ⚠ checkpoint cannot be decoded", style=FLAG_STYLE)
     if (
@@ -451,7 +452,7 @@ def tokens_status(header: TranscriptHeader) -> Text:
         f"{count(totals.total_tokens)} total: {count(totals.input_tokens)} in "
         f"({count(totals.cache_read_tokens)} cached), {count(totals.output_tokens)} out "
         f"({count(totals.reasoning_tokens)} reasoning) over "
-        f"{count(totals.responses_with_usage)} responses"
+        f"{plural(totals.responses_with_usage, 'response')}"
     )
     return text
 

@@ -27,6 +27,7 @@ from ..database import Database
 from ..errors import DatabaseError, NotAnArchive, NotASessionDatabase, UsageError
 from ..rows import SNAPSHOT_COLUMNS
 from ..schema import IN_IDS, RAW_COLUMNS, SESSION_COLUMNS, Layout, json_ids
+from ..values import plural
 from .models import ArchiveReport, PlannedSession, RetentionRefused
 
 _RAW_DEFAULTS = {
@@ -219,7 +220,8 @@ async def _check_counts(archive: Database, sessions: Sequence[PlannedSession], p
         )
         if found != count:
             raise ArchiveCheckFailed(
-                f"the archive {path} holds {found} rows of {table} for the planned sessions, "
-                f"expected {count}; nothing was deleted",
+                f"the archive {path} holds {plural(found, 'row')} of {table} for the planned "
+                f"sessions, "
+                f"expected {count:,}; nothing was deleted",
                 str(path),
             )

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..database import Database
 from ..errors import DatabaseError
 from ..schema import IN_IDS, json_ids
+from ..values import plural
 from .archive import archive_sessions
 from .models import (
     ArchiveReport,
@@ -151,14 +152,14 @@ async def _delete(db: Database, final: Sequence[PlannedSession]) -> None:
         removed = await _delete_from(db, table, column, ids)
         if removed != expected[table]:
             raise DeleteCheckFailed(
-                f"deleting from {table} removed {removed:,} rows where {expected[table]:,} "
+                f"deleting from {table} removed {plural(removed, 'row')} where {expected[table]:,} "
                 "were counted; rolled back, nothing was deleted",
                 db.path,
             )
         left = await db.scalar(f"SELECT count(*) FROM {table} WHERE {column} {IN_IDS}", (ids,))
         if left:
             raise DeleteCheckFailed(
-                f"{left:,} rows of {table} were still there after the delete; rolled back",
+                f"{plural(left, 'row')} of {table} still there after the delete; rolled back",
                 db.path,
             )
 
