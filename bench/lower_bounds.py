@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Lower bounds for the two missed targets of issue 7: what no Python + SQLite design can beat.
+
+    python bench/lower_bounds.py bench/data/bench-1000000-s1.sqlite3 [--runs 3]
+
+(with the Python that has zett-sessions installed, as for ``bench/run.py``).
+
+Prints the best of ``--runs`` for each measurement, in one process (no start-up included):
+
+* ``show --json``: fetching the largest session's rows into Python (``SELECT *``), then a
+  writer that does *less* than the real one (the stored columns spliced into one f-string per
+  row, no time, usage or metadata conversion) writing to ``/dev/shm``; and the record text
+  built inside SQLite instead (``printf`` per row). Add the tool's start-up (``show --json`` of
+  a one-message session) and compare with 3× the ``sqlite3`` floor of ``bench/run.py``.
+* ``verify``: the scan query of ``verify/scan.py`` evaluated entirely inside SQLite
+  (``count(*)`` over it: no row reaches Python), and its parts added one at a time to the
+  bare ordered read; ``PRAGMA quick_check``; the floor ``SELECT sum(length(message_json))``.
+  With a perfect split over two cores, (scan + quick_check) / 2 bounds verify's wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable
+from functools import partial
+from json.encoder import encode_basestring
+from pathlib import Path
+from typing import Any
+
+from zett_sessions.schema import Layout
+from zett_sessions.verify import scan
+
+SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
+
+
+def best(runs: int, work: Callable[[], object]) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def _fetch(conn: sqlite3.Connection, sql: str) -> None:
+    conn.execute(sql).fetchall()
+
+
+def layout_of(conn: sqlite3.Connection) -> Layout:
+    tables = ("raw_messages", "session_snapshots", "agent_sessions")
+    columns = {t: frozenset(r[1] for r in conn.execute(f"PRAGMA table_info({t})")) for t in tables}
+    return Layout("E", columns)
+
+
+def show_bounds(conn: sqlite3.Connection, runs: int) -> None:
+    session_id, count = conn.execute(
+        "SELECT session_id, count(*) AS n FROM raw_messages GROUP BY session_id "
+        "ORDER BY n DESC LIMIT 1"
+    ).fetchone()
+    select = "SELECT * FROM raw_messages WHERE session_id = ? ORDER BY sequence"
+    rows: list[tuple[Any, ...]] = []
+
+    def fetch() -> None:
+        rows[:] = conn.execute(select, (session_id,)).fetchall()
+
+    def splice() -> None:
+        with open(SCRATCH / "zs-lower-bound.json", "w") as out:
+            block = []
+            for r in rows:
+                block.append(
+                    f'{{"id": "{r[0]}", "session_id": "{r[1]}", "request_id": "{r[2]}", '
+                    f'"sequence": {r[3]}, "role": "x", "kind": 3, '
+                    f'"content": {encode_basestring(r[5])}, "tool_name": null, '
+                    f'"message": {r[7][1:-1]}, "metadata": {r[8]}, "tags": {r[9]}, '
+                    f'"timing": {r[10]}, "usage": null, "created_at": "{r[24]}", '
+                    f'"updated_at": "{r[25]}", "defects": []}}'
+                )
+                if len(block) == 256:
+                    out.write(",\n    ".join(block))
+                    block.clear()
+            out.write(",\n    ".join(block))
+
+    in_sql = (
+        'SELECT printf(\'{"id": %s, "session_id": %s, "request_id": %s, "sequence": %d, '
+        '"content": %s, "message": %s, "metadata": %s, "tags": %s, '
+        '"created_at": %s, "updated_at": %s}\', '
+        "json_quote(id), json_quote(session_id), json_quote(request_id), sequence, "
+        "json_quote(content), substr(message_json, 2, length(message_json) - 2), "
+        "metadata_json, tags_json, "
+        "'\"' || substr(created_at, 1, 10) || 'T' || substr(created_at, 12) || 'Z\"', "
+        "'\"' || substr(updated_at, 1, 10) || 'T' || substr(updated_at, 12) || 'Z\"') "
+        "FROM raw_messages WHERE session_id = ? ORDER BY sequence"
+    )
+
+    def built_in_sql() -> None:
+        for _ in conn.execute(in_sql, (session_id,)):
+            pass
+
+    print(f"show --json of {session_id} ({count:,} messages):")
+    print(f"  fetch the rows into Python        {best(runs, fetch) * 1000:7.0f} ms")
+    print(f"  splice-only writer (a lower bound) {best(runs, splice) * 1000:6.0f} ms")
+    print(f"  record text built by SQLite       {best(runs, built_in_sql) * 1000:7.0f} ms")
+
+
+def verify_bounds(conn: sqlite3.Connection, runs: int) -> None:
+    layout = layout_of(conn)
+    full = scan.raw_scan_sql(layout)
+    judged = full[full.index("FROM (SELECT k, sid") + 6 : -1]
+    ordered = judged[judged.index("FROM (SELECT rowid") + 6 : judged.rindex(") LIMIT -1 OFFSET 0")]
+    classify = judged[judged.index(" AS rf, ") + 8 : judged.index(" AS cls,")]
+    ids = judged[judged.index(" AS cls, ") + 9 : judged.index(" AS ids FROM")]
+
+    def over_ordered(expression: str) -> str:
+        return f"SELECT count(*), sum({expression} IS NULL) FROM ({ordered})"
+
+    queries = {
+        "the floor: SELECT sum(length(message_json))": (
+            "SELECT sum(length(message_json)) FROM raw_messages"
+        ),
+        "ordered read (session_id, sequence)": f"SELECT count(*), sum(length(m)) FROM ({ordered})",
+        "  + json_valid": over_ordered("json_valid(m)"),
+        "  + row checks (times, timing, usage, metadata, tags)": over_ordered(
+            scan.row_flags_sql(layout)
+        ),
+        "  + kind / projection-role classification": over_ordered(classify),
+        "  + call and result ids": over_ordered(ids),
+        "the whole scan query, inside SQLite": f"SELECT count(*), sum(flags) FROM ({full})",
+        "PRAGMA quick_check": "PRAGMA quick_check",
+    }
+    print("verify (one thread, no row handed to Python):")
+    for label, sql in queries.items():
+        seconds = best(runs, partial(_fetch, conn, sql))
+        print(f"  {label:<55} {seconds:6.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("database", type=Path)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("show", "verify"))
+    args = parser.parse_args()
+    uri = f"file:{args.database}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+        if args.only in (None, "show"):
+            show_bounds(conn, args.runs)
+        if args.only in (None, "verify"):
+            verify_bounds(conn, args.runs)
+
+
+if __name__ == "__main__":
+    main()
