@@ -37,6 +37,7 @@ from zett_sessions.codec import (
     decode_checkpoint,
     decode_envelope,
     decode_json_object,
+    encode_as_stored,
     encode_json_object,
     encode_message,
     tool_name_column,
@@ -68,13 +69,15 @@ def test_every_sample_row_re_encodes_to_the_identical_text(
     for text, content, tool_name in raw:
         message = decode_envelope(text)
         assert isinstance(message, Message), message
-        assert encode_message(message) == text
+        assert encode_as_stored(message) == text
+        if sample == "newest":  # today's rows: what zett-agent writes now, key for key
+            assert encode_message(message) == text
         assert content_column(message) == content
         assert tool_name_column(message) == tool_name
     for text in snapshots:
         checkpoint = decode_checkpoint(text)
         assert isinstance(checkpoint, CompactedMessage), checkpoint
-        assert encode_message(checkpoint) == text
+        assert encode_as_stored(checkpoint) == text
 
 
 def test_sample_metadata_text_is_what_encode_json_object_writes(fixture_db: FixtureDb) -> None:
@@ -329,7 +332,7 @@ def test_a_snapshot_holding_a_non_checkpoint_is_undecodable() -> None:
     assert (checkpoint.raw, checkpoint.kind) == (text, 2)
 
 
-def test_older_envelopes_decode_with_defaults_and_re_encode_unchanged() -> None:
+def test_older_envelopes_decode_with_defaults_show_as_stored_and_write_as_newest() -> None:
     legacy = (
         '[{"kind": 3, "data": {"content": "x", "reasoning": null, "tool_calls": [], '
         '"provider": "openai", "replay_blocks": []}}]'
@@ -337,15 +340,34 @@ def test_older_envelopes_decode_with_defaults_and_re_encode_unchanged() -> None:
     message = decode_envelope(legacy)
     assert isinstance(message, AssistantMessage)
     assert (message.model, message.persist, message.include_in_messages) == (None, True, True)
-    assert encode_message(message) == legacy
+    assert encode_as_stored(message) == legacy
+    assert encode_message(message) == (
+        '[{"kind": 3, "data": {"attributes": {}, "persist": true, "include_in_messages": true, '
+        '"content": "x", "reasoning": null, "tool_calls": [], "provider": "openai", '
+        '"model": null, "replay_blocks": []}}]'
+    )
 
 
-def test_unknown_keys_survive_decoding_and_re_encoding_in_place() -> None:
+def test_unknown_keys_survive_decoding_shown_in_place_and_written_after_the_fields() -> None:
     future = '[{"kind": 2, "data": {"content": "x", "new_key": [1, 2], "attributes": {}}}]'
     message = decode_envelope(future)
     assert isinstance(message, UserMessage)
     assert message.model_extra == {"new_key": [1, 2]}
-    assert encode_message(message) == future
+    assert encode_as_stored(message) == future
+    assert encode_message(message) == (
+        '[{"kind": 2, "data": {"attributes": {}, "persist": true, "include_in_messages": true, '
+        '"content": "x", "new_key": [1, 2]}}]'
+    )
+
+
+def test_an_edited_copy_of_an_old_envelope_keeps_its_edits_when_shown_or_written() -> None:
+    message = decode_envelope('[{"kind": 3, "data": {"content": "x", "tool_calls": []}}]')
+    assert isinstance(message, AssistantMessage)
+    edited = message.model_copy(update={"model": "m-1", "include_in_messages": False})
+    for text in (encode_as_stored(edited), encode_message(edited)):
+        data = json.loads(text)[0]["data"]
+        assert (data["model"], data["include_in_messages"]) == ("m-1", False)
+    assert encode_as_stored(message.model_copy()) == encode_as_stored(message)
 
 
 # --- property: whatever the codec writes, it reads back and rewrites identically ----------

@@ -1028,6 +1028,36 @@ def test_the_spec_checker_catches_drift(tmp_path: Path, statement: str, finding:
     assert any(finding in text for text in findings), findings
 
 
+def test_legacy_messages_copied_to_a_new_file_are_written_as_zett_agent_writes_today(
+    fixture_db: FixtureDb, tmp_path: Path
+) -> None:
+    view = load_all(fixture_db("legacy"), {"tools": IDS["legacy"]["tools"]})["tools"]
+    target = tmp_path / "copy.sqlite3"
+    edited_sequence = next(r.sequence for r in view.tail if r.kind == 3)
+
+    async def copy(s: SQLiteSessionStorage) -> list[Any]:
+        for record in view.tail:
+            message = record.message
+            assert isinstance(message, Message)
+            if record.sequence == edited_sequence:
+                message = message.model_copy(update={"model": "m-1", "include_in_messages": False})
+            await s.append("copy", "r", message)
+        return list((await s.load("copy")).tail)
+
+    tail = with_storage(target, copy)
+    conn = sqlite3.connect(target)
+    try:
+        stored = [text for (text,) in conn.execute("SELECT message_json FROM raw_messages")]
+    finally:
+        conn.close()
+    assert len(stored) == len(view.tail)
+    for text in stored:  # every row carries the newest era's keys, in zett-agent's order
+        data = json.loads(text)[0]["data"]
+        assert list(data)[:3] == ["attributes", "persist", "include_in_messages"]
+    edited = tail[[r.sequence for r in view.tail].index(edited_sequence)].message
+    assert (edited.model, edited.include_in_messages) == ("m-1", False)
+
+
 def test_undecodable_rows_in_an_old_file_never_fail_a_listing_or_load(tmp_path: Path) -> None:
     path = build_layout(tmp_path / "broken.sqlite3", "C")
     conn = sqlite3.connect(path)

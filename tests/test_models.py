@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pydantic
@@ -31,6 +32,7 @@ from zett_sessions import (
     UserMessage,
 )
 from zett_sessions.codec import decode_envelope, encode_message
+from zett_sessions.models import WIRE_CONTEXT
 
 MOMENT = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
 
@@ -230,8 +232,25 @@ def test_a_decoded_message_equals_the_message_that_was_written() -> None:
     assert decoded != AssistantMessage(content="ok")
 
 
+@pytest.mark.parametrize(
+    ("build", "name"),
+    [
+        (lambda: UserMessage(content="hi", include_in_message=False), "include_in_message"),
+        (lambda: AssistantMessage(content="", usage={"input_tokens": 1}), "usage"),
+        (lambda: ToolCall(id="c", name="t", argument={}), "argument"),
+    ],
+)
+def test_keyword_construction_refuses_unknown_fields_like_zett_agents_dataclasses(
+    build: Callable[[], object], name: str
+) -> None:
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{name}'"):
+        build()
+
+
 def test_unknown_keys_are_kept_as_extras() -> None:
-    message = UserMessage.model_validate({"content": "x", "future_field": {"a": 1}})
+    message = UserMessage.model_validate(
+        {"content": "x", "future_field": {"a": 1}}, context=WIRE_CONTEXT
+    )
     assert message.model_extra == {"future_field": {"a": 1}}
     assert message != UserMessage(content="x")
 

@@ -1,10 +1,11 @@
 """The exact text zett-agent stores in ``message_json``, ``metadata_json`` and ``tags_json``.
 
 Envelope: ``json.dumps([{"kind": k, "data": data}], ensure_ascii=False, allow_nan=False)`` with
-default separators; ``data`` keys in dataclass field order (or the order a decoded envelope had);
-every ``bytes`` value becomes ``{"__kcs_bytes__": "<base64>"}``.  Metadata and tags are JSON
-objects encoded with ``sort_keys=True``.  Decoding never raises: a broken row becomes an
-``UndecodableMessage`` carrying the raw text and the reason.
+default separators; ``data`` keys in dataclass field order, the newest era's full set, as
+zett-agent writes them (``encode_as_stored`` instead keeps the keys a decoded envelope had, to
+show it exactly); every ``bytes`` value becomes ``{"__kcs_bytes__": "<base64>"}``.  Metadata and
+tags are JSON objects encoded with ``sort_keys=True``.  Decoding never raises: a broken row
+becomes an ``UndecodableMessage`` carrying the raw text and the reason.
 """
 
 from __future__ import annotations
@@ -40,22 +41,27 @@ class _BadBytes(ValueError):
 # --- encoding ----------------------------------------------------------------------------
 
 
-def to_wire(value: Any) -> Any:
-    """Turn a model value into plain JSON data exactly as zett-agent's ``asdict`` does."""
+def to_wire(value: Any, *, as_stored: bool = True) -> Any:
+    """Turn a model value into plain JSON data as zett-agent's ``asdict`` does.
+
+    ``as_stored``: a decoded model keeps the keys its envelope had (to show it as stored);
+    otherwise every model gets the newest era's full key set (to write it).
+    """
     if isinstance(value, WireModel):
         extras = value.model_extra or {}
+        keys = value.wire_keys if as_stored else value.newest_keys
         return {
-            key: to_wire(extras[key] if key in extras else getattr(value, key))
-            for key in value.wire_keys
+            key: to_wire(extras[key] if key in extras else getattr(value, key), as_stored=as_stored)
+            for key in keys
         }
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, bytes | bytearray):
         return {BYTES_MARKER: base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, dict):
-        return {_wire_key(key): to_wire(item) for key, item in value.items()}
+        return {_wire_key(key): to_wire(item, as_stored=as_stored) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [to_wire(item) for item in value]
+        return [to_wire(item, as_stored=as_stored) for item in value]
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -72,8 +78,22 @@ def _wire_key(key: object) -> str:
 
 
 def encode_message(message: Message) -> str:
-    """The ``message_json`` text of one message (a one-element envelope array)."""
-    envelope = [{"kind": int(message.kind), "data": to_wire(message)}]
+    """The ``message_json`` text zett-agent writes for ``message`` (a one-element envelope).
+
+    Always the newest key set: a message decoded from an older era's row is written as today's
+    zett-agent would write it, and no edited field is left out.
+    """
+    return _envelope(message, as_stored=False)
+
+
+def encode_as_stored(message: Message) -> str:
+    """The envelope text of a decoded message with the keys its row had (the stored text again,
+    byte for byte, for every era); for a constructed message the same as ``encode_message``."""
+    return _envelope(message, as_stored=True)
+
+
+def _envelope(message: Message, *, as_stored: bool) -> str:
+    envelope = [{"kind": int(message.kind), "data": to_wire(message, as_stored=as_stored)}]
     return json.dumps(envelope, ensure_ascii=False, allow_nan=False)
 
 

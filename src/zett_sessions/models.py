@@ -12,16 +12,21 @@ on resume is ``SessionView.messages``: the latest checkpoint followed by the raw
 boundary, minus messages with ``include_in_messages = false`` (logged system prompts).
 
 Decoding is lenient: unknown keys are kept (``extra="allow"``) and the keys a stored envelope
-actually carried are remembered, so re-encoding a decoded message reproduces its text byte for
-byte, whatever era wrote it.  A row that cannot be decoded at all becomes an
+actually carried are remembered, so a decoded message can be shown exactly as stored, whatever
+era wrote it (``codec.encode_as_stored``).  Writing always uses the newest key set
+(``codec.encode_message``), as zett-agent does.  Building a message by keyword (or
+``model_validate`` without the codec's context) is strict, like zett-agent's dataclasses: an
+unknown keyword (a typo such as ``include_in_message``) raises ``TypeError`` instead of being
+stored.  A row that cannot be decoded at all becomes an
 ``UndecodableMessage`` that carries the raw text and the reason.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
@@ -70,10 +75,23 @@ class WireModel(BaseModel):
     def _remember_wire_keys(
         cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
     ) -> Any:
+        wire = bool(info.context and info.context.get("wire"))
+        if isinstance(data, dict) and not wire:  # by keyword: strict, like zett-agent's dataclasses
+            for key in data:
+                if key not in cls.model_fields:
+                    raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {key!r}")
         instance = handler(data)
-        if isinstance(data, dict) and info.context and info.context.get("wire"):
+        if isinstance(data, dict) and wire:
             instance._wire_keys = tuple(data)
         return instance
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with ``update`` it no longer claims the stored key set (an edited field that
+        the stored envelope lacked would otherwise vanish when the copy is shown)."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy._wire_keys = None
+        return copy
 
     def __eq__(self, other: object) -> bool:
         """Equal values are equal messages: the remembered key order of a decoded envelope is
@@ -88,9 +106,15 @@ class WireModel(BaseModel):
 
     @property
     def wire_keys(self) -> tuple[str, ...]:
-        """Keys to emit, in order: those decoded from disk, else every field then extras."""
+        """Keys to show, in order: those decoded from disk, else ``newest_keys``."""
         if self._wire_keys is not None:
             return self._wire_keys
+        return self.newest_keys
+
+    @property
+    def newest_keys(self) -> tuple[str, ...]:
+        """Keys zett-agent writes today: every field in declaration order, then any unknown
+        keys a decoded envelope carried (data from a newer writer is kept, not dropped)."""
         return (*type(self).model_fields, *(self.model_extra or {}))
 
 
