@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from support import execute_sql
 from zett_sessions import (
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
+    DamagedHistory,
     InvalidBoundary,
     Message,
     SessionPersistence,
@@ -178,6 +181,37 @@ def test_message_with_persist_false_is_not_stored_but_stays_in_context(db_path: 
     assert [m.text for m in context] == ["kept", "x"]
     assert positions == [1, None]
     assert count == 1
+
+
+@pytest.mark.parametrize(
+    ("table", "where", "damage"),
+    [
+        ("session_snapshots", "version = 1", "snapshot v1 cannot be decoded (snapshot holds a"),
+        ("raw_messages", "sequence = 4", "sequence 4 cannot be decoded (broken JSON"),
+    ],
+)
+def test_start_refuses_to_restore_a_context_from_undecodable_history(
+    db_path: Path, table: str, where: str, damage: str
+) -> None:
+    async def write() -> None:
+        async with SQLiteSessionStorage(db_path) as storage:
+            for text in ("m1", "m2", "m3", "m4"):
+                await storage.append("s", "r", UserMessage(content=text))
+            await storage.snapshot("s", CompactedMessage(content="sum"), 3, expected_version=0)
+
+    asyncio.run(write())
+    payload = '[{"kind": 2, "data": {"content": "x"}}]' if table == "session_snapshots" else "{"
+    execute_sql(db_path, f"UPDATE {table} SET message_json = ? WHERE {where}", params=(payload,))
+
+    async def start() -> None:
+        async with SQLiteSessionStorage(db_path) as storage:
+            view = await storage.load("s")  # reading stays lenient
+            assert len(view.tail) == 1
+            with pytest.raises(DamagedHistory, match=re.escape(damage)) as caught:
+                await SessionPersistence(storage).start("s")
+            assert isinstance(caught.value, ValueError)  # what zett-agent's load raises
+
+    asyncio.run(start())
 
 
 # --- compaction through the lifecycle helper ----------------------------------------------

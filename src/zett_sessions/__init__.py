@@ -31,7 +31,8 @@ for _name in (
 for _name in (
     "ZettSessionsError DatabaseError DatabaseNotFound NotASessionDatabase DatabaseUnreadable "
     "DatabaseLocked DatabaseReadOnly UnsupportedLayout SessionNotFound AmbiguousSessionId "
-    "SessionExists SnapshotConflict InvalidBoundary ValidationError UnsupportedValue"
+    "SessionExists SnapshotConflict InvalidBoundary ValidationError UnsupportedValue "
+    "DamagedHistory"
 ).split():
     _EXPORTS[_name] = "errors"
 
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from .database import Database
     from .errors import (
         AmbiguousSessionId,
+        DamagedHistory,
         DatabaseError,
         DatabaseLocked,
         DatabaseNotFound,

@@ -105,6 +105,15 @@ class InvalidBoundary(ZettSessionsError):
     """A snapshot boundary is outside the raw log or does not advance past the previous one."""
 
 
+class DamagedHistory(ZettSessionsError, ValueError):
+    """A session's snapshot or raw rows cannot be decoded, so its context cannot be restored.
+
+    Reading stays lenient (``load`` shows such rows as ``UndecodableMessage``); restoring a
+    model context from them would silently drop history, so ``SessionPersistence.start``
+    refuses, as zett-agent's ``load`` does (it raises ``ValueError``).
+    """
+
+
 class ValidationError(ZettSessionsError, ValueError):
     """An argument breaks a rule of the format (title length, negative limit, …).
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ValidationError
+from .errors import DamagedHistory, ValidationError
 from .ids import new_uuid7
 from .models import (
     CHECKPOINT_PREFIX,
@@ -28,6 +28,7 @@ from .models import (
     RawMessageRecord,
     SessionView,
     SystemMessage,
+    UndecodableMessage,
 )
 from .projection import Projection, project
 from .storage import SessionStorage
@@ -52,6 +53,21 @@ def _record_message(record: RawMessageRecord) -> Any:
     return record.message
 
 
+def _damage(view: SessionView, shown: int = 3) -> str:
+    """What in ``view`` cannot be decoded, as one line ("" when nothing)."""
+    problems = []
+    if view.snapshot is not None and isinstance(view.snapshot.message, UndecodableMessage):
+        reason = view.snapshot.message.reason
+        problems.append(f"snapshot v{view.snapshot.version} cannot be decoded ({reason})")
+    broken = [r for r in view.tail if isinstance(r.message, UndecodableMessage)]
+    for record in broken[:shown]:
+        assert isinstance(record.message, UndecodableMessage)
+        problems.append(f"sequence {record.sequence} cannot be decoded ({record.message.reason})")
+    if len(broken) > shown:
+        problems.append(f"and {len(broken) - shown} more rows")
+    return "; ".join(problems)
+
+
 class SessionPersistence:
     """Drive requests through a storage: ``start`` → ``record``… → ``compact``? → ``finish``."""
 
@@ -68,10 +84,17 @@ class SessionPersistence:
         metadata: dict[str, Any] | None = None,
         tags: dict[str, Any] | None = None,
     ) -> RequestContext:
-        """Load the session and restore its provider-safe context."""
+        """Load the session and restore its provider-safe context.
+
+        Raises ``DamagedHistory`` when the snapshot or a raw row cannot be decoded: the
+        restored context would silently lack that history.
+        """
         session_id = session_id or new_uuid7()
         request_id = request_id or new_uuid7()
         view: SessionView = await self.storage.load(session_id)
+        damage = _damage(view)
+        if damage:
+            raise DamagedHistory(f"session {session_id!r} cannot be restored: {damage}")
         request = RequestContext(
             session_id=session_id,
             request_id=request_id,
