@@ -6,6 +6,7 @@ import asyncio
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -651,6 +652,81 @@ def test_connections_creating_the_same_new_file_together_all_succeed(db: Path) -
     assert query(db, "PRAGMA journal_mode") == [("wal",)]
     tables = query(db, "SELECT name, sql FROM sqlite_master WHERE type = 'table'")
     assert dict(tables) == TABLES
+
+
+@pytest.mark.parametrize("write", ["append", "snapshot", "create"])
+def test_a_write_restores_indexes_a_newest_file_lost_as_zett_agent_does(
+    db: Path, write: str
+) -> None:
+    async def seed(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="one"))
+
+    with_storage(db, seed)
+    lost = ("ux_raw_session_sequence", "ix_agent_sessions_activity")
+    conn = sqlite3.connect(db)
+    try:
+        for name in lost:
+            conn.execute(f"DROP INDEX {name}")
+        conn.commit()
+    finally:
+        conn.close()
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        if write == "append":
+            await s.append("s", "r", UserMessage(content="two"))
+        elif write == "snapshot":
+            await s.snapshot("s", CompactedMessage(content="sum"), 1, expected_version=0)
+        else:
+            await s.create_session(session_id="new")
+
+    with_storage(db, body)
+    conn = sqlite3.connect(db)
+    try:
+        present = {r[0]: r[1] for r in conn.execute("SELECT name, sql FROM sqlite_master")}
+    finally:
+        conn.close()
+    for name in lost:
+        assert present[name] == INDEXES[name]
+
+
+def test_reading_never_restores_a_lost_index(db: Path) -> None:
+    async def seed(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="one"))
+
+    with_storage(db, seed)
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("DROP INDEX ix_agent_sessions_activity")
+        conn.commit()
+    finally:
+        conn.close()
+    before = digest(db)
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        await s.load("s")
+        await s.list_sessions()
+
+    with_storage(db, body)
+    assert digest(db) == before
+
+
+def test_sync_gives_blocking_methods_and_closes_its_thread(db: Path) -> None:
+    threads = threading.active_count()
+    with SQLiteSessionStorage(db).sync() as storage:
+        assert storage.append("s", "r", UserMessage(content="one")) == 1
+        assert storage.append("s", "r", UserMessage(content="two")) == 2
+        assert [m.text for m in storage.load("s").messages] == ["one", "two"]
+        assert storage.count_messages("s") == 2
+        assert storage.path == str(db)  # plain attributes pass through
+
+        async def inside_a_running_loop() -> int:
+            return int(storage.count_messages("s"))
+
+        assert asyncio.run(inside_a_running_loop()) == 2
+    assert threading.active_count() == threads
+    with pytest.raises(RuntimeError, match="closed"):
+        storage.count_messages("s")
+    storage.close()  # idempotent
 
 
 def test_reopening_keeps_an_existing_rollback_journal_file_as_it_is(fixture_db: FixtureDb) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .codec import content_column, encode_json_object, encode_message, tool_name_column
 from .database import MEMORY, Database
@@ -44,6 +44,9 @@ from .rows import (
 )
 from .schema import AGENT_NAME_MAX, TITLE_MAX
 from .timeutil import format_db_time, parse_db_time, utc_now
+
+if TYPE_CHECKING:
+    from .blocking import BlockingStorage
 
 
 def check_label(value: str | None, what: str, limit: int, *, strip: bool) -> str | None:
@@ -98,6 +101,12 @@ class SQLiteSessionStorage:
     def path(self) -> str:
         return self.database.path
 
+    def sync(self) -> BlockingStorage:
+        """This storage with blocking methods, for synchronous code (zett-agent's ``.sync()``)."""
+        from .blocking import BlockingStorage
+
+        return BlockingStorage(self)
+
     async def __aenter__(self) -> SQLiteSessionStorage:
         await self.database.open()
         return self
@@ -116,6 +125,19 @@ class SQLiteSessionStorage:
 
     async def _db(self) -> Database:
         return await self.database.open()
+
+    async def _writer(self, operation: str) -> Database:
+        """The database, ready for a write of the newest row shape.
+
+        Like zett-agent on first use, a newest-layout file that lost some of its indexes gets
+        them back first: the unique ``(session_id, sequence)`` index is what stops two writers
+        from taking the same sequence.
+        """
+        db = await self._db()
+        db.require_layout(operation)
+        if db.layout.missing_indexes:
+            await db.upgrade()
+        return db
 
     async def upgrade(self) -> list[str]:
         """Add the columns, indexes and tables an older layout lacks (one transaction)."""
@@ -186,8 +208,7 @@ class SQLiteSessionStorage:
         tags_json = encode_json_object(tags, "tags")
         message_json = encode_message(message)
 
-        db = await self._db()
-        db.require_layout("append messages")
+        db = await self._writer("append messages")
         async with db.write():
             now = utc_now()
             now_text = format_db_time(now)
@@ -277,8 +298,7 @@ class SQLiteSessionStorage:
         ):
             raise ValidationError("compacted_through_sequence must be an integer")
         message_json = encode_message(compacted_message)
-        db = await self._db()
-        db.require_layout("write snapshots")
+        db = await self._writer("write snapshots")
         async with db.write():
             latest = await db.fetchone(
                 "SELECT version, compacted_through_sequence FROM session_snapshots "
@@ -348,8 +368,7 @@ class SQLiteSessionStorage:
         title = check_label(title, "title", TITLE_MAX, strip=True)
         agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True)
         session_type = check_session_type(session_type)
-        db = await self._db()
-        db.require_layout("create sessions")
+        db = await self._writer("create sessions")
         async with db.write():
             if await db.fetchone("SELECT 1 FROM agent_sessions WHERE id = ?", (new_id,)):
                 raise SessionExists(f"Session already exists: {new_id}")
