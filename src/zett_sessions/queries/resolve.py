@@ -27,6 +27,12 @@ async def session_exists(db: Database, session_id: str) -> bool:
     return False
 
 
+def id_spellings(text: str) -> tuple[str, ...]:
+    """The ids a typed ``text`` may name exactly, in order: as typed, then stripped (ids may
+    begin or end with whitespace, and ``list -q`` writes them exactly)."""
+    return tuple(dict.fromkeys((text, text.strip())))
+
+
 async def resolve_session(db: Database, text: str) -> str:
     """Return the id ``text`` names; raise ``SessionNotFound`` or ``AmbiguousSessionId``.
 
@@ -36,7 +42,7 @@ async def resolve_session(db: Database, text: str) -> str:
     wanted = text.strip()
     if not wanted:
         raise SessionNotFound(text)
-    for exact in dict.fromkeys((text, wanted)):  # ids may begin or end with whitespace
+    for exact in id_spellings(text):
         if await session_exists(db, exact):
             return exact
     upper = prefix_upper_bound(wanted)

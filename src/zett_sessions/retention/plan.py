@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from ..database import Database
 from ..errors import SessionNotFound, UsageError
-from ..queries.resolve import resolve_session
+from ..queries.resolve import id_spellings, resolve_session
 from ..queries.sessions import SessionFilter, iter_sessions
 from ..rows import session_select, text_or_none
 from ..schema import IN_IDS, json_ids
@@ -165,12 +165,11 @@ async def _resolve_ids(
 ) -> tuple[tuple[str, ...], list[SkippedSession]]:
     """Full ids in one query; prefixes and rowless sessions one by one (they are rare).
 
-    A text is tried as typed, then stripped (as ``resolve_session`` does): ids may begin or
-    end with whitespace, and ``list -q`` writes them exactly.
+    A text is tried as typed, then stripped (``id_spellings``, as ``resolve_session`` does).
     """
     exact: set[str] = set()
     if db.layout.has_sessions_table and texts:
-        candidates = list(dict.fromkeys(t for text in texts for t in (text, text.strip())))
+        candidates = list(dict.fromkeys(t for text in texts for t in id_spellings(text)))
         rows = await db.fetchall(
             f"SELECT id FROM agent_sessions WHERE id {IN_IDS}", (json_ids(candidates),)
         )
@@ -178,7 +177,7 @@ async def _resolve_ids(
     resolved: list[str] = []
     missing: list[SkippedSession] = []
     for text in texts:
-        found = next((t for t in (text, text.strip()) if t in exact), None)
+        found = next((t for t in id_spellings(text) if t in exact), None)
         if found is not None:
             resolved.append(found)
             continue
