@@ -410,6 +410,18 @@ def test_archive_to_the_database_itself_is_a_usage_error(db: Path) -> None:
     assert "mid" in ids_in(db)
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_archive_to_a_side_file_of_the_database_is_a_usage_error(db: Path, suffix: str) -> None:
+    side = Path(f"{db}{suffix}")
+    existed = side.exists()
+    before = side.read_bytes() if existed else None
+    r = delete(db, "mid", "--archive-to", str(side), "--yes")
+    assert r.exit_code == 2, r.stdout
+    assert f"is the {suffix[1:]} file of the database being deleted from" in r.stderr
+    assert "mid" in ids_in(db)
+    assert side.exists() == existed and (not existed or side.read_bytes() == before)
+
+
 def test_vacuum_reports_the_size_before_and_after(tmp_path: Path) -> None:
     path = seed_sessions(
         tmp_path / "big.sqlite3",

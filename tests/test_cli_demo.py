@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,17 @@ def test_demo_refuses_a_directory(tmp_path: Path) -> None:
     r = run_cli(["demo", str(tmp_path), "--force"])
     assert r.exit_code == 2
     assert "is a directory" in r.stderr
+
+
+def test_demo_never_replaces_a_device_pipe_or_socket_even_with_force(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    r = run_cli(["demo", str(pipe), "--force"])
+    assert r.exit_code == 2
+    assert r.stdout == "" and r.stderr.count("\n") == 1
+    assert "is not a regular file" in r.stderr
+    assert stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]  # no temporary file left behind
 
 
 def test_demo_json_lists_path_session_ids_and_message_count(tmp_path: Path) -> None:

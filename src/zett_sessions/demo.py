@@ -50,6 +50,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from .errors import ValidationError
 from .ids import new_uuid7
 from .models import (
     AgentMessage,
@@ -567,7 +568,8 @@ def write_demo(
 ) -> DemoResult:
     """Write the demo database to ``path`` (a new file) and describe it.
 
-    Raises ``IsADirectoryError`` when ``path`` is a directory, ``FileExistsError`` when it
+    Raises ``IsADirectoryError`` when ``path`` is a directory, ``ValidationError`` when it is
+    another non-regular file (``/dev/null``: never replaced), ``FileExistsError`` when it
     exists and ``overwrite`` is false, and ``FileNotFoundError`` when its directory does not
     exist (none is created).  The database is
     built in a temporary file beside ``path`` and moved into place only when complete, so a
@@ -578,6 +580,11 @@ def write_demo(
         raise IsADirectoryError(f"{target} is a directory")
     if not target.parent.is_dir():
         raise FileNotFoundError(f"{target.parent} is not an existing directory")
+    if target.exists() and not target.is_file():
+        raise ValidationError(
+            f"{target} is not a regular file (a device, pipe or socket); demo writes or "
+            "replaces only regular files"
+        )
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} already exists")
     temporary = target.with_name(f".{target.name}.{new_uuid7()}.tmp")

@@ -44,13 +44,25 @@ class ArchiveCheckFailed(DatabaseError):
     """The archive's counts after the copy differ from the plan (nothing was deleted)."""
 
 
+# SQLite's side files of a database: writing an archive there destroys it (and the journal).
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+
+
 def check_archive_path(source: str, archive: str) -> Path:
-    """The archive's path; refuses the source database itself."""
+    """The archive's path; refuses the source database itself and its side files."""
     target = Path(archive).expanduser()
-    if target.resolve() == Path(source).resolve() or (
-        target.exists() and Path(source).exists() and target.samefile(source)
-    ):
+    if _same_file(target, Path(source)):
         raise UsageError(f"--archive-to {archive} is the database being deleted from")
+    for suffix in SIDE_FILES:
+        if _same_file(target, Path(source + suffix)):
+            raise UsageError(
+                f"--archive-to {archive} is the {suffix[1:]} file of the database being "
+                "deleted from; name a separate file"
+            )
     if target.is_dir():
         raise UsageError(f"--archive-to {archive} is a directory; name a database file")
     return target
