@@ -90,6 +90,18 @@ def test_nothing_selected_is_a_usage_error_and_never_deletes_everything(db: Path
     assert digest(db) == before
 
 
+@pytest.mark.parametrize("args", [["--title", ""], ["--agent", " "], ["--title", "", "--all"]])
+def test_a_blank_text_filter_is_a_usage_error_not_every_titled_session(
+    db: Path, args: list[str]
+) -> None:
+    before = digest(db)
+    r = delete(db, *args, "--skip-active", "0", "--yes")
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr == f"Error: {args[0]} must not be empty\n"
+    assert digest(db) == before
+
+
 # --- selection ---------------------------------------------------------------------------
 
 

@@ -196,6 +196,24 @@ def test_bad_times_are_usage_errors(tmp_path: Path, args: list[str], message: st
     assert r.stderr.startswith(f"Error: {message}") and r.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--title", ""], 2, "--title must not be empty"),
+        (["--agent", "  "], 2, "--agent must not be empty"),
+        (["--since", ""], 2, "invalid date or duration ''"),
+        (["--children-of", ""], 3, "no session matches ''"),
+    ],
+)
+def test_empty_filter_values_are_errors_not_ignored(
+    tmp_path: Path, args: list[str], code: int, message: str
+) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", *args])
+    assert r.exit_code == code
+    assert r.stdout == ""
+    assert r.stderr.startswith(f"Error: {message}") and r.stderr.count("\n") == 1
+
+
 def test_bad_times_win_over_a_missing_database(tmp_path: Path) -> None:
     r = run_cli(["--db", str(tmp_path / "absent.sqlite3"), "list", "--since", "soon"])
     assert r.exit_code == 2

@@ -21,6 +21,7 @@ from .options import (
     TitleOption,
     TypeOption,
     YesOption,
+    non_blank,
 )
 from .state import app_state, run_with
 
@@ -174,6 +175,7 @@ def delete_command(
     ids, used_stdin = read_ids(sessions or [])
     now = utc_now()
     cutoff = activity_cutoff(before, older_than, now=now)
+    agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
     policy = RetentionPolicy(
         ids=ids if sessions else None,
         filters=SessionFilter(

@@ -19,6 +19,7 @@ from .options import (
     RootsOption,
     TitleOption,
     TypeOption,
+    non_blank,
 )
 from .state import app_state, run_with
 
@@ -97,11 +98,13 @@ def list_command(
     unpaged = show_all or (ids_only and limit is None)
     page_size = None if unpaged else (limit or DEFAULT_LIMIT)
     now = utc_now()
-    after = parse_moment(since, now=now) if since else None  # bad values: exit 2 before opening
+    # bad values: exit 2 before opening
+    after = parse_moment(since, now=now) if since is not None else None
     before = activity_cutoff(until, older_than, now=now)
+    agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
 
     async def work(database: Database) -> SessionPage:
-        parent = await resolve_session(database, children_of) if children_of else None
+        parent = await resolve_session(database, children_of) if children_of is not None else None
         filters = SessionFilter(
             agent=agent,
             types=tuple(session_type or ()),

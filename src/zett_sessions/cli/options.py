@@ -62,3 +62,13 @@ OlderThanOption = Annotated[
         "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
     ),
 ]
+
+
+def non_blank(value: str | None, option: str) -> str | None:
+    """A text filter as given; a blank one is a usage error, not "match every title" (a script
+    that lost its argument must never select everything)."""
+    if value is not None and not value.strip():
+        from ..errors import UsageError
+
+        raise UsageError(f"{option} must not be empty")
+    return value
