@@ -174,7 +174,10 @@ RAW_CASES = [
     ),
     _raw("tags_json", '{"": 1}', frozenset({"blank_tag_key"})),
     *(_raw("sequence", v, SEQUENCE_CODES) for v in (0, -5, 1_000_000, "seven", 2.5, None)),
-    *(_raw("role", v, frozenset({"role_kind_mismatch"})) for v in (99, 0, "assistant", None)),
+    *(
+        _raw("role", v, frozenset({"role_kind_mismatch"}))
+        for v in (99, 0, "assistant", None, b"\xff")
+    ),
     *(_raw("duration_ns", v, frozenset({"impossible_timing"})) for v in (-1, "slow")),
     *(_raw("input_tokens", v, TOKENS) for v in (-7, "many", 2.5)),
     # odd but valid: the commands must show them, verify need not complain
@@ -195,7 +198,8 @@ SNAPSHOT_CASES = [
     ),
     _snap("message_json", envelope(2, {"content": "a user message"}), PAYLOAD),
     _snap("message_json", None, PAYLOAD),
-    *(_snap("compacted_through_sequence", v, BOUNDARY) for v in (0, -3, 999, "six", None)),
+    *(_snap("compacted_through_sequence", v, BOUNDARY) for v in (0, -3, 999, "six", None, b"\x05")),
+    _snap("session_id", b"A\xffB", None),  # its group moves to an id no text can name
     *(_snap("version", v, frozenset({"snapshot_version_gap"})) for v in (0, 7, "two", None)),
     _snap("created_at", "soon", None),
 ]
@@ -203,7 +207,10 @@ SESSION_CASES = [
     # (A number is no damage here: the column's TEXT affinity stores 5 as the title "5".)
     *(_ses("title", v, frozenset({"title_invalid"})) for v in ("", "t" * 201, b"\x00")),
     *(_ses("agent_name", v, frozenset({"agent_name_invalid"})) for v in ("", "a" * 65)),
-    _ses("parent_session_id", "nobody-has-this-id", frozenset({"parent_missing"})),
+    *(
+        _ses("parent_session_id", v, frozenset({"parent_missing"}))
+        for v in ("nobody-has-this-id", b"A\xffB")
+    ),
     _ses("updated_at", "2000-01-01 00:00:00.000000", EARLY),
     *(_ses("session_type", v, None) for v in (-1, "standard", 2.5, None, 2**63 - 1)),
     *(_ses(c, v, None) for c in ("created_at", "updated_at") for v in ("", None, 7)),
@@ -432,3 +439,27 @@ def test_blob_labels_of_related_sessions_and_infinite_token_totals_are_shown(
     r = run_cli(["--db", db, "info", "--tokens"])
     assert r.exit_code == 0, r.stderr
     assert f"{clean['output_tokens']:,} total: 0 in" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE session_snapshots SET session_id = CAST(x'41ff42' AS TEXT) WHERE version = 1",
+        "UPDATE session_snapshots SET session_id = x'41ff42' WHERE version = 1",
+    ],
+)
+def test_snapshots_filed_under_an_id_no_text_can_name_are_counted_not_fatal(
+    tmp_path: Path, statement: str
+) -> None:
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    execute_sql(demo.path, statement)
+    db = str(demo.path)
+    r = run_cli(["--db", db, "snapshot-info", "--all"])
+    assert r.exit_code == 0, r.stderr
+    assert "internal error" not in r.stderr
+    assert "Warning: 1 group of snapshots filed under a session id that is not UTF-8" in r.stderr
+    assert demo.sessions["compacted"][:13] in r.stdout  # version 2 still listed
+    for command in (["verify", "--json"], ["list", "--problems", "--json"]):
+        r = run_cli(["--db", db, *command])
+        assert r.exit_code in (0, 4) and "internal error" not in r.stderr, r.stderr
+        json.loads(r.stdout)

@@ -47,14 +47,20 @@ def snapshot_info_command(
     from ..errors import UsageError
     from ..queries.resolve import resolve_session
     from ..queries.snapshots import compacted_sessions, session_snapshots
+    from ..values import plural
 
     if show_all == (session is not None):
         raise UsageError("give a SESSION or --all (not both)")
     state = app_state(ctx)
     out = state.output()
     if session is None:
-        sessions = run_with(state.reader(db), compacted_sessions)
-        _print_all(out, sessions, json_output, full=full, full_ids=full_ids)
+        overview = run_with(state.reader(db), compacted_sessions)
+        _print_all(out, overview.sessions, json_output, full=full, full_ids=full_ids)
+        if overview.unaddressable:
+            out.warn(
+                f"{plural(overview.unaddressable, 'group')} of snapshots filed under a session "
+                "id that is not UTF-8 text cannot be shown; `zett-sessions verify` reports them"
+            )
         return
     wanted = session
 

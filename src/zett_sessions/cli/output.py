@@ -45,9 +45,16 @@ if set(STRIP_CONTROL_CODES) == set(_STRIP):  # only while rich strips exactly th
 
 def dumps(document: Any, *, indent: int | None = 2) -> str:
     """JSON with raw UTF-8 text, but every terminal-active character escaped as ``\\uXXXX``."""
-    return json.dumps(document, ensure_ascii=False, indent=indent, allow_nan=False).translate(
-        JSON_UNSAFE
-    )
+    return json.dumps(
+        document, ensure_ascii=False, indent=indent, allow_nan=False, default=_blob_text
+    ).translate(JSON_UNSAFE)
+
+
+def _blob_text(value: object) -> str:
+    """A BLOB that a damaged row holds where text or a number belongs, as its SQL literal."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"x'{bytes(value).hex()}'"
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 class _Console(Console):
@@ -105,14 +112,18 @@ class Output:
     # rather than by every caller: sanitized and on one line (an id holding "\nError: …" must
     # not fake a line of its own), as ``errors.fail`` does for errors.
 
+    # soft_wrap: one message stays one line however long (a terminal wraps it for the eye;
+    # a log or a grep gets it whole).
     def warn(self, message: str) -> None:
-        self.err.print(Text("Warning: ", style="bold yellow") + Text(single_line(message)))
+        self.err.print(
+            Text("Warning: ", style="bold yellow") + Text(single_line(message)), soft_wrap=True
+        )
 
     def hint(self, message: str) -> None:
-        self.err.print(Text(single_line(message), style="dim"))
+        self.err.print(Text(single_line(message), style="dim"), soft_wrap=True)
 
     def note(self, message: str) -> None:
-        self.err.print(Text(single_line(message)))
+        self.err.print(Text(single_line(message)), soft_wrap=True)
 
     # --- paging ----------------------------------------------------------------------------
 

@@ -192,27 +192,46 @@ async def session_snapshots(db: Database, session_id: str) -> list[SnapshotRepor
         return await _reports(db, session_id)
 
 
-async def compacted_sessions(db: Database) -> list[CompactedSession]:
-    """Every session with at least one snapshot, most recently active first."""
+class SnapshotOverview(BaseModel):
+    """``snapshot-info --all``: the compacted sessions, and how many could not be looked up."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sessions: list[CompactedSession]
+    unaddressable: int = 0  # snapshot groups filed under an id that is not UTF-8 text
+
+
+async def compacted_sessions(db: Database) -> SnapshotOverview:
+    """Every session with at least one snapshot, most recently active first.
+
+    A damaged file may file snapshots under a BLOB or a non-UTF-8 session id: such an id does
+    not survive decoding, so its snapshots cannot be looked up by it; they are counted in
+    ``unaddressable`` (``verify`` reports them) instead of failing the listing.
+    """
     if db.layout.has_sessions_table:
         sql = (
-            "SELECT s.session_id, max(coalesce(a.updated_at, s.created_at)) AS active "
+            "SELECT s.session_id, typeof(s.session_id) = 'text' AS is_text, "
+            "max(coalesce(a.updated_at, s.created_at)) AS active "
             "FROM session_snapshots s LEFT JOIN agent_sessions a ON a.id = s.session_id "
             "GROUP BY s.session_id ORDER BY active DESC, s.session_id DESC"
         )
     else:
         sql = (
-            "SELECT session_id, max(created_at) AS active FROM session_snapshots "
-            "GROUP BY session_id ORDER BY active DESC, session_id DESC"
+            "SELECT session_id, typeof(session_id) = 'text' AS is_text, max(created_at) AS active "
+            "FROM session_snapshots GROUP BY session_id ORDER BY active DESC, session_id DESC"
         )
     result = []
+    unaddressable = 0
     async with db.read():
         for row in await db.fetchall(sql):
-            session_id = str(row[0])
-            reports = await _reports(db, session_id)
+            session_id = row[0]
+            reports = await _reports(db, session_id) if row["is_text"] else []
+            if not reports:  # "\ufffd" stands for bytes the lookup cannot name
+                unaddressable += 1
+                continue
             result.append(
                 CompactedSession(
                     session_id=session_id, title=reports[0].session_title, reports=reports
                 )
             )
-    return result
+    return SnapshotOverview(sessions=result, unaddressable=unaddressable)

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..values import text_or_none
 from .codes import CODES, Severity
 
 SCHEMA_VERSION = 1
+
+# A session id as text even when a damaged row holds a BLOB (shown with U+FFFD for bad bytes).
+SessionIdText = Annotated[str, BeforeValidator(text_or_none)]
 
 
 def as_sequence(value: object) -> int | None:
@@ -31,7 +35,7 @@ class Finding(BaseModel):
 
     code: str
     severity: Severity
-    session_id: str | None = None
+    session_id: SessionIdText | None = None
     sequence: int | None = None
     message: str
     details: dict[str, Any] = Field(default_factory=dict)
@@ -111,7 +115,7 @@ class CrashSummary(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    session_id: str
+    session_id: SessionIdText
     title: str | None = None
     agent_name: str | None = None
     messages: int = 0

@@ -112,6 +112,18 @@ class _Peek:
         return taken
 
 
+def sql_order(value: Any) -> tuple[int, Any]:
+    """SQLite's ``ORDER BY`` of mixed types (NULL, numbers, TEXT, BLOB), for merging streams
+    it sorted: a damaged file may hold a BLOB session id beside text ones."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, int | float):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value.encode("utf-8", "surrogatepass"))
+    return (3, bytes(value))
+
+
 class _RangeChecker:
     """Checks every session of one range on one connection, synchronously."""
 
@@ -191,11 +203,12 @@ class _RangeChecker:
             candidates = [
                 value
                 for value in (self.sessions.next_id, self.snapshots.next_id)
-                if value is not None and (session_id is None or value < session_id)
+                if value is not None
+                and (session_id is None or sql_order(value) < sql_order(session_id))
             ]
             if not candidates:
                 return
-            current = min(candidates)
+            current = min(candidates, key=sql_order)
             row = self._take_session(current)
             self._judge(current, row, self.snapshots.take(current), None)
 
