@@ -463,3 +463,37 @@ def test_snapshots_filed_under_an_id_no_text_can_name_are_counted_not_fatal(
         r = run_cli(["--db", db, *command])
         assert r.exit_code in (0, 4) and "internal error" not in r.stderr, r.stderr
         json.loads(r.stdout)
+
+
+def test_a_session_id_that_is_not_utf8_is_refused_by_name_and_left_alone_by_delete(
+    tmp_path: Path,
+) -> None:
+    """Listed with U+FFFD for its bad bytes, such an id cannot be looked up by any text: show
+    says so (exit 3) instead of an empty session, and delete leaves it alone as
+    ``unaddressable`` instead of reporting it deleted by someone else."""
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    plain = demo.sessions["plain"]
+    execute_sql(
+        demo.path,
+        "UPDATE agent_sessions SET id = CAST(x'41ff42' AS TEXT) WHERE id = ?",
+        "UPDATE raw_messages SET session_id = CAST(x'41ff42' AS TEXT) WHERE session_id = ?",
+        params=(plain,),
+    )
+    db = str(demo.path)
+    listed = json.loads(run_cli(["--db", db, "list", "--json"]).stdout)
+    assert "A\ufffdB" in [s["id"] for s in listed]
+    for command in (["show", "A"], ["delete", "A", "--yes", "--skip-active", "0"]):
+        r = run_cli(["--db", db, *command])
+        assert r.exit_code == 3, r.stderr
+        assert r.stderr.count("\n") == 1
+        assert "is not valid UTF-8 text and cannot be addressed" in r.stderr
+    r = run_cli(["--db", db, "delete", "--all", "--skip-active", "0", "--yes", "--json"])
+    assert r.exit_code == 0, r.stderr
+    skipped = {s["id"]: s["reason"] for s in json.loads(r.stdout)["plan"]["skipped"]}
+    assert skipped["A\ufffdB"] == "unaddressable"
+    conn = sqlite3.connect(demo.path)
+    try:
+        left = conn.execute("SELECT count(*) FROM raw_messages").fetchone()[0]
+    finally:
+        conn.close()
+    assert left == 3  # the unaddressable session's rows, untouched

@@ -83,6 +83,19 @@ class SessionNotFound(ZettSessionsError):
         self.session_id = session_id
 
 
+class UnaddressableSession(SessionNotFound):
+    """A damaged session id that is not UTF-8 text: it can be listed (with U+FFFD for the bad
+    bytes) but no text names it, so it cannot be shown, renamed or deleted by id."""
+
+    def __init__(self, session_id: str) -> None:
+        ZettSessionsError.__init__(
+            self,
+            f"session {session_id!r} has an id that is not valid UTF-8 text and cannot be "
+            "addressed (`zett-sessions verify` reports its rows)",
+        )
+        self.session_id = session_id
+
+
 class AmbiguousSessionId(ZettSessionsError):
     """An id prefix matches more than one session."""
 

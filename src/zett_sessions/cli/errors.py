@@ -78,6 +78,8 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
         return ExitCode.ERROR, message
     if isinstance(error, e.AmbiguousSessionId):
         return ExitCode.NOT_FOUND, message + " (type more characters of the id)"
+    if isinstance(error, e.UnaddressableSession):
+        return ExitCode.NOT_FOUND, message
     if isinstance(error, e.SessionNotFound):
         return ExitCode.NOT_FOUND, message + " (see `zett-sessions list`)"
     if isinstance(error, e.UsageError | e.ValidationError):

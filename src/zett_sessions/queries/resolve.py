@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ..database import Database
-from ..errors import AmbiguousSessionId, SessionNotFound
+from ..errors import AmbiguousSessionId, SessionNotFound, UnaddressableSession
 from ..readonly import prefix_upper_bound
 from ..schema import Layout
 
 _CANDIDATE_LIMIT = 11
+UNREADABLE = "\ufffd"  # what lenient decoding puts where a stored id has bytes that are not UTF-8
 
 
 def _places(layout: Layout) -> list[tuple[str, str]]:
@@ -60,4 +61,7 @@ async def resolve_session(db: Database, text: str) -> str:
         raise SessionNotFound(text)
     if len(found) > 1:
         raise AmbiguousSessionId(text, sorted(found))
-    return found.pop()
+    session_id = found.pop()
+    if UNREADABLE in session_id and not await session_exists(db, session_id):
+        raise UnaddressableSession(session_id)  # read back with U+FFFD: no text names it
+    return session_id

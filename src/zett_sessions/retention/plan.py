@@ -86,6 +86,11 @@ async def build_plan(
 
     protected: dict[str, SkippedSession] = {}
     for position, session in enumerate(candidates):
+        if not session.addressable:
+            protected[session.id] = skipped_session(
+                session, "unaddressable", "its id is not UTF-8 text; no text can name it"
+            )
+            continue
         reason = _protection(session, position, policy, now)
         if reason is not None:
             protected[session.id] = skipped_session(session, *reason)
@@ -203,6 +208,7 @@ class _Candidate:
     updated_at: datetime | None
     messages: int
     via: str = "selected"
+    addressable: bool = True  # False: a damaged id that is not UTF-8 text (no text names it)
 
 
 async def _select(db: Database, filters: SessionFilter, via: str = "selected") -> list[_Candidate]:
@@ -215,7 +221,8 @@ async def _select(db: Database, filters: SessionFilter, via: str = "selected") -
     where, params = filters.where(db)
     rows = await db.fetchall(
         f"SELECT {session_select(db.layout)}, (SELECT count(*) FROM raw_messages r "
-        "WHERE r.session_id = agent_sessions.id) AS message_count "
+        "WHERE r.session_id = agent_sessions.id) AS message_count, "
+        "CAST(id AS BLOB) AS stored_id "
         f"FROM agent_sessions{where} ORDER BY updated_at DESC, id DESC",
         params,
     )
@@ -230,6 +237,7 @@ async def _select(db: Database, filters: SessionFilter, via: str = "selected") -
             parse_db_time(row["updated_at"]),
             row["message_count"],
             via,
+            isinstance(row["id"], str) and row["stored_id"] == row["id"].encode(),
         )
         for row in rows
     ]
