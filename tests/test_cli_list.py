@@ -214,6 +214,39 @@ def test_empty_filter_values_are_errors_not_ignored(
     assert r.stderr.startswith(f"Error: {message}") and r.stderr.count("\n") == 1
 
 
+HUGE = "99999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["list", "-n", HUGE], "Invalid value for '--limit'"),
+        (["list", "--offset", HUGE], "Invalid value for '--offset'"),
+        (["list", "--type", "9223372036854775808"], "Invalid value for '--type'"),
+        (["show", "x", "--from", HUGE], "Invalid value for '--from'"),
+        (["tail", "x", "-n", HUGE], "Invalid value for '--lines'"),
+        (["--busy-timeout", "inf", "list"], "Invalid value for '--busy-timeout'"),
+        (["--busy-timeout", "2147484", "list"], "Invalid value for '--busy-timeout'"),
+        (["list", "--older-than", "99999999999999d"], "is longer than 1000 years"),
+        (["list", "--since", "9999999999w"], "is longer than 1000 years"),
+        (["delete", "--all", "--dry-run", "--skip-active", "99999999999w"], "longer than 1000"),
+        (["delete", "--before", "99999999999w", "--dry-run"], "is longer than 1000 years"),
+        (["tail", "x", "-f", "--stale-after", "99999999999w"], "is longer than 1000 years"),
+    ],
+)
+def test_numbers_beyond_what_sqlite_or_a_date_can_hold_are_usage_errors(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    db = copy_sample(tmp_path)
+    before = digest(db)
+    r = run_cli(["--db", str(db), *args])
+    assert r.exit_code == 2, r.stderr
+    assert r.stdout == ""
+    assert message in r.stderr and "internal error" not in r.stderr
+    assert "Traceback" not in r.stderr
+    assert digest(db) == before
+
+
 def test_bad_times_win_over_a_missing_database(tmp_path: Path) -> None:
     r = run_cli(["--db", str(tmp_path / "absent.sqlite3"), "list", "--since", "soon"])
     assert r.exit_code == 2

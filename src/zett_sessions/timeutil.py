@@ -49,6 +49,12 @@ def iso_utc(moment: datetime | None) -> str | None:
 
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_SECONDS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+# Longer reaches back before any date Python can hold ("that long ago" from today).
+MAX_DURATION = timedelta(days=365 * 1000)
+
+
+class DurationTooLong(UsageError):
+    """A duration beyond ``MAX_DURATION``: no date is that long ago."""
 
 
 def parse_duration(text: str) -> timedelta:
@@ -65,6 +71,8 @@ def parse_duration(text: str) -> timedelta:
         position = match.end()
     if position != len(compact):
         raise UsageError(f"invalid duration {text!r} (use e.g. 30d, 12h, 45m, 90s)")
+    if total > MAX_DURATION.total_seconds():
+        raise DurationTooLong(f"duration {text!r} is longer than 1000 years")
     return timedelta(seconds=total)
 
 
@@ -76,6 +84,8 @@ def parse_moment(text: str, *, now: datetime | None = None) -> datetime:
     except ValueError:
         try:
             return (now or utc_now()) - parse_duration(value)
+        except DurationTooLong:
+            raise
         except UsageError:
             raise UsageError(
                 f"invalid date or duration {text!r} (use 2026-03-01, 2026-03-01T12:00, "

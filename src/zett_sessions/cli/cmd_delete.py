@@ -11,6 +11,7 @@ import typer
 from .complete import complete_session_id
 from .errors import Refused, handle_errors
 from .options import (
+    INT_MAX,
     AgentOption,
     DbOption,
     DryRunOption,
@@ -100,7 +101,9 @@ def delete_command(
     ] = False,
     keep_last: Annotated[
         int,
-        typer.Option("--keep-last", min=0, metavar="N", help="Keep the N most recent selected."),
+        typer.Option(
+            "--keep-last", min=0, max=INT_MAX, metavar="N", help="Keep the N most recent selected."
+        ),
     ] = 0,
     skip_active: Annotated[
         str,
@@ -123,7 +126,11 @@ def delete_command(
     max_sessions: Annotated[
         int | None,
         typer.Option(
-            "--max-sessions", min=0, metavar="N", help="Refuse when the plan has more than N."
+            "--max-sessions",
+            min=0,
+            max=INT_MAX,
+            metavar="N",
+            help="Refuse when the plan has more than N.",
         ),
     ] = None,
     max_percent: Annotated[

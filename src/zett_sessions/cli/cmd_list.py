@@ -9,6 +9,7 @@ import typer
 
 from .errors import handle_errors
 from .options import (
+    INT_MAX,
     AgentOption,
     DbOption,
     FullIdsOption,
@@ -62,7 +63,12 @@ def list_command(
     limit: Annotated[
         int | None,
         typer.Option(
-            "--limit", "-n", min=1, metavar="N", help=f"Page size [default: {DEFAULT_LIMIT}]."
+            "--limit",
+            "-n",
+            min=1,
+            max=INT_MAX,
+            metavar="N",
+            help=f"Page size [default: {DEFAULT_LIMIT}].",
         ),
     ] = None,
     offset: OffsetOption = 0,

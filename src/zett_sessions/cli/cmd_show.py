@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from .errors import handle_errors
-from .options import DbOption, FullOption, JsonOption, SessionArg
+from .options import INT_MAX, DbOption, FullOption, JsonOption, SessionArg
 
 
 class ShowFormat(StrEnum):
@@ -27,11 +27,15 @@ class Role(StrEnum):
 
 FromOption = Annotated[
     int | None,
-    typer.Option("--from", min=1, metavar="SEQ", help="Start at this sequence number."),
+    typer.Option(
+        "--from", min=1, max=INT_MAX, metavar="SEQ", help="Start at this sequence number."
+    ),
 ]
 ThroughOption = Annotated[
     int | None,
-    typer.Option("--through", min=1, metavar="SEQ", help="Stop after this sequence number."),
+    typer.Option(
+        "--through", min=1, max=INT_MAX, metavar="SEQ", help="Stop after this sequence number."
+    ),
 ]
 RoleOption = Annotated[
     list[Role] | None,

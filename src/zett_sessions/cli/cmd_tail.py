@@ -8,7 +8,7 @@ import typer
 
 from .cmd_show import DetailsOption, ReasoningOption
 from .errors import handle_errors
-from .options import DbOption, FullOption, JsonOption
+from .options import INT_MAX, DbOption, FullOption, JsonOption
 
 DEFAULT_COUNT = 10
 
@@ -33,6 +33,7 @@ def tail_command(
             "--lines",
             "-n",
             min=0,
+            max=INT_MAX,
             metavar="N",
             help=f"Show the last N records (0: none, only follow) [default: {DEFAULT_COUNT}].",
             show_default=False,
@@ -47,7 +48,11 @@ def tail_command(
     interval: Annotated[
         float,
         typer.Option(
-            "--interval", min=0.01, metavar="SECONDS", help="Polling interval for --follow."
+            "--interval",
+            min=0.01,
+            max=3600,
+            metavar="SECONDS",
+            help="Polling interval for --follow.",
         ),
     ] = 0.5,
     stale_after: Annotated[

@@ -27,6 +27,9 @@ from . import (
 from .exit_codes import EXIT_CODES_HELP
 from .state import AppState
 
+# SQLite takes the busy timeout in milliseconds as a 32-bit int: longer would not wait at all.
+BUSY_TIMEOUT_MAX = (2**31 - 1) // 1000
+
 
 def _version(value: bool) -> None:
     if value:
@@ -56,6 +59,7 @@ def main(
         typer.Option(
             "--busy-timeout",
             min=0,
+            max=BUSY_TIMEOUT_MAX,
             metavar="SECONDS",
             help="How long to wait for a busy writer before reporting a lock.",
         ),

@@ -33,7 +33,12 @@ FullOption = Annotated[
     bool, typer.Option("--full", help="Do not truncate long text; show ids in full.")
 ]
 FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="Show session ids in full.")]
-OffsetOption = Annotated[int, typer.Option("--offset", min=0, metavar="N", help="Skip N rows.")]
+# SQLite integers are 64-bit: a larger number cannot be a row count, a sequence or a type.
+INT_MAX = 2**63 - 1
+
+OffsetOption = Annotated[
+    int, typer.Option("--offset", min=0, max=INT_MAX, metavar="N", help="Skip N rows.")
+]
 YesOption = Annotated[
     bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (needed off a TTY).")
 ]
@@ -46,7 +51,11 @@ AgentOption = Annotated[
 TypeOption = Annotated[
     list[int] | None,
     typer.Option(
-        "--type", metavar="N", min=0, help="Only sessions of this session type (repeatable)."
+        "--type",
+        metavar="N",
+        min=0,
+        max=INT_MAX,
+        help="Only sessions of this session type (repeatable).",
     ),
 ]
 RootsOption = Annotated[
