@@ -39,7 +39,9 @@ from support import (
     read_commands,
     run_cli,
 )
+from zett_sessions.database import translate_sqlite_error
 from zett_sessions.demo import write_demo
+from zett_sessions.errors import DatabaseReadOnly, DatabaseUnreadable
 
 SESSION = "project-notes"  # in the demo and in both samples
 WRITE_COMMANDS = [
@@ -469,6 +471,27 @@ def test_read_only_uri_opens_a_wal_file_immutable_only_in_an_unwritable_director
     finally:
         conn.close()
     assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("writing", [True, False])
+def test_unable_to_open_a_file_on_a_read_only_file_system_says_read_only_to_a_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writing: bool
+) -> None:
+    """A WAL file on a read-only mount: SQLite cannot make its -shm and says "unable to open"
+    (root may write anything else, so the mount is simulated: write access is refused)."""
+    path = tmp_path / "sessions.sqlite3"
+    path.write_bytes(b"")
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if mode == os.W_OK else real_access(p, mode)
+    )
+    error = sqlite3.OperationalError("unable to open database file")
+    translated = translate_sqlite_error(error, str(path), writing=writing)
+    if writing:
+        assert isinstance(translated, DatabaseReadOnly)
+        assert str(translated) == f"cannot write to database {path}: the file is read-only"
+    else:  # a reader's failure to open is no question of writing
+        assert type(translated) is DatabaseUnreadable
 
 
 NOBODY = nobody_command()

@@ -53,8 +53,11 @@ def default_path() -> Path:
     return DEFAULT_PATH.expanduser()
 
 
-def translate_sqlite_error(error: sqlite3.Error, path: str) -> DatabaseError:
-    """Map an ``sqlite3`` error to the typed error a user can act on."""
+def translate_sqlite_error(
+    error: sqlite3.Error, path: str, *, writing: bool = False
+) -> DatabaseError:
+    """Map an ``sqlite3`` error to the typed error a user can act on (``writing``: the
+    connection was opened for writes, so a file that cannot be opened may be a read-only one)."""
     name = getattr(error, "sqlite_errorname", "") or ""
     text = str(error)
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
@@ -74,10 +77,19 @@ def translate_sqlite_error(error: sqlite3.Error, path: str) -> DatabaseError:
     if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
         if os.path.exists(path) and not os.access(path, os.R_OK):
             return DatabaseAccessDenied(f"cannot read {path}: permission denied", path)
+        if writing and os.path.exists(path) and _why_read_only(path) != _OPENED_READ_ONLY:
+            # a WAL file on a read-only file system: its -shm cannot be made, so SQLite
+            # reports "unable to open" where a rollback-journal file says "readonly"
+            return DatabaseReadOnly(
+                f"cannot write to database {path}: {_why_read_only(path)}", path
+            )
         return DatabaseUnreadable(f"cannot open database {path} ({text})", path)
     if name == "SQLITE_FULL" or "disk is full" in text:
         return DiskFull(f"disk full while writing {path}", path)
     return DatabaseUnreadable(f"database {path}: {text}", path)
+
+
+_OPENED_READ_ONLY = "SQLite opened it read-only"
 
 
 def _why_read_only(path: str) -> str:
@@ -87,7 +99,7 @@ def _why_read_only(path: str) -> str:
         return "the file is read-only"
     if not os.access(directory, os.W_OK):
         return f"its directory {directory} is not writable (SQLite keeps its journal there)"
-    return "SQLite opened it read-only"
+    return _OPENED_READ_ONLY
 
 
 class Database:
@@ -322,7 +334,7 @@ class Database:
         try:
             yield
         except sqlite3.Error as error:
-            raise translate_sqlite_error(error, self.path) from error
+            raise translate_sqlite_error(error, self.path, writing=not self.read_only) from error
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         with self.errors():
