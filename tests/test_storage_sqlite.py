@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import stat
@@ -708,6 +709,88 @@ def test_reading_never_restores_a_lost_index(db: Path) -> None:
 
     with_storage(db, body)
     assert digest(db) == before
+
+
+def other_writer_can_write(path: Path) -> bool:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=0.5)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("operation", ["append", "load", "count_messages"])
+def test_a_cancelled_call_leaves_no_transaction_open(db: Path, operation: str) -> None:
+    """Cancelled at every point of its way (a BEGIN whose await was cancelled still runs), a
+    call must end its transaction: the storage stays usable and other writers can write."""
+
+    async def scenario() -> None:
+        for steps in range(30):
+            async with SQLiteSessionStorage(db) as s:
+                await s.append("s", "r", UserMessage(content="seed"))
+                calls = {
+                    "append": lambda: s.append("s", "r", UserMessage(content="x")),
+                    "load": lambda: s.load("s"),
+                    "count_messages": lambda: s.count_messages("s"),
+                }
+                task = asyncio.create_task(calls[operation]())
+                for _ in range(steps):
+                    await asyncio.sleep(0)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                await s.append("s", "r", UserMessage(content="after"))  # raised before the fix
+                await s.count_messages("s")
+                assert other_writer_can_write(db), steps
+
+    asyncio.run(scenario())
+
+
+def test_a_commit_that_meets_a_reader_rolls_back_and_the_storage_stays_usable(
+    fixture_db: FixtureDb,
+) -> None:
+    """A rollback-journal file (an upgraded legacy one): COMMIT gets SQLITE_BUSY while another
+    connection reads; the append fails as locked, and nothing stays half open."""
+    path = fixture_db("legacy")
+
+    async def scenario() -> None:
+        async with SQLiteSessionStorage(path, busy_timeout_ms=200) as s:
+            await s.upgrade()
+            reader = sqlite3.connect(path, isolation_level=None)
+            try:
+                reader.execute("BEGIN")
+                reader.execute("SELECT count(*) FROM raw_messages").fetchone()
+                with pytest.raises(DatabaseLocked):
+                    await s.append("new", "r", UserMessage(content="two"))
+            finally:
+                reader.execute("COMMIT")
+                reader.close()
+            assert await s.count_messages("new") == 0
+            assert await s.append("new", "r", UserMessage(content="three")) == 1
+            assert other_writer_can_write(path)
+
+    asyncio.run(scenario())
+
+
+def test_calls_in_flight_when_the_storage_closes_fail_with_typed_errors(db: Path) -> None:
+    async def scenario() -> list[object]:
+        s = SQLiteSessionStorage(db)
+        await s.append("s", "r", UserMessage(content="one"))
+        calls = [
+            asyncio.create_task(s.append("s", "r", UserMessage(content=str(n)))) for n in range(20)
+        ]
+        await asyncio.sleep(0)
+        await s.close()
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    outcomes = asyncio.run(scenario())
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    assert failures  # some calls were still waiting for the connection
+    assert all(isinstance(f, DatabaseError) for f in failures), failures
 
 
 def test_sync_gives_blocking_methods_and_closes_its_thread(db: Path) -> None:

@@ -325,7 +325,8 @@ class Database:
 
     def _connection(self) -> aiosqlite.Connection:
         if self._conn is None:
-            raise RuntimeError("database is not open yet")
+            what = "closed" if self._closed else "not open yet"
+            raise DatabaseError(f"storage for {self.path} is {what}", self.path)
         return self._conn
 
     @contextlib.contextmanager
@@ -403,12 +404,11 @@ class Database:
         await self.open()
         assert self._lock is not None
         async with self._lock:
-            await self.execute("BEGIN")
             try:
+                await self.execute("BEGIN")
                 yield self
             finally:
-                with contextlib.suppress(DatabaseError):
-                    await self.execute("COMMIT")
+                await self._end_transaction()
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[Database]:
@@ -417,14 +417,26 @@ class Database:
         self._require_writable()
         assert self._lock is not None
         async with self._lock:
-            await self.execute("BEGIN IMMEDIATE")
             try:
+                await self.execute("BEGIN IMMEDIATE")
                 yield self
+                await self.execute("COMMIT")  # a COMMIT that fails (busy) rolls back too
             except BaseException:
-                with contextlib.suppress(DatabaseError):
-                    await self.execute("ROLLBACK")
+                await self._end_transaction()
                 raise
-            await self.execute("COMMIT")
+
+    async def _end_transaction(self) -> None:
+        """``ROLLBACK``, even for a caller that was cancelled, so the connection never stays
+        inside a transaction (holding the write lock, failing every later ``BEGIN``).
+
+        A statement whose await was cancelled still runs in aiosqlite's worker thread; the
+        ROLLBACK is queued behind it, and shielded so a second cancellation cannot drop it.
+        "No transaction is active" (the BEGIN itself failed) is no error here.
+        """
+        if self._conn is None:
+            return
+        with contextlib.suppress(DatabaseError):
+            await asyncio.shield(self.execute("ROLLBACK"))
 
     # --- closing ---------------------------------------------------------------------------
 
