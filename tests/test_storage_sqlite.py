@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from support import digest, with_storage
+from support import digest, execute_sql, with_storage
 from zett_sessions import (
     AssistantMessage,
     CompactedMessage,
@@ -688,6 +688,31 @@ def test_a_write_restores_indexes_a_newest_file_lost_as_zett_agent_does(
         conn.close()
     for name in lost:
         assert present[name] == INDEXES[name]
+
+
+def test_two_storages_that_both_saw_an_index_missing_both_write(db: Path) -> None:
+    """Each opened the file before either wrote: the second must not try to create the
+    index the first one already restored (what is missing is read again under the lock)."""
+
+    async def seed(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="one"))
+
+    with_storage(db, seed)
+    execute_sql(db, "DROP INDEX ix_agent_sessions_activity")
+
+    async def scenario() -> list[int]:
+        async with SQLiteSessionStorage(db) as a, SQLiteSessionStorage(db) as b:
+            await a.count_messages("s")
+            await b.count_messages("s")  # both have now read the layout without the index
+            first = await a.append("s", "r", UserMessage(content="two"))
+            second = await b.append("s", "r", UserMessage(content="three"))
+            together = await asyncio.gather(
+                a.append("t", "r", UserMessage(content="x")),
+                a.append("u", "r", UserMessage(content="y")),
+            )
+            return [first, second, *together]
+
+    assert asyncio.run(scenario()) == [2, 3, 1, 1]
 
 
 def test_reading_never_restores_a_lost_index(db: Path) -> None:

@@ -287,23 +287,17 @@ class Database:
             await asyncio.sleep(0.01)
 
     async def upgrade(self) -> list[str]:
-        """Bring an older layout to D/E in one transaction; returns the statements run."""
+        """Bring an older layout to D/E in one transaction; returns the statements run.
+
+        What is missing is read again inside the write transaction: another connection or
+        process may have upgraded the file since this one opened it.
+        """
         await self.open()
         self._require_writable()
-        layout = self.layout
-        statements: list[str] = []
-        for table, ddl in TABLES.items():
-            if table not in layout.columns:
-                statements.append(ddl)
-                continue
-            declared = _declared_columns(ddl)
-            for column, declaration in declared:
-                if not layout.has_column(table, column):
-                    statements.append(f"ALTER TABLE {table} ADD COLUMN {declaration}")
-        present = set(layout.indexes)
-        statements.extend(sql for name, sql in INDEXES.items() if name not in present)
-        if statements:
-            async with self.write():
+        async with self.write():
+            layout = self._layout = await self._detect_layout()
+            statements = _upgrade_statements(layout)
+            if statements:
                 for sql in statements:
                     await self.execute(sql)
                 if not layout.has_column("raw_messages", "started_at"):
@@ -318,6 +312,7 @@ class Database:
                         "SELECT session_id, 0, min(created_at), max(created_at) "
                         "FROM raw_messages GROUP BY session_id"
                     )
+        if statements:
             self._layout = await self._detect_layout()
         return statements
 
@@ -447,6 +442,20 @@ class Database:
         if conn is not None:
             with contextlib.suppress(sqlite3.Error, ValueError):
                 await conn.close()
+
+
+def _upgrade_statements(layout: Layout) -> list[str]:
+    """The DDL that brings ``layout`` to D/E: missing tables, columns, then indexes."""
+    statements: list[str] = []
+    for table, ddl in TABLES.items():
+        if table not in layout.columns:
+            statements.append(ddl)
+            continue
+        for column, declaration in _declared_columns(ddl):
+            if not layout.has_column(table, column):
+                statements.append(f"ALTER TABLE {table} ADD COLUMN {declaration}")
+    statements.extend(sql for name, sql in INDEXES.items() if name not in layout.indexes)
+    return statements
 
 
 async def _connect(uri: str) -> aiosqlite.Connection:
