@@ -214,6 +214,25 @@ def test_start_refuses_to_restore_a_context_from_undecodable_history(
     asyncio.run(start())
 
 
+def test_two_sessions_may_run_with_the_same_application_request_id(db_path: Path) -> None:
+    async def scenario() -> tuple[int, int]:
+        async with SQLiteSessionStorage(db_path) as storage:
+            persistence = SessionPersistence(storage)
+            a = await persistence.start("session-a", request_id="request-from-application")
+            b = await persistence.start("session-b", request_id="request-from-application")
+            await persistence.record(a, UserMessage(content="for a"))
+            persistence.finish(a)
+            await persistence.record(b, UserMessage(content="for b"))  # b is still active
+            with pytest.raises(ValidationError, match="is not active"):
+                await persistence.record(a, UserMessage(content="late"))
+            persistence.finish(b)
+            return await storage.count_messages("session-a"), await storage.count_messages(
+                "session-b"
+            )
+
+    assert asyncio.run(scenario()) == (1, 1)
+
+
 # --- compaction through the lifecycle helper ----------------------------------------------
 
 

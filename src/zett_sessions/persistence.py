@@ -73,7 +73,9 @@ class SessionPersistence:
 
     def __init__(self, storage: SessionStorage) -> None:
         self.storage = storage
-        self.active: dict[str, RequestContext] = {}
+        # keyed by (session, request): an application may give every session the same
+        # request id (zett-agent accepts any string), and two sessions may run at once
+        self.active: dict[tuple[str, str], RequestContext] = {}
 
     async def start(
         self,
@@ -111,7 +113,7 @@ class SessionPersistence:
             assert isinstance(record.message, Message)
             request.context.append(record.message)
             request.positions.append(record.sequence)
-        self.active[request_id] = request
+        self.active[request.session_id, request_id] = request
         return request
 
     async def record(
@@ -165,12 +167,12 @@ class SessionPersistence:
 
     def finish(self, request: RequestContext) -> None:
         """Forget a completed request's bookkeeping."""
-        self.active.pop(request.request_id, None)
+        self.active.pop((request.session_id, request.request_id), None)
 
     def cancel(self, request: RequestContext) -> None:
         """Forget a cancelled request; whatever it recorded stays in the raw log."""
-        self.active.pop(request.request_id, None)
+        self.active.pop((request.session_id, request.request_id), None)
 
     def _check_active(self, request: RequestContext) -> None:
-        if self.active.get(request.request_id) is not request:
+        if self.active.get((request.session_id, request.request_id)) is not request:
             raise ValidationError(f"request {request.request_id} is not active")
