@@ -818,6 +818,14 @@ def test_calls_in_flight_when_the_storage_closes_fail_with_typed_errors(db: Path
     assert all(isinstance(f, DatabaseError) for f in failures), failures
 
 
+@pytest.mark.parametrize("value", [2**31, -1, True, 2.5, None])
+def test_a_busy_timeout_sqlite_cannot_hold_is_refused(db: Path, value: object) -> None:
+    """SQLite keeps it in a C int: 2**31 ms or more silently meant "do not wait at all"."""
+    with pytest.raises(ValidationError, match="busy_timeout_ms"):
+        SQLiteSessionStorage(db, busy_timeout_ms=value)  # type: ignore[arg-type]
+    assert not db.exists()
+
+
 def test_sync_gives_blocking_methods_and_closes_its_thread(db: Path) -> None:
     threads = threading.active_count()
     with SQLiteSessionStorage(db).sync() as storage:
@@ -835,6 +843,18 @@ def test_sync_gives_blocking_methods_and_closes_its_thread(db: Path) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         storage.count_messages("s")
     storage.close()  # idempotent
+
+
+def test_sync_is_one_proxy_so_calling_it_in_a_loop_starts_no_threads(db: Path) -> None:
+    threads = threading.active_count()
+    store = SQLiteSessionStorage(db)
+    for n in range(50):
+        store.sync().append("s", "r", UserMessage(content=str(n)))
+    assert store.sync() is store.sync()
+    assert threading.active_count() <= threads + 2  # the proxy's loop and aiosqlite's worker
+    assert store.sync().count_messages("s") == 50
+    store.sync().close()
+    assert threading.active_count() == threads
 
 
 def test_reopening_keeps_an_existing_rollback_journal_file_as_it_is(fixture_db: FixtureDb) -> None:

@@ -33,6 +33,10 @@ class BlockingStorage:
         )
         self._thread.start()
 
+    @property
+    def closed(self) -> bool:
+        return self._loop.is_closed()
+
     def _run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         if self._loop.is_closed():
             coroutine.close()

@@ -37,6 +37,7 @@ from .errors import (
     NotASessionDatabase,
     UnfinishedTransaction,
     UnsupportedLayout,
+    ValidationError,
 )
 from .readonly import DEFAULT_PATH
 from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
@@ -102,6 +103,17 @@ def _why_read_only(path: str) -> str:
     return _OPENED_READ_ONLY
 
 
+BUSY_TIMEOUT_MAX_MS = 2**31 - 1  # SQLite keeps it in a C int: larger means no wait at all
+
+
+def _checked_busy_timeout(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("busy_timeout_ms must be an integer number of milliseconds")
+    if not 0 <= value <= BUSY_TIMEOUT_MAX_MS:
+        raise ValidationError(f"busy_timeout_ms must be between 0 and {BUSY_TIMEOUT_MAX_MS}")
+    return value
+
+
 class Database:
     """A lazily opened connection with layout detection and transaction helpers."""
 
@@ -121,7 +133,7 @@ class Database:
             self.path = str(Path(path).expanduser())
         self.read_only = read_only
         self.create = create
-        self.busy_timeout_ms = busy_timeout_ms
+        self.busy_timeout_ms = _checked_busy_timeout(busy_timeout_ms)
         self._conn: aiosqlite.Connection | None = None
         self._layout: Layout | None = None
         self._lock: asyncio.Lock | None = None

@@ -86,6 +86,7 @@ class SQLiteSessionStorage:
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.database = Database(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
+        self._blocking: BlockingStorage | None = None
 
     @classmethod
     def on(cls, database: Database) -> SQLiteSessionStorage:
@@ -102,10 +103,16 @@ class SQLiteSessionStorage:
         return self.database.path
 
     def sync(self) -> BlockingStorage:
-        """This storage with blocking methods, for synchronous code (zett-agent's ``.sync()``)."""
+        """This storage with blocking methods, for synchronous code (zett-agent's ``.sync()``).
+
+        The same proxy (one background thread) every time, until it is closed: code may call
+        ``storage.sync().append(...)`` in a loop.
+        """
         from .blocking import BlockingStorage
 
-        return BlockingStorage(self)
+        if self._blocking is None or self._blocking.closed:
+            self._blocking = BlockingStorage(self)
+        return self._blocking
 
     async def __aenter__(self) -> SQLiteSessionStorage:
         await self.database.open()

@@ -27,7 +27,8 @@ from . import (
 from .exit_codes import EXIT_CODES_HELP
 from .state import AppState
 
-# SQLite takes the busy timeout in milliseconds as a 32-bit int: longer would not wait at all.
+# SQLite takes the busy timeout in milliseconds as a 32-bit int: longer would not wait at all
+# (database.BUSY_TIMEOUT_MAX_MS; not imported here, so that --help stays cheap).
 BUSY_TIMEOUT_MAX = (2**31 - 1) // 1000
 
 
