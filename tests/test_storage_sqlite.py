@@ -9,7 +9,7 @@ import sqlite3
 import stat
 import threading
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from zett_sessions import (
     DatabaseReadOnly,
     InvalidBoundary,
     Message,
+    MessageTiming,
     ModelUsage,
     NotASessionDatabase,
     SessionExists,
@@ -38,7 +39,7 @@ from zett_sessions import (
 )
 from zett_sessions.database import Database, default_path
 from zett_sessions.schema import INDEXES, TABLES
-from zett_sessions.timeutil import DB_TIME_RE
+from zett_sessions.timeutil import DB_TIME_RE, format_db_time
 
 FixtureDb = Callable[..., Path]
 
@@ -816,6 +817,26 @@ def test_calls_in_flight_when_the_storage_closes_fail_with_typed_errors(db: Path
     failures = [o for o in outcomes if isinstance(o, BaseException)]
     assert failures  # some calls were still waiting for the connection
     assert all(isinstance(f, DatabaseError) for f in failures), failures
+
+
+def test_times_before_year_1000_are_written_fixed_width_and_read_back(db: Path) -> None:
+    early = datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    timing = MessageTiming(started_at=early, completed_at=early, duration_ns=0)
+
+    async def body(s: SQLiteSessionStorage) -> Any:
+        await s.append("s", "r", UserMessage(content="old"), timing=timing)
+        return (await s.load("s")).tail[0]
+
+    record = with_storage(db, body)
+    assert record.timing is not None and record.timing.started_at == early
+    conn = sqlite3.connect(db)
+    try:
+        (stored,) = conn.execute("SELECT started_at FROM raw_messages").fetchone()
+    finally:
+        conn.close()
+    assert stored == "0999-01-02 03:04:05.000006" and DB_TIME_RE.fullmatch(stored)
+    with pytest.raises(ValidationError, match="out of range"):
+        format_db_time(datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=2))))
 
 
 @pytest.mark.parametrize("value", [2**31, -1, True, 2.5, None])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from .errors import UsageError
+from .errors import UsageError, ValidationError
 
 DB_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}")
 
@@ -21,10 +21,17 @@ def utc_now() -> datetime:
 
 
 def format_db_time(moment: datetime) -> str:
-    """Render ``moment`` as stored text; aware values are converted to UTC first."""
+    """Render ``moment`` as stored text; aware values are converted to UTC first.
+
+    The year is always four digits (``strftime`` writes year 999 as ``999``, which neither
+    sorts nor parses as the fixed-width form).
+    """
     if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+        try:
+            moment = moment.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError(f"time {moment.isoformat()} is out of range in UTC") from None
+    return moment.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
 
 def parse_db_time(value: object) -> datetime | None:
