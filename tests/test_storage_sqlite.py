@@ -819,6 +819,29 @@ def test_calls_in_flight_when_the_storage_closes_fail_with_typed_errors(db: Path
     assert all(isinstance(f, DatabaseError) for f in failures), failures
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.create_session(session_id=5), "session_id must be a string, not int"),
+        (lambda s: s.load(None), "session_id must be a string, not NoneType"),
+        (lambda s: s.count_messages(b"s"), "session_id must be a string, not bytes"),
+        (lambda s: s.list_raw_messages("s", limit=2**70), "too large for SQLite"),
+        (lambda s: s.append("s\udcff", "r", UserMessage(content="x")), "not valid Unicode"),
+        (lambda s: s.append("s", "r", UserMessage(content="\ud800")), "not valid Unicode"),
+    ],
+)
+def test_arguments_sqlite_cannot_take_are_validation_errors_and_change_nothing(
+    db: Path, call: Callable[[SQLiteSessionStorage], Awaitable[Any]], message: str
+) -> None:
+    async def body(s: SQLiteSessionStorage) -> int:
+        await s.append("s", "r", UserMessage(content="one"))
+        with pytest.raises(ValidationError, match=message):
+            await call(s)
+        return await s.count_messages("s")  # the storage is still usable
+
+    assert with_storage(db, body) == 1
+
+
 def test_times_before_year_1000_are_written_fixed_width_and_read_back(db: Path) -> None:
     early = datetime(999, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
     timing = MessageTiming(started_at=early, completed_at=early, duration_ns=0)

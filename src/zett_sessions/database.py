@@ -343,6 +343,10 @@ class Database:
             yield
         except sqlite3.Error as error:
             raise translate_sqlite_error(error, self.path, writing=not self.read_only) from error
+        except OverflowError as error:  # a parameter beyond SQLite's 64-bit integers
+            raise ValidationError(f"a number is too large for SQLite ({error})") from error
+        except UnicodeEncodeError as error:  # a lone surrogate cannot be stored as UTF-8
+            raise ValidationError(f"text that is not valid Unicode: {error.reason}") from error
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         with self.errors():

@@ -75,6 +75,12 @@ def _check_id(value: str, what: str) -> str:
     return value
 
 
+def _check_text(value: object, what: str) -> None:
+    """An id a lookup is given must be text (``5`` or ``None`` would match nothing, silently)."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string, not {type(value).__name__}")
+
+
 class SQLiteSessionStorage:
     """The SQLite session store zett-agent uses, with safe read-only and upgrade modes."""
 
@@ -153,6 +159,7 @@ class SQLiteSessionStorage:
     # --- the runtime contract --------------------------------------------------------------
 
     async def load(self, session_id: str) -> SessionView:
+        _check_text(session_id, "session_id")
         db = await self._db()
         layout = db.layout
         async with db.read():
@@ -298,6 +305,7 @@ class SQLiteSessionStorage:
         expected_version: int,
     ) -> ContextSnapshot:
         """Record a checkpoint for raw sequences ``1..compacted_through_sequence``."""
+        _check_text(session_id, "session_id")
         if type(compacted_message) is not CompactedMessage:
             raise ValidationError("a snapshot holds exactly one CompactedMessage")
         if isinstance(compacted_through_sequence, bool) or not isinstance(
@@ -365,6 +373,9 @@ class SQLiteSessionStorage:
         agent_name: str | None = None,
         session_type: int = 0,
     ) -> SessionSummary:
+        for value, what in ((session_id, "session_id"), (parent_session_id, "parent_session_id")):
+            if value is not None:
+                _check_text(value, what)
         if session_id is not None and session_id != "" and not session_id.strip():
             raise ValidationError("session_id must not be blank")
         if parent_session_id is not None and not parent_session_id.strip():
@@ -398,6 +409,7 @@ class SQLiteSessionStorage:
         )
 
     async def get_session(self, session_id: str) -> SessionSummary | None:
+        _check_text(session_id, "session_id")
         db = await self._db()
         layout = db.layout
         async with db.read():
@@ -426,6 +438,7 @@ class SQLiteSessionStorage:
         self, session_id: str, *, title: str | None = None, agent_name: str | None = None
     ) -> SessionSummary | None:
         """Rename; works on every layout with session rows (it changes no row shape)."""
+        _check_text(session_id, "session_id")
         if title is None and agent_name is None:
             raise ValidationError("At least one session field must be supplied")
         title = check_label(title, "title", TITLE_MAX, strip=True)
@@ -449,6 +462,7 @@ class SQLiteSessionStorage:
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete raw rows, snapshots and the session row together; children are untouched."""
+        _check_text(session_id, "session_id")
         db = await self._db()
         async with db.write():
             removed = await db.execute(
@@ -464,6 +478,7 @@ class SQLiteSessionStorage:
         return removed > 0
 
     async def count_messages(self, session_id: str) -> int:
+        _check_text(session_id, "session_id")
         db = await self._db()
         async with db.read():
             count = await db.scalar(
@@ -522,6 +537,7 @@ class SQLiteSessionStorage:
         offset: int = 0,
     ) -> list[RawMessageRecord]:
         """The full raw history (snapshots ignored), ascending, filtered then paged."""
+        _check_text(session_id, "session_id")
         if after_sequence < 0:
             raise ValidationError("after_sequence cannot be negative")
         if through_sequence is not None and through_sequence < 1:
