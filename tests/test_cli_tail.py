@@ -29,6 +29,7 @@ from support import (
     append_messages,
     copy_sample,
     digest,
+    execute_sql,
     run_cli,
     write_hostile_session,
 )
@@ -373,6 +374,28 @@ def test_tail_follow_prints_every_appended_record_exactly_once(
     assert contents == [f"live {n}" for n in range(12)]
 
 
+def test_tail_follow_ends_when_the_session_is_deleted_and_started_again_under_its_id(
+    tmp_path: Path,
+) -> None:
+    """An agent that keeps writing to a session ``delete`` removed starts it again from
+    sequence 1: that is a new log, not the continuation of the one being followed."""
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]  # 3 records
+    args = ["tail", sid, "-n", "1", "-f", "--interval", "0.05", "--json"]
+    with FollowProcess(db, *args) as follower:
+        follower.wait_for_lines(1, "the history (#3)")
+        # in one transaction, as a delete followed by new appends looks between two polls:
+        # the rows 1-3 the follower knew are gone, three new rows hold sequences 1-3
+        execute_sql(
+            db, "UPDATE raw_messages SET id = 'new-' || id WHERE session_id = ?", params=(sid,)
+        )
+        append_messages(db, sid, UserMessage(content="new log, #4"))
+        code, out, err = follower.finish()
+    assert code == 0, err
+    assert f"Session {sid} was deleted; stopped following." in err
+    assert [json.loads(line)["sequence"] for line in out.splitlines()] == [3]
+
+
 def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]
@@ -503,3 +526,39 @@ def test_tail_follow_waits_out_a_locked_rollback_journal_file(tmp_path: Path) ->
     assert code == 0, err
     contents = [json.loads(line)["content"] for line in out.splitlines()]
     assert contents == [json.loads(history)["content"], "before the lock", "after the lock"]
+
+
+CRASHING_WRITER = """
+import os, signal, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size = 1")  # the change spills into the file: the journal is hot
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE raw_messages SET content = content || 'x'")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_tail_follow_waits_out_a_writer_that_died_mid_transaction(tmp_path: Path) -> None:
+    """A rollback-journal writer killed mid-write leaves a hot journal that a reader cannot roll
+    back: polls count as "nothing new" until the next writer recovers it, as with a lock."""
+    import contextlib
+    import sqlite3
+    import subprocess
+    import sys
+
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")
+    args = ["tail", sid, "-n", "1", "-f", "--interval", "0.02", "--json"]
+    with FollowProcess(db, *args) as follower:
+        follower.wait_for_lines(1, "the history (#3)")
+        subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(db)], check=False)
+        assert Path(f"{db}-journal").exists()  # hot: the writer died inside its transaction
+        time.sleep(0.3)  # the follower polls into the hot journal many times
+        append_messages(db, sid, UserMessage(content="after the crash"))  # recovers it first
+        follower.wait_for_lines(2, "the record appended after the crash")
+        delete(db, sid)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    assert [json.loads(line)["content"] for line in out.splitlines()][1] == "after the crash"

@@ -19,10 +19,10 @@ import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Generic
+from typing import Any, Generic
 
 from ..database import Database
-from ..errors import DatabaseLocked, SessionNotFound
+from ..errors import DatabaseLocked, SessionNotFound, UnfinishedTransaction
 from ..rows import raw_select
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
@@ -85,6 +85,14 @@ async def last_activity(db: Database, session_id: str) -> datetime | None:
     return parse_db_time(value)
 
 
+async def _row_id(db: Database, session_id: str, sequence: int) -> tuple[int, Any] | None:
+    """``(sequence, id)`` of the session's row at ``sequence`` (``None``: no such row)."""
+    found = await db.scalar(
+        "SELECT id FROM raw_messages WHERE session_id = ? AND sequence = ?", (session_id, sequence)
+    )
+    return None if found is None else (sequence, found)
+
+
 async def follow(
     db: Database,
     session_id: str,
@@ -107,18 +115,29 @@ async def follow(
     )
     idle_since = await last_activity(db, session_id) or now()
     annotator = state.annotator
+    async with db.read():
+        anchor = await _row_id(db, session_id, state.last_sequence)
     while True:
         try:
             async with db.read():
-                rows = await db.fetchall(sql, (session_id, state.last_sequence, POLL_BATCH))
-                gone = not rows and not await session_exists(db, session_id)
-        except DatabaseLocked:  # a rollback-journal writer held its lock past the busy timeout
+                if anchor is not None and await _row_id(db, session_id, anchor[0]) != anchor:
+                    # the last row printed is gone: the session was deleted (and may have been
+                    # started again under the same id, from sequence 1: not a continuation)
+                    rows, gone = [], True
+                else:
+                    rows = await db.fetchall(sql, (session_id, state.last_sequence, POLL_BATCH))
+                    gone = not rows and not await session_exists(db, session_id)
+        except (DatabaseLocked, UnfinishedTransaction):
+            # a rollback-journal writer holds its lock past the busy timeout, or died mid-write
+            # (the next writer recovers its journal): nothing new yet
             rows, gone = [], False
         if gone:
             yield Gone(session_id)
             return
         for row in rows:
             item = build(row)
+            if item.sequence >= state.last_sequence:
+                anchor = (item.sequence, row["id"])
             state.last_sequence = max(state.last_sequence, item.sequence)
             for entry in annotator.feed(item):
                 yield entry
