@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from support import (
     LEGACY_IDS,
     NEWEST,
     NEWEST_IDS,
+    assert_one_error_line,
     copy_sample,
     digest,
     execute_sql,
@@ -215,3 +219,28 @@ def test_rename_help_has_an_example() -> None:
     r = run_cli(["rename", "--help"])
     assert r.exit_code == 0
     assert "Example: zett-sessions rename" in r.stdout
+
+
+def test_a_session_deleted_while_rename_waited_for_the_lock_is_not_found(tmp_path: Path) -> None:
+    """rename resolves the id, then waits for a writer that is deleting that very session."""
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    deleter = sqlite3.connect(db, isolation_level=None)
+    try:
+        deleter.execute("BEGIN IMMEDIATE")
+        deleter.execute("DELETE FROM raw_messages WHERE session_id = ?", (sid,))
+        deleter.execute("DELETE FROM agent_sessions WHERE id = ?", (sid,))
+        rename = subprocess.Popen(
+            [sys.executable, "-m", "zett_sessions", "--db", str(db), "rename", sid, "New title"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)  # it has resolved the id (the delete is not committed) and waits
+        deleter.execute("COMMIT")
+    finally:
+        deleter.close()
+    out, err = rename.communicate(timeout=60)
+    assert rename.returncode == 3, err
+    assert out == ""
+    assert_one_error_line(err, f"no session matches '{sid}'")

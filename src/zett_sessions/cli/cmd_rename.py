@@ -39,8 +39,8 @@ def rename_command(
 
     Example: zett-sessions rename 019cadd4-611e "Find the slow tests"
     """
-    from ..errors import ZettSessionsError
-    from ..queries.resolve import resolve_session
+    from ..errors import SessionNotFound, ZettSessionsError
+    from ..queries.resolve import resolve_session, session_exists
     from ..queries.sessions import get_listing
     from ..schema import AGENT_NAME_MAX, TITLE_MAX
     from ..sqlite_storage import SQLiteSessionStorage, check_label
@@ -55,6 +55,8 @@ def rename_command(
         updated = await storage.update_session(session_id, title=new_title, agent_name=new_agent)
         listing = await get_listing(database, session_id) if updated is not None else None
         if listing is None:
+            if not await session_exists(database, session_id):  # deleted since it was resolved
+                raise SessionNotFound(session_id)
             raise ZettSessionsError(
                 f"session {session_id} has raw messages but no session row; nothing to rename"
             )
