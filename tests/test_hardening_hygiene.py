@@ -229,3 +229,20 @@ def test_quitting_the_pager_early_exits_0_and_keeps_stdout_usable(
         assert "Error" not in r.stderr
     r = run_cli(["--db", str(path), "list", "--all"])
     assert "sessions" in r.stderr  # the footer still arrives after the pager quit
+
+
+@pytest.mark.parametrize("pager", ["less '", '  ""  '])
+def test_a_pager_setting_that_cannot_be_parsed_or_is_empty_writes_without_a_pager(
+    big: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, pager: str
+) -> None:
+    from zett_sessions.cli.output import Output
+
+    path, session_id = big
+    monkeypatch.setattr(Output, "is_terminal", property(lambda self: True))
+    monkeypatch.setenv("ZETT_SESSIONS_PAGER", pager)
+    r = run_cli(["--db", str(path), "show", session_id])
+    assert r.exit_code == 0, r.stderr
+    assert session_id in r.stdout  # written to stdout, no pager
+    assert "internal error" not in r.stderr
+    if "'" in pager:
+        assert r.stderr.startswith('Warning: the pager command "less \'" cannot be parsed')

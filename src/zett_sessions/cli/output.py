@@ -174,6 +174,12 @@ class Output:
         if configured.strip() in {"cat", "-"}:
             return None
         if configured.strip():
-            return shlex.split(configured)
+            try:
+                return shlex.split(configured) or None
+            except ValueError as error:  # e.g. an unclosed quote: write without a pager
+                self.warn(
+                    f"the pager command {configured!r} cannot be parsed ({error}); not paging"
+                )
+                return None
         less = shutil.which("less")
         return [less] if less else None
