@@ -562,3 +562,17 @@ def test_tail_follow_waits_out_a_writer_that_died_mid_transaction(tmp_path: Path
         code, out, err = follower.finish()
     assert code == 0, err
     assert [json.loads(line)["content"] for line in out.splitlines()][1] == "after the crash"
+
+
+def test_sigterm_unwinds_like_ctrl_c_with_exit_143(tmp_path: Path) -> None:
+    """``kill PID`` ends the process through the same cleanup as Ctrl-C (for verify: its child
+    processes are killed; for delete: the transaction rolls back), quietly, with 128 + 15."""
+    import signal
+
+    db = copy_sample(tmp_path)
+    with FollowProcess(db, "tail", NEWEST_IDS["plain"], "-f", "--interval", "0.05") as follower:
+        follower.wait_for(lambda out: "#3" in out, "the history")
+        follower.process.send_signal(signal.SIGTERM)
+        code, _, err = follower.finish()
+    assert code == 143
+    assert "Traceback" not in err and "Error" not in err
