@@ -102,6 +102,27 @@ def test_a_blank_text_filter_is_a_usage_error_not_every_titled_session(
     assert digest(db) == before
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--older-than", ""], "empty duration"),
+        (["--before", ""], "invalid date or duration ''"),
+        (["--skip-active", ""], "empty duration"),
+    ],
+)
+def test_an_empty_age_is_a_usage_error_not_every_age(
+    db: Path, args: list[str], message: str
+) -> None:
+    """``--older-than "$AGE"`` with an empty ``$AGE`` beside another filter must not widen the
+    delete to sessions of every age."""
+    before = digest(db)
+    r = delete(db, "--agent", "coding-agent", *args, "--yes")
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr.startswith(f"Error: {message}")
+    assert digest(db) == before
+
+
 # --- selection ---------------------------------------------------------------------------
 
 

@@ -203,6 +203,8 @@ def test_bad_times_are_usage_errors(tmp_path: Path, args: list[str], message: st
         (["--agent", "  "], 2, "--agent must not be empty"),
         (["--since", ""], 2, "invalid date or duration ''"),
         (["--children-of", ""], 3, "no session matches ''"),
+        (["--until", ""], 2, "invalid date or duration ''"),
+        (["--older-than", ""], 2, "empty duration"),
     ],
 )
 def test_empty_filter_values_are_errors_not_ignored(

@@ -396,6 +396,37 @@ def test_tail_follow_ends_when_the_session_is_deleted_and_started_again_under_it
     assert [json.loads(line)["sequence"] for line in out.splitlines()] == [3]
 
 
+def test_tail_follow_keeps_following_a_damaged_log_with_a_repeated_sequence(
+    tmp_path: Path,
+) -> None:
+    """Without its unique index a file may hold two rows with one sequence: that is no sign of
+    the session being deleted (verify reports the duplicate)."""
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]  # 3 records
+    execute_sql(db, "DROP INDEX ux_raw_session_sequence")
+    copy_row = (
+        "INSERT INTO raw_messages SELECT ? || id, session_id, request_id, ?, role, content, "
+        "tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
+        "duration_ns, reasoning_started_at, reasoning_completed_at, reasoning_duration_ns, "
+        "content_started_at, content_completed_at, content_duration_ns, input_tokens, "
+        "output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at, "
+        "updated_at FROM raw_messages WHERE session_id = ? AND sequence = 3"
+    )
+    args = ["tail", sid, "-n", "1", "-f", "--interval", "0.05", "--json"]
+    with FollowProcess(db, *args) as follower:
+        follower.wait_for_lines(1, "the history (#3)")
+        execute_sql(db, copy_row, params=("a-", 4, sid))  # two rows with sequence 4
+        execute_sql(db, copy_row, params=("b-", 4, sid))
+        follower.wait_for_lines(2, "#4")
+        time.sleep(0.3)  # polls in which a follower that looked #4 up by sequence gave up
+        execute_sql(db, copy_row, params=("c-", 5, sid))
+        follower.wait_for(lambda out: '"sequence": 5' in out, "#5")
+        delete(db, sid)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    assert [json.loads(line)["sequence"] for line in out.splitlines()][-1] == 5
+
+
 def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]

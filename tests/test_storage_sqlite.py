@@ -38,6 +38,7 @@ from zett_sessions import (
     ZettSessionsError,
 )
 from zett_sessions.database import Database, default_path
+from zett_sessions.errors import DatabaseDamaged
 from zett_sessions.schema import INDEXES, TABLES
 from zett_sessions.timeutil import DB_TIME_RE, format_db_time
 
@@ -714,6 +715,35 @@ def test_two_storages_that_both_saw_an_index_missing_both_write(db: Path) -> Non
             return [first, second, *together]
 
     assert asyncio.run(scenario()) == [2, 3, 1, 1]
+
+
+def test_an_index_that_cannot_be_restored_is_named_with_a_pointer_to_verify(db: Path) -> None:
+    """Duplicate sequences (possible only once the unique index was dropped) block it: the
+    write fails naming why, as zett-agent's own first use would fail, and changes nothing."""
+
+    async def seed(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="one"))
+
+    with_storage(db, seed)
+    execute_sql(
+        db,
+        "DROP INDEX ux_raw_session_sequence",
+        "INSERT INTO raw_messages SELECT 'copy-' || id, session_id, request_id, sequence, role, "
+        "content, tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
+        "duration_ns, reasoning_started_at, reasoning_completed_at, reasoning_duration_ns, "
+        "content_started_at, content_completed_at, content_duration_ns, input_tokens, "
+        "output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at, "
+        "updated_at FROM raw_messages",
+    )
+    before = digest(db)
+
+    async def body(s: SQLiteSessionStorage) -> None:
+        with pytest.raises(DatabaseDamaged, match="missing indexes cannot be restored") as caught:
+            await s.append("other", "r", UserMessage(content="two"))
+        assert "zett-sessions verify" in str(caught.value)
+
+    with_storage(db, body)
+    assert digest(db) == before
 
 
 def test_reading_never_restores_a_lost_index(db: Path) -> None:

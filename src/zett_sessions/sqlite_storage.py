@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .codec import content_column, encode_json_object, encode_message, tool_name_column
 from .database import MEMORY, Database
 from .errors import (
+    DatabaseDamaged,
+    DatabaseError,
     InvalidBoundary,
     SessionExists,
     SnapshotConflict,
@@ -149,7 +151,14 @@ class SQLiteSessionStorage:
         db = await self._db()
         db.require_layout(operation)
         if db.layout.missing_indexes:
-            await db.upgrade()
+            try:
+                await db.upgrade()
+            except DatabaseError as error:  # e.g. duplicate sequences block the unique index
+                raise DatabaseDamaged(
+                    f"cannot {operation} in {db.path}: its missing indexes cannot be restored "
+                    f"({error}); `zett-sessions verify` shows what stands in the way",
+                    db.path,
+                ) from error
         return db
 
     async def upgrade(self) -> list[str]:

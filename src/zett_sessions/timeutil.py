@@ -106,9 +106,13 @@ def parse_moment(text: str, *, now: datetime | None = None) -> datetime:
 def activity_cutoff(
     before: str | None, older_than: str | None, *, now: datetime
 ) -> datetime | None:
-    """The earlier of ``before`` (a moment) and ``older_than`` ago: both bound last activity."""
-    cutoff = parse_moment(before, now=now) if before else None
-    if older_than:
+    """The earlier of ``before`` (a moment) and ``older_than`` ago: both bound last activity.
+
+    An empty value is an error, not "no limit": ``--older-than "$AGE"`` with an empty ``$AGE``
+    must never widen a delete to every age.
+    """
+    cutoff = parse_moment(before, now=now) if before is not None else None
+    if older_than is not None:
         limit = now - parse_duration(older_than)
-        cutoff = min(cutoff, limit) if cutoff else limit
+        cutoff = min(cutoff, limit) if cutoff is not None else limit
     return cutoff

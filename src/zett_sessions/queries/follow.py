@@ -22,11 +22,16 @@ from datetime import datetime, timedelta
 from typing import Any, Generic
 
 from ..database import Database
-from ..errors import DatabaseLocked, SessionNotFound, UnfinishedTransaction
+from ..errors import (
+    DatabaseLocked,
+    SessionNotFound,
+    UnaddressableSession,
+    UnfinishedTransaction,
+)
 from ..rows import raw_select
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
-from .resolve import session_exists
+from .resolve import UNREADABLE, session_exists
 from .transcript import ItemT, TranscriptState
 
 POLL_BATCH = 1000
@@ -71,7 +76,10 @@ async def latest_session(db: Database) -> str:
     found = await db.scalar(sql)
     if found is None:
         raise NoSessions()
-    return str(found)
+    session_id = str(found)
+    if UNREADABLE in session_id and not await session_exists(db, session_id):
+        raise UnaddressableSession(session_id)  # as resolve_session says for a typed id
+    return session_id
 
 
 async def last_activity(db: Database, session_id: str) -> datetime | None:
@@ -86,11 +94,24 @@ async def last_activity(db: Database, session_id: str) -> datetime | None:
 
 
 async def _row_id(db: Database, session_id: str, sequence: int) -> tuple[int, Any] | None:
-    """``(sequence, id)`` of the session's row at ``sequence`` (``None``: no such row)."""
+    """``(sequence, id)`` of the session's (last) row at ``sequence`` (``None``: no such row)."""
     found = await db.scalar(
-        "SELECT id FROM raw_messages WHERE session_id = ? AND sequence = ?", (session_id, sequence)
+        "SELECT id FROM raw_messages WHERE session_id = ? AND sequence = ? "
+        "ORDER BY rowid DESC LIMIT 1",
+        (session_id, sequence),
     )
     return None if found is None else (sequence, found)
+
+
+async def _still_there(db: Database, session_id: str, anchor: tuple[int, Any]) -> bool:
+    """Whether the row last printed is still in the session (a damaged file may hold two rows
+    with its sequence: the one with its id must be there)."""
+    sequence, row_id = anchor
+    found = await db.scalar(
+        "SELECT 1 FROM raw_messages WHERE session_id = ? AND sequence = ? AND id = ?",
+        (session_id, sequence, row_id),
+    )
+    return found is not None
 
 
 async def follow(
@@ -120,7 +141,7 @@ async def follow(
     while True:
         try:
             async with db.read():
-                if anchor is not None and await _row_id(db, session_id, anchor[0]) != anchor:
+                if anchor is not None and not await _still_there(db, session_id, anchor):
                     # the last row printed is gone: the session was deleted (and may have been
                     # started again under the same id, from sequence 1: not a continuation)
                     rows, gone = [], True
