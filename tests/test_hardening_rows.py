@@ -506,3 +506,35 @@ def test_a_session_id_that_is_not_utf8_is_refused_by_name_and_left_alone_by_dele
     finally:
         conn.close()
     assert left == 3  # the unaddressable session's rows, untouched
+
+
+def test_a_parent_whose_child_has_an_unaddressable_id_is_left_alone_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    """``--children delete`` cannot delete such a child, so its parent stays too (as for any
+    kept descendant) instead of a refusal that claims the child appeared since the plan."""
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    parent, child = demo.sessions["tools"], demo.sessions["child"]
+    execute_sql(
+        demo.path,
+        *(
+            f"UPDATE {table} SET {column} = CAST(x'6b69645fff' AS TEXT) WHERE {column} = ?"
+            for table, column in (
+                ("agent_sessions", "id"),
+                ("raw_messages", "session_id"),
+                ("session_snapshots", "session_id"),
+            )
+        ),
+        params=(child,),
+    )
+    args = ["delete", parent, "--children", "delete", "--skip-active", "0", "--yes", "--json"]
+    r = run_cli(["--db", str(demo.path), *args])
+    assert r.exit_code == 0, r.stderr
+    skipped = {s["id"]: s["reason"] for s in json.loads(r.stdout)["plan"]["skipped"]}
+    assert skipped == {"kid_\ufffd": "unaddressable", parent: "kept-descendant"}
+    conn = sqlite3.connect(demo.path)
+    try:
+        kept = conn.execute("SELECT count(*) FROM agent_sessions WHERE id = ?", (parent,))
+        assert kept.fetchone()[0] == 1
+    finally:
+        conn.close()

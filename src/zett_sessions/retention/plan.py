@@ -47,6 +47,8 @@ RAW_ROW_OVERHEAD = 900
 SNAPSHOT_ROW_OVERHEAD = 300
 EXACT_BYTES_LIMIT = 100_000  # planned raw rows measured one by one; beyond, an average
 
+UNADDRESSABLE = "its id is not UTF-8 text; no text can name it"
+
 
 def nothing_selected() -> UsageError:
     return UsageError(
@@ -87,9 +89,7 @@ async def build_plan(
     protected: dict[str, SkippedSession] = {}
     for position, session in enumerate(candidates):
         if not session.addressable:
-            protected[session.id] = skipped_session(
-                session, "unaddressable", "its id is not UTF-8 text; no text can name it"
-            )
+            protected[session.id] = skipped_session(session, "unaddressable", UNADDRESSABLE)
             continue
         reason = _protection(session, position, policy, now)
         if reason is not None:
@@ -360,7 +360,13 @@ async def _add_subtrees(
         frontier = []
         if not fresh:
             break
-        for child in await _select(db, SessionFilter(ids=tuple(fresh)), "descendant"):
+        found = await _select(db, SessionFilter(ids=tuple(fresh)), "descendant")
+        for kid in fresh.keys() - {child.id for child in found}:
+            # listed as a child, yet no text names it (an id that is not UTF-8): it cannot be
+            # deleted, so it stays, and so do its ancestors
+            skipped.append(SkippedSession(id=kid, reason="unaddressable", detail=UNADDRESSABLE))
+            kept.append((kid, fresh[kid]))
+        for child in found:
             if _is_active(child.updated_at, policy, now):
                 skipped.append(
                     skipped_session(child, "active", f"activity within the last {_window(policy)}")
