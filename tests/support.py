@@ -506,6 +506,20 @@ def execute_sql(path: Path, *statements: str, params: Sequence[Any] = ()) -> Non
         conn.close()
 
 
+def copy_raw_rows_sql(
+    where: str = "", *, new_id: str = "'copy-' || id", sequence: str = "sequence"
+) -> str:
+    """``INSERT … SELECT`` copying raw rows under new ids (``new_id``), at ``sequence`` (an SQL
+    expression, or ``?``): the duplicate rows a damaged file may hold once its unique index is
+    gone."""
+    from zett_sessions.schema import RAW_COLUMNS
+
+    chosen = {"id": new_id, "sequence": sequence}
+    columns = ", ".join(RAW_COLUMNS)
+    values = ", ".join(chosen.get(column, column) for column in RAW_COLUMNS)
+    return f"INSERT INTO raw_messages ({columns}) SELECT {values} FROM raw_messages{where}"
+
+
 # --- storage scenarios (compat and storage tests) -------------------------------------------
 
 from collections.abc import Awaitable, Callable  # noqa: E402

@@ -27,6 +27,7 @@ from support import (
     ONE_MB_LINE,
     FollowProcess,
     append_messages,
+    copy_raw_rows_sql,
     copy_sample,
     digest,
     execute_sql,
@@ -404,13 +405,8 @@ def test_tail_follow_keeps_following_a_damaged_log_with_a_repeated_sequence(
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]  # 3 records
     execute_sql(db, "DROP INDEX ux_raw_session_sequence")
-    copy_row = (
-        "INSERT INTO raw_messages SELECT ? || id, session_id, request_id, ?, role, content, "
-        "tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
-        "duration_ns, reasoning_started_at, reasoning_completed_at, reasoning_duration_ns, "
-        "content_started_at, content_completed_at, content_duration_ns, input_tokens, "
-        "output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at, "
-        "updated_at FROM raw_messages WHERE session_id = ? AND sequence = 3"
+    copy_row = copy_raw_rows_sql(
+        " WHERE session_id = ? AND sequence = 3", new_id="? || id", sequence="?"
     )
     args = ["tail", sid, "-n", "1", "-f", "--interval", "0.05", "--json"]
     with FollowProcess(db, *args) as follower:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from support import digest, execute_sql, with_storage
+from support import copy_raw_rows_sql, digest, execute_sql, with_storage
 from zett_sessions import (
     AssistantMessage,
     CompactedMessage,
@@ -728,12 +728,7 @@ def test_an_index_that_cannot_be_restored_is_named_with_a_pointer_to_verify(db: 
     execute_sql(
         db,
         "DROP INDEX ux_raw_session_sequence",
-        "INSERT INTO raw_messages SELECT 'copy-' || id, session_id, request_id, sequence, role, "
-        "content, tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
-        "duration_ns, reasoning_started_at, reasoning_completed_at, reasoning_duration_ns, "
-        "content_started_at, content_completed_at, content_duration_ns, input_tokens, "
-        "output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at, "
-        "updated_at FROM raw_messages",
+        copy_raw_rows_sql(),
     )
     before = digest(db)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from support import copy_raw_rows_sql
 from verify_fixtures import build_clean, execute, found, verify
 
 
@@ -47,12 +48,7 @@ def test_two_rows_with_one_sequence_are_a_duplicate_once_the_unique_index_is_gon
     execute(
         db,
         "DROP INDEX ux_raw_session_sequence",
-        "INSERT INTO raw_messages SELECT 'copy-' || id, session_id, request_id, sequence, role, "
-        "content, tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
-        "duration_ns, reasoning_started_at, reasoning_completed_at, reasoning_duration_ns, "
-        "content_started_at, content_completed_at, content_duration_ns, input_tokens, "
-        "output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at, "
-        "updated_at FROM raw_messages WHERE session_id = 's-child' AND sequence = 2",
+        copy_raw_rows_sql(" WHERE session_id = 's-child' AND sequence = 2"),
     )
 
     assert sorted(found(verify(db)), key=str) == [
