@@ -25,13 +25,12 @@ from ..database import Database
 from ..errors import (
     DatabaseLocked,
     SessionNotFound,
-    UnaddressableSession,
     UnfinishedTransaction,
 )
 from ..rows import raw_select
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
-from .resolve import UNREADABLE, session_exists
+from .resolve import addressable, session_exists
 from .transcript import ItemT, TranscriptState
 
 POLL_BATCH = 1000
@@ -76,10 +75,7 @@ async def latest_session(db: Database) -> str:
     found = await db.scalar(sql)
     if found is None:
         raise NoSessions()
-    session_id = str(found)
-    if UNREADABLE in session_id and not await session_exists(db, session_id):
-        raise UnaddressableSession(session_id)  # as resolve_session says for a typed id
-    return session_id
+    return await addressable(db, str(found))
 
 
 async def last_activity(db: Database, session_id: str) -> datetime | None:

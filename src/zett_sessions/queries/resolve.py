@@ -61,7 +61,12 @@ async def resolve_session(db: Database, text: str) -> str:
         raise SessionNotFound(text)
     if len(found) > 1:
         raise AmbiguousSessionId(text, sorted(found))
-    session_id = found.pop()
+    return await addressable(db, found.pop())
+
+
+async def addressable(db: Database, session_id: str) -> str:
+    """``session_id`` as read back from the database, when a query can name it again; raise
+    ``UnaddressableSession`` when lenient decoding changed it (U+FFFD for bytes not UTF-8)."""
     if UNREADABLE in session_id and not await session_exists(db, session_id):
-        raise UnaddressableSession(session_id)  # read back with U+FFFD: no text names it
+        raise UnaddressableSession(session_id)
     return session_id
