@@ -132,8 +132,11 @@ async def follow(
     )
     idle_since = await last_activity(db, session_id) or now()
     annotator = state.annotator
-    async with db.read():
-        anchor = await _row_id(db, session_id, state.last_sequence)
+    if state.last_row_id is not None:  # the last row the history printed
+        anchor: tuple[int, Any] | None = (state.last_sequence, state.last_row_id)
+    else:
+        async with db.read():
+            anchor = await _row_id(db, session_id, state.last_sequence)
     while True:
         try:
             async with db.read():

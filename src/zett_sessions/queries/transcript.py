@@ -378,6 +378,7 @@ class TranscriptState(Generic[ItemT]):
 
     annotator: Annotator[ItemT]
     last_sequence: int = 0
+    last_row_id: Any = None  # the id of the row at last_sequence (``tail -f`` checks it is kept)
     shown: int = 0
     flags: list[Entry[ItemT]] = field(default_factory=list)
 
@@ -492,7 +493,8 @@ async def stream_transcript(
                 and not annotator.holding
             ):
                 break
-            state.last_sequence = max(state.last_sequence, sequence)
+            if sequence >= state.last_sequence:
+                state.last_sequence, state.last_row_id = sequence, row["id"]
             for entry in annotator.feed(item):
                 if marker is not None and entry.item.sequence > marker.through:
                     yield marker
