@@ -358,3 +358,70 @@ def test_a_delete_killed_mid_transaction_deletes_nothing_and_a_rerun_deletes_all
     for table in tables:  # all
         assert table_rows(path, table, victims) == []
     assert integrity(path) == ["ok"]
+
+
+# --- two deletes archiving into one new file (issue 18, item 1) --------------------------------
+
+
+def holds_open(process: subprocess.Popen[str], path: Path) -> bool:
+    """Whether ``process`` has ``path`` open (its /proc fd table)."""
+    fds = Path(f"/proc/{process.pid}/fd")
+    with contextlib.suppress(OSError):
+        for fd in fds.iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) == str(path):
+                    return True
+    return False
+
+
+def wait_until_open(process: subprocess.Popen[str], path: Path) -> None:
+    """Handshake: ``process`` has opened ``path`` (polled; fails if it ended first)."""
+    while not holds_open(process, path):
+        if process.poll() is not None:
+            assert process.stderr is not None
+            raise AssertionError(f"child ended before opening {path}: {process.stderr.read()}")
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/PID/fd")
+def test_a_delete_whose_new_archive_is_removed_by_an_interrupted_one_never_loses_its_sessions(
+    tmp_path: Path,
+) -> None:
+    """A creates ``--archive-to`` and is interrupted while copying; B (another database) opened
+    the same new file meanwhile and waits for A's lock.  A's cleanup must not take B's archive
+    away: B either fails with nothing deleted, or its archive exists and holds its rows."""
+    first = fresh_database(tmp_path / "a.sqlite3", "wal")
+    second = fresh_database(tmp_path / "b.sqlite3", "wal")
+    archive = tmp_path / "archive.sqlite3"
+    tables = ("agent_sessions", "raw_messages", "session_snapshots")
+    a_before = {table: table_rows(first, table) for table in tables}
+    victims = ["project-notes", "nightly-deps"]
+    b_rows = {table: table_rows(second, table, victims) for table in tables}
+    delete = ["delete", *victims, "--yes", "--skip-active", "0", "--archive-to", str(archive)]
+
+    a = start("cli", "--db", str(first), *delete, pause_after="INSERT INTO main.raw_messages")
+    wait_for(a, "paused")  # A created the archive and is copying into it, lock held
+    assert archive.exists()
+    b = start("cli", "--busy-timeout", "120000", "--db", str(second), *delete)
+    try:
+        wait_until_open(b, archive)  # B opened the same file and waits for A
+        a.send_signal(signal.SIGTERM)  # A is interrupted and cleans up
+        assert a.wait(timeout=60) == 128 + signal.SIGTERM
+        out, err = b.communicate(timeout=120)
+    finally:
+        for child in (a, b):
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            for stream in (child.stdout, child.stderr):
+                assert stream is not None
+                stream.close()
+    assert {table: table_rows(first, table) for table in tables} == a_before  # A: nothing
+    if b.returncode == 0:
+        assert archive.exists(), f"B reported success, but its archive is gone: {out}"
+        assert integrity(archive) == ["ok"]
+        assert {table: table_rows(archive, table) for table in tables} == b_rows
+        assert all(table_rows(second, table, victims) == [] for table in tables)
+    else:  # a clean failure: one error line, nothing deleted
+        assert_one_error_line(err)
+        assert {table: table_rows(second, table, victims) for table in tables} == b_rows

@@ -8,6 +8,7 @@ import sqlite3
 import stat
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from zett_sessions.errors import NotASessionDatabase, UsageError
 from zett_sessions.retention import DeleteResult, RetentionPolicy, RetentionRefused
 from zett_sessions.retention import archive as archive_module
 from zett_sessions.retention.archive import check_archive_path
+from zett_sessions.retention.archive_file import ArchiveMoved
 from zett_sessions.schema import INDEXES, TABLES
 
 DAY = timedelta(days=1)
@@ -135,6 +137,25 @@ def test_a_failed_archive_check_deletes_nothing_and_removes_a_new_archive(
         plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
     assert everything(db) == source
     assert not archive.exists()
+
+
+def test_an_archive_removed_by_someone_else_during_the_copy_deletes_nothing(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "archive.sqlite3"
+    source = everything(db)
+    real = archive_module._copy
+
+    async def copy_then_lose_the_file(*args: Any) -> set[str]:
+        present = await real(*args)
+        for suffix in ("", "-wal", "-shm"):  # e.g. a cleanup script, or another tool
+            Path(f"{archive}{suffix}").unlink(missing_ok=True)
+        return present
+
+    monkeypatch.setattr(archive_module, "_copy", copy_then_lose_the_file)
+    with pytest.raises(ArchiveMoved, match="nothing was deleted"):
+        plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    assert everything(db) == source
 
 
 def test_an_archive_that_is_not_a_session_database_is_an_error(db: Path, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """``--archive-to``: copy planned sessions into a standalone zett-agent database first.
 
-The archive is created through ``Database(create=True)`` (zett-agent's exact DDL, WAL, a 0600
-file) or must already be a newest-layout session database.  Its own connection ATTACHes the
+The archive is created by this run (exclusively, see ``archive_file``, which also keeps two
+runs from writing one archive at once) with zett-agent's exact DDL in WAL mode as a 0600 file,
+or must already be a newest-layout session database.  Its own connection ATTACHes the
 source read-only and copies with ``INSERT … SELECT``, so the rows never pass through Python.
 The caller holds the source's write lock (``BEGIN IMMEDIATE``) for the whole time, so the
 rows copied are exactly the rows it deletes afterwards; the archive is committed durably
@@ -19,7 +20,7 @@ rows is refused, because appending would mix two histories under one id.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -28,6 +29,7 @@ from ..errors import DatabaseError, NotAnArchive, NotASessionDatabase, UsageErro
 from ..rows import SNAPSHOT_COLUMNS
 from ..schema import IN_IDS, RAW_COLUMNS, SESSION_COLUMNS, Layout, json_ids
 from ..values import plural
+from .archive_file import SIDE_FILES, LockedFile, lock_archive
 from .models import ArchiveReport, PlannedSession, RetentionRefused
 
 _RAW_DEFAULTS = {
@@ -42,10 +44,6 @@ _SESSION_DEFAULTS = {"session_type": "0"}
 
 class ArchiveCheckFailed(DatabaseError):
     """The archive's counts after the copy differ from the plan (nothing was deleted)."""
-
-
-# SQLite's side files of a database: writing an archive there destroys it (and the journal).
-SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -118,51 +116,91 @@ def _archived_sql(table: str, columns: Sequence[str]) -> str:
     )
 
 
-async def archive_sessions(
-    source: Database, path: Path, sessions: Sequence[PlannedSession]
-) -> ArchiveReport:
-    """Copy ``sessions`` from ``source`` into the archive at ``path`` and commit it durably."""
+class ArchiveWriter:
+    """The archive of one run, open and locked: ``add`` copies sessions into it durably."""
+
+    def __init__(self, source: Database, lock: LockedFile, archive: Database) -> None:
+        self._layout = source.layout
+        self._lock = lock
+        self._archive = archive
+        self.path = lock.path
+        self.created = lock.created
+        self._sessions = self._messages = self._snapshots = 0
+        self._already: list[str] = []
+
+    @property
+    def report(self) -> ArchiveReport:
+        """What every ``add`` so far put into the archive."""
+        return ArchiveReport(
+            path=str(self.path),
+            created=self.created,
+            sessions=self._sessions,
+            messages=self._messages,
+            snapshots=self._snapshots,
+            already_archived=tuple(sorted(self._already)),
+        )
+
+    async def add(self, sessions: Sequence[PlannedSession]) -> None:
+        """Copy ``sessions`` (one archive transaction, committed durably), then check that the
+        file written is still the one at the path: only then may the source delete them."""
+        present = await _copy(self._archive, self._layout, sessions, self.path)
+        self._lock.require_at_path()
+        self._sessions += len(sessions)
+        self._messages += sum(s.messages for s in sessions)
+        self._snapshots += sum(s.snapshots for s in sessions)
+        self._already.extend(present)
+
+
+@contextlib.asynccontextmanager
+async def open_archive(source: Database, path: Path) -> AsyncIterator[ArchiveWriter]:
+    """The archive at ``path``, locked against other runs (see ``archive_file``) for as long
+    as the block runs; a file this run created is removed again if nothing went into it."""
     if source.is_memory:
         raise UsageError("--archive-to needs the sessions in a database file")
-    created = not path.exists()
+    lock = await lock_archive(path, source.busy_timeout_ms)
     # An existing non-empty file must already be a session database: never add our tables to
     # some other application's file.
-    blank = created or path.stat().st_size == 0
-    archive = Database(path, create=blank, busy_timeout_ms=source.busy_timeout_ms)
-    done = False
+    archive = Database(path, create=lock.empty, busy_timeout_ms=source.busy_timeout_ms)
+    opened = False
     try:
         try:
             await archive.open()
+            opened = True
             archive.require_layout("archive sessions into it")
         except NotASessionDatabase as error:
             raise NotAnArchive(f"--archive-to: {error}", str(path)) from None
+        lock.require_at_path()
         await archive.execute("PRAGMA synchronous = FULL")
         # Plain mode=ro, never readonly.read_only_uri's immutable=1: this file is being
         # written (by the caller's transaction) right after the copy.
         source_uri = f"file:{quote(str(Path(source.path).resolve()))}?mode=ro"
         await archive.execute("ATTACH DATABASE ? AS src", (source_uri,))
-        try:
-            report = await _copy(archive, source.layout, sessions, path, created)
-        finally:
-            with contextlib.suppress(DatabaseError):
-                await archive.execute("DETACH DATABASE src")
-        done = True
-        return report
+        yield ArchiveWriter(source, lock, archive)
     finally:
+        # SQLite never set up a file this run made, or nothing was committed into it
+        unused = lock.created and (not opened or await _holds_nothing(archive))
         await archive.close()
-        if created and not done:
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(OSError):
-                    Path(f"{path}{suffix}").unlink()
+        if unused:
+            lock.remove()
+        lock.release()
+
+
+async def _holds_nothing(archive: Database) -> bool:
+    """Whether no row is in the archive (a damaged file counts as holding something)."""
+    try:
+        for table in _KEY:
+            if await archive.scalar(f"SELECT EXISTS (SELECT 1 FROM main.{table})"):
+                return False
+    except DatabaseError:
+        return False
+    return True
 
 
 async def _copy(
-    archive: Database,
-    layout: Layout,
-    sessions: Sequence[PlannedSession],
-    path: Path,
-    created: bool,
-) -> ArchiveReport:
+    archive: Database, layout: Layout, sessions: Sequence[PlannedSession], path: Path
+) -> set[str]:
+    """Copy the sessions not yet in the archive (one committed transaction); returns those
+    that were already there with the same rows."""
     ids = [session.id for session in sessions]
     sources = _sources(layout)
     async with archive.write():
@@ -180,14 +218,7 @@ async def _copy(
                 f"INSERT INTO main.{table} ({', '.join(columns)}) {select}", (fresh,)
             )
         await _check_counts(archive, sessions, path)
-    return ArchiveReport(
-        path=str(path),
-        created=created,
-        sessions=len(sessions),
-        messages=sum(s.messages for s in sessions),
-        snapshots=sum(s.snapshots for s in sessions),
-        already_archived=tuple(sorted(present)),
-    )
+    return present
 
 
 async def _already_archived(archive: Database, ids: Sequence[str]) -> set[str]:

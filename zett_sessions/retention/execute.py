@@ -12,6 +12,7 @@ everything is rolled back.  ``secure_delete`` is left as SQLite has it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from ..database import Database
 from ..errors import DatabaseError
 from ..schema import IN_IDS, json_ids
 from ..values import plural
-from .archive import archive_sessions
+from .archive import open_archive
 from .models import (
     ArchiveReport,
     DeletedSession,
@@ -57,13 +58,20 @@ async def execute_plan(
     """Delete what ``plan`` shows and still matches; archive first when asked."""
     await db.open()
     before = file_bytes(db.path)
-    async with db.write():
-        final, skipped = await _reevaluate(db, plan, policy)
-        report: ArchiveReport | None = None
-        if final and archive is not None:
-            report = await archive_sessions(db, archive, final)
-        if final:
-            await _delete(db, final)
+    report: ArchiveReport | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        # The archive is locked before the source's write lock is taken (and released after
+        # it), so two deletes sharing an archive never wait for each other crosswise.
+        writer = None
+        if archive is not None:
+            writer = await stack.enter_async_context(open_archive(db, archive))
+        async with db.write():
+            final, skipped = await _reevaluate(db, plan, policy)
+            if final and writer is not None:
+                await writer.add(final)
+                report = writer.report
+            if final:
+                await _delete(db, final)
     space = await _space(db, before, run_vacuum and bool(final))
     return DeleteResult(
         deleted=tuple(
