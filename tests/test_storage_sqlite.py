@@ -37,6 +37,7 @@ from zett_sessions import (
     ValidationError,
     ZettSessionsError,
 )
+from zett_sessions.blocking import BlockingStorage
 from zett_sessions.database import Database, default_path
 from zett_sessions.errors import DatabaseDamaged
 from zett_sessions.schema import INDEXES, TABLES
@@ -594,6 +595,27 @@ def test_close_is_idempotent_and_async_with_closes(db: Path) -> None:
     assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
 
 
+def test_a_statement_in_flight_at_close_fails_as_closed_not_as_a_damaged_file(db: Path) -> None:
+    """The statement already queued when close() runs ends on a closed sqlite3 handle; that
+    surfaced as ``DatabaseUnreadable`` ("Cannot operate on a closed database"), which the CLI
+    reports as an unreadable file."""
+
+    async def scenario() -> None:
+        storage = SQLiteSessionStorage(db)
+        await storage.append("s", "r", UserMessage(content="x"))
+        in_flight = asyncio.ensure_future(
+            storage.database.execute("SELECT count(*) FROM raw_messages")
+        )
+        await asyncio.sleep(0)  # let it queue its statement on the connection's worker
+        await storage.close()
+        with pytest.raises(DatabaseError) as caught:
+            await in_flight
+        assert type(caught.value) is DatabaseError, caught.value
+        assert str(caught.value) == f"storage for {db} is closed"
+
+    asyncio.run(scenario())
+
+
 def test_default_path_is_zett_agents_location_without_touching_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -909,7 +931,7 @@ def test_sync_gives_blocking_methods_and_closes_its_thread(db: Path) -> None:
 
         assert asyncio.run(inside_a_running_loop()) == 2
     assert threading.active_count() == threads
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(DatabaseError, match="storage is closed"):
         storage.count_messages("s")
     storage.close()  # idempotent
 
@@ -1173,3 +1195,70 @@ def test_env_var_points_at_a_missing_file_in_the_test_directory(tmp_path: Path) 
     value = os.environ["ZETT_SESSIONS_DB"]
     assert value.startswith(str(tmp_path))
     assert not Path(value).exists()
+
+
+def _error_of(call: Callable[[], object]) -> tuple[list[BaseException], threading.Event]:
+    """Run ``call`` in a daemon thread (a hang must not stall the run); the list gets what it
+    raised and the event is set when it ended."""
+    outcome: list[BaseException] = []
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as error:  # the outcome the test inspects
+            outcome.append(error)
+        finished.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return outcome, finished
+
+
+def test_sync_close_from_another_thread_fails_every_call_instead_of_hanging(db: Path) -> None:
+    """A thread appending in a loop while another closes the proxy: its call in flight (or the
+    next one) raised the typed error; before, it blocked forever in ``future.result()``."""
+    storage = SQLiteSessionStorage(db).sync()
+    appended = threading.Event()
+
+    def append_until_it_fails() -> None:
+        while True:
+            storage.append("s", "r", UserMessage(content="x"))
+            appended.set()
+
+    outcome, finished = _error_of(append_until_it_fails)
+    assert appended.wait(
+        timeout=120
+    )  # timeouts are only a safety net turning a hang into a failure
+    closed, close_returned = _error_of(storage.close)
+    assert close_returned.wait(timeout=120) and closed == []
+    assert finished.wait(timeout=120)
+    assert len(outcome) == 1 and type(outcome[0]) is DatabaseError, outcome
+    assert "closed" in str(outcome[0])
+    with pytest.raises(DatabaseError, match="storage is closed"):
+        storage.append("s", "r", UserMessage(content="after"))
+    (count,) = query(db, "SELECT count(*) FROM raw_messages")[0]
+    assert query(db, "SELECT max(sequence) FROM raw_messages") == [(count,)]  # no gap, no half
+
+
+def test_sync_close_fails_a_call_that_is_in_flight_and_would_never_end(db: Path) -> None:
+    """The call is inside the loop (a handshake says so) when close() runs: it fails at once."""
+    entered = threading.Event()
+
+    class Waits:
+        path = str(db)
+
+        async def wait_forever(self) -> None:
+            entered.set()
+            await asyncio.Event().wait()
+
+        async def close(self) -> None:
+            pass
+
+    proxy = BlockingStorage(Waits())
+    outcome, finished = _error_of(proxy.wait_forever)
+    assert entered.wait(timeout=120)
+    proxy.close()
+    assert finished.wait(timeout=120)  # a safety net: a hang fails the test
+    assert len(outcome) == 1 and type(outcome[0]) is DatabaseError, outcome
+    assert outcome[0].path == str(db)
+    assert proxy.closed

@@ -341,12 +341,16 @@ class Database:
         """Translate ``sqlite3`` errors raised inside the block into typed errors."""
         try:
             yield
-        except sqlite3.Error as error:
-            raise translate_sqlite_error(error, self.path, writing=not self.read_only) from error
         except OverflowError as error:  # a parameter beyond SQLite's 64-bit integers
             raise ValidationError(f"a number is too large for SQLite ({error})") from error
         except UnicodeEncodeError as error:  # a lone surrogate cannot be stored as UTF-8
             raise ValidationError(f"text that is not valid Unicode: {error.reason}") from error
+        except (sqlite3.Error, ValueError) as error:
+            if self._closed:  # a call in flight at close(): "closed database", "Connection closed"
+                raise DatabaseError(f"storage for {self.path} is closed", self.path) from error
+            if isinstance(error, ValueError):
+                raise
+            raise translate_sqlite_error(error, self.path, writing=not self.read_only) from error
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         with self.errors():
@@ -458,6 +462,7 @@ class Database:
         if conn is not None:
             with contextlib.suppress(sqlite3.Error, ValueError):
                 await conn.close()
+            await _worker_ended(conn)
 
 
 def _upgrade_statements(layout: Layout) -> list[str]:
@@ -485,10 +490,16 @@ async def _connect(uri: str) -> aiosqlite.Connection:
     try:
         return await connection
     except BaseException:
-        worker = getattr(connection, "_thread", None)  # aiosqlite 0.22 (pinned <0.23)
-        while worker is not None and worker.is_alive():
-            await asyncio.sleep(0.001)
+        await _worker_ended(connection)
         raise
+
+
+async def _worker_ended(connection: aiosqlite.Connection) -> None:
+    """Wait for a stopped connection's worker thread to end (it has only to return), so that
+    ``close()`` leaves no thread behind and a loop may close right after."""
+    worker = getattr(connection, "_thread", None)  # aiosqlite 0.22 (pinned <0.23)
+    while worker is not None and worker.is_alive():
+        await asyncio.sleep(0.001)
 
 
 def _declared_columns(ddl: str) -> list[tuple[str, str]]:
