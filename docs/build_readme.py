@@ -17,6 +17,7 @@ PARTS = (
     "_intro.md",
     *(f"{name}.md" for name in COMMANDS),
     "_library.md",
+    "postgresql.md",
     "performance.md",
     "reliability.md",
     "_development.md",

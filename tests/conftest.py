@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pgtest import backend, pg_dsn, pg_server, store  # noqa: F401  (fixtures for every module)
+
 # --- generic fixtures (all tests) ---------------------------------------------------------
 
 DATA_DIR = Path(__file__).parent / "data"

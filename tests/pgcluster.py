@@ -28,6 +28,7 @@ from pathlib import Path
 
 DATABASE = "zett_test"
 SUPERUSER = "zs"
+PASSWORD_ROLE = "zs_password"  # the only role that must authenticate with a password
 
 
 def server_bindir() -> Path | None:
@@ -101,6 +102,9 @@ def start_cluster(directory: Path) -> str:
             "--no-instructions",
         ],
     )
+    # One role must give a password (the tests of PGPASSWORD and ~/.pgpass); the rest trust.
+    hba = data / "pg_hba.conf"
+    hba.write_text(f"host all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
     port = _free_port()
     options = (
         f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"

@@ -1,4 +1,5 @@
-"""The contract kit on SQLiteSessionStorage and on the audited wrapper, plus the request lifecycle.
+"""The contract kit on the audited wrapper, plus the request lifecycle (the kit on SQLite and
+PostgreSQL themselves: ``test_contract_backends.py``).
 
 Also proves the kit can fail: deliberately broken adapters make the matching kit tests fail.
 """
@@ -41,16 +42,6 @@ from zett_sessions.testing import SessionStorageContract, StorageFactory
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "contract.sqlite3"
-
-
-class TestSQLiteSessionStorageContract(SessionStorageContract):
-    @pytest.fixture
-    def storage_factory(self, db_path: Path) -> StorageFactory:
-        return functools.partial(SQLiteSessionStorage, db_path)
-
-    @pytest.fixture
-    def process_factory(self, db_path: Path) -> StorageFactory:
-        return functools.partial(SQLiteSessionStorage, str(db_path))
 
 
 class TestAuditedStorageContract(SessionStorageContract):

@@ -2,6 +2,8 @@
 
 The public names are imported lazily (PEP 562) so that ``zett-sessions --help`` does not pay for
 pydantic and aiosqlite; ``from zett_sessions import SQLiteSessionStorage`` works as usual.
+``PostgresSessionStorage`` needs the optional extra ``zett-sessions[postgres]`` (asyncpg), which
+is imported only when that name is used.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "SessionStorage": "storage",
     "SQLiteSessionStorage": "sqlite_storage",
+    "PostgresSessionStorage": "postgres.storage",
     "Database": "database",
     "Layout": "schema",
     "project": "projection",
@@ -32,7 +35,7 @@ for _name in (
     "ZettSessionsError DatabaseError DatabaseNotFound NotASessionDatabase DatabaseUnreadable "
     "DatabaseLocked DatabaseReadOnly UnsupportedLayout SessionNotFound AmbiguousSessionId "
     "SessionExists SnapshotConflict InvalidBoundary ValidationError UnsupportedValue "
-    "DamagedHistory"
+    "DamagedHistory ServerUnavailable"
 ).split():
     _EXPORTS[_name] = "errors"
 
@@ -64,6 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
         DatabaseUnreadable,
         InvalidBoundary,
         NotASessionDatabase,
+        ServerUnavailable,
         SessionExists,
         SessionNotFound,
         SnapshotConflict,
@@ -96,6 +100,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
         UserMessage,
     )
     from .persistence import RequestContext, SessionPersistence
+    from .postgres.storage import PostgresSessionStorage
     from .projection import Projection, project
     from .schema import Layout
     from .sqlite_storage import SQLiteSessionStorage

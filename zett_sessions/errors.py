@@ -52,6 +52,10 @@ class DiskFull(DatabaseUnreadable):
     """A write needed more space than the disk has."""
 
 
+class ServerUnavailable(DatabaseUnreadable):
+    """A database server could not be reached, or dropped the connection (PostgreSQL)."""
+
+
 class UnfinishedTransaction(DatabaseUnreadable):
     """A crashed writer left a hot rollback journal: only a writer can roll it back."""
 

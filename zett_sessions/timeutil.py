@@ -20,22 +20,33 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` as an aware UTC time: aware values are converted, naive ones are taken as UTC
+    (zett-agent's reading); a time that has no UTC equivalent is a ``ValidationError``."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError(f"time {moment.isoformat()} is out of range in UTC") from None
+
+
 def format_db_time(moment: datetime) -> str:
     """Render ``moment`` as stored text; aware values are converted to UTC first.
 
     The year is always four digits (``strftime`` writes year 999 as ``999``, which neither
     sorts nor parses as the fixed-width form).
     """
-    if moment.tzinfo is not None:
-        try:
-            moment = moment.astimezone(UTC)
-        except OverflowError:
-            raise ValidationError(f"time {moment.isoformat()} is out of range in UTC") from None
-    return moment.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    return as_utc(moment).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
 
 def parse_db_time(value: object) -> datetime | None:
-    """Parse a stored timestamp; ``None`` when it is absent or not a timestamp at all."""
+    """Parse a stored timestamp; ``None`` when it is absent or not a timestamp at all.
+
+    SQLite holds text; PostgreSQL's ``timestamptz`` arrives as a ``datetime`` already.
+    """
+    if isinstance(value, datetime):
+        return as_utc(value)
     if not isinstance(value, str):
         return None
     try:

@@ -72,6 +72,8 @@ def _classify(error: BaseException) -> tuple[ExitCode, str]:
         )
     if isinstance(error, e.DiskFull):
         return ExitCode.ERROR, message + " (free some disk space and try again)"
+    if isinstance(error, e.ServerUnavailable):
+        return ExitCode.ERROR, message + " (check the server's address, that it runs, the network)"
     if isinstance(error, e.DatabaseUnreadable):
         return ExitCode.ERROR, message + " (check that the file and its directory are readable)"
     if isinstance(error, e.DatabaseError):

@@ -1,0 +1,135 @@
+"""PostgreSQL for the tests: one server per run, a fresh schema per test, both backends as one
+parameter.
+
+* ``pg_server`` (session): the DSN of a server the tests may create schemas on.  It is
+  ``$ZS_TEST_PG_DSN`` when set (``.ci/run`` starts a throwaway cluster and sets it); otherwise a
+  cluster of our own is started with ``tests/pgcluster.py`` and stopped at the end.  Without
+  server binaries or asyncpg the PostgreSQL tests skip with one line, except under ``CI=true``,
+  where they fail: CI must prove both backends.
+* ``pg_dsn``: a DSN whose ``search_path`` is a new, empty schema, dropped after the test, so
+  tests never see each other's tables.
+* ``backend`` / ``store``: ``"sqlite"`` and ``"postgres"``; ``store`` opens storages of the
+  parametrized backend on one fresh database, so one test body checks both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import pytest
+
+import pgcluster
+from zett_sessions import SQLiteSessionStorage
+
+BACKENDS = ("sqlite", "postgres")
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL tests cannot run in CI: {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL tests skipped: {reason}")
+
+
+def with_schema(dsn: str, schema: str) -> str:
+    """``dsn`` with ``search_path`` set to ``schema`` (other query parameters kept)."""
+    parts = urlsplit(dsn)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "search_path"]
+    query.append(("search_path", schema))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+async def admin(dsn: str, *statements: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(dsn)
+    try:
+        for statement in statements:
+            await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    try:
+        import asyncpg  # noqa: F401
+    except ImportError:
+        _unavailable("asyncpg is not installed (pip install -e '.[test,postgres]')")
+    dsn = os.environ.get("ZS_TEST_PG_DSN")
+    if dsn:
+        yield dsn
+        return
+    if pgcluster.server_bindir() is None:
+        _unavailable("no PostgreSQL server binaries (initdb) on this machine")
+    parent = Path(tempfile.mkdtemp(prefix="zs-pg-"))
+    parent.chmod(0o755)  # the unprivileged user owning the cluster (we may be root) enters it
+    directory = parent / "cluster"
+    try:
+        dsn = pgcluster.start_cluster(directory)
+    except RuntimeError as error:
+        pgcluster.stop_cluster(directory)
+        parent.rmdir()
+        _unavailable(str(error))
+    try:
+        yield dsn
+    finally:
+        pgcluster.stop_cluster(directory)
+        parent.rmdir()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: str) -> Iterator[str]:
+    schema = f"t_{uuid.uuid4().hex}"
+    asyncio.run(admin(pg_server, f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield with_schema(pg_server, schema)
+    finally:
+        asyncio.run(admin(pg_server, f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+@dataclass
+class Store:
+    """One fresh database of one backend; ``open()`` gives a new storage on it each call."""
+
+    backend: str
+    location: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def open(self, **options: Any) -> Any:
+        merged = {**self.options, **options}
+        if self.backend == "sqlite":
+            return SQLiteSessionStorage(self.location, **merged)
+        from zett_sessions import PostgresSessionStorage
+
+        return PostgresSessionStorage(self.location, **merged)
+
+    @property
+    def factory(self) -> Any:
+        """A picklable factory (for other processes) of storages on this database."""
+        if self.backend == "sqlite":
+            return functools.partial(SQLiteSessionStorage, self.location)
+        from zett_sessions import PostgresSessionStorage
+
+        return functools.partial(PostgresSessionStorage, self.location)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
+    if backend == "sqlite":
+        return Store("sqlite", str(tmp_path / "sessions.sqlite3"))
+    return Store("postgres", request.getfixturevalue("pg_dsn"))

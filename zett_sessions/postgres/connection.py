@@ -1,0 +1,321 @@
+"""One asyncpg pool per storage: opening, transactions with bounded retries, typed errors.
+
+The one connection primitive of the PostgreSQL backend (as ``database.Database`` is SQLite's):
+
+* ``run(work, write=…)`` runs ``work(connection)`` in one transaction and returns its result.
+  Writes run at ``READ COMMITTED`` (every statement sees what committed before it, after the
+  row lock it waited for); reads at ``REPEATABLE READ READ ONLY`` (one snapshot for the whole
+  read, like SQLite's ``BEGIN``).  A transaction that loses a race — a serialization failure
+  (40001), a deadlock (40P01), or a unique violation on an index that allocates sequences or
+  versions — is retried from the start with a bounded, jittered backoff; its exceptions
+  never reach the caller until the attempts run out (then ``DatabaseLocked``).  Nothing here
+  takes an advisory lock or relies on ordered sequences, so CockroachDB, YugabyteDB and Citus
+  stay possible (see docs/postgresql.md for what was and was not tried).
+* Every asyncpg, socket and encoding error leaves this module as one of the typed errors in
+  ``errors.py``; messages show the DSN with its password masked.
+* A read-only storage sets ``default_transaction_read_only`` on its connections, so even a
+  mistaken write is refused by the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import asyncpg
+
+from ..errors import (
+    DatabaseAccessDenied,
+    DatabaseError,
+    DatabaseLocked,
+    DatabaseNotFound,
+    DatabaseReadOnly,
+    DatabaseUnreadable,
+    DiskFull,
+    NotASessionDatabase,
+    ServerUnavailable,
+    UnsupportedLayout,
+    ValidationError,
+)
+from .dsn import check_dsn, mask_dsn
+from .schema import (
+    ALLOCATING_INDEXES,
+    CREATE_MIGRATIONS_TABLE,
+    MIGRATION_NAMES,
+    MIGRATIONS,
+    MIGRATIONS_TABLE,
+)
+
+T = TypeVar("T")
+
+_DRIVER_ERRORS = (asyncpg.InterfaceError, OSError, UnicodeEncodeError)
+
+DEFAULT_POOL_SIZE = 10
+DEFAULT_CONNECT_TIMEOUT = 30.0
+MAX_ATTEMPTS = 12
+WRITE_ISOLATION = "read_committed"  # tests set "serializable" to act as CockroachDB does
+BACKOFF_FIRST = 0.002  # seconds; doubles per attempt up to BACKOFF_CAP, with full jitter
+BACKOFF_CAP = 0.25
+
+# Races a whole transaction can lose and win on the next attempt.
+RETRYABLE_STATES = frozenset({"40001", "40P01"})
+# Concurrent migrators: creating the same table or type at once, or recording the same step.
+MIGRATION_RACE_STATES = frozenset({"23505", "42P07", "42710", "40001", "40P01"})
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before attempt ``attempt + 1`` (full jitter, capped)."""
+    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_FIRST * 2**attempt))
+
+
+def is_retryable(error: BaseException) -> bool:
+    if not isinstance(error, asyncpg.PostgresError):
+        return False
+    state = getattr(error, "sqlstate", None)
+    if state in RETRYABLE_STATES:
+        return True
+    return state == "23505" and getattr(error, "constraint_name", None) in ALLOCATING_INDEXES
+
+
+def translate_error(error: BaseException, shown: str, *, writing: bool) -> Exception:
+    """The typed error for an asyncpg/socket/encoding ``error`` (``shown``: the masked DSN)."""
+    if isinstance(error, UnicodeEncodeError):
+        return ValidationError(f"text that is not valid Unicode: {error.reason}")
+    if isinstance(error, asyncpg.exceptions.ClientConfigurationError):
+        return ValidationError(f"cannot use {shown}: {error}")
+    if isinstance(error, asyncpg.PostgresError):
+        return _translate_server_error(error, shown, writing=writing)
+    if isinstance(error, asyncpg.InterfaceError):
+        return ServerUnavailable(f"database {shown}: {error}", shown)
+    if isinstance(error, TimeoutError):
+        return ServerUnavailable(f"timed out connecting to {shown}", shown)
+    if isinstance(error, OSError):
+        reason = error.strerror or str(error) or type(error).__name__
+        return ServerUnavailable(f"cannot connect to {shown}: {reason}", shown)
+    return DatabaseUnreadable(f"database {shown}: {type(error).__name__}: {error}", shown)
+
+
+def _translate_server_error(error: Any, shown: str, *, writing: bool) -> Exception:
+    state: str = getattr(error, "sqlstate", "") or ""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if state in {"28P01", "28000"}:
+        return DatabaseAccessDenied(f"cannot connect to {shown}: {text}", shown)
+    if state == "3D000":
+        return DatabaseNotFound(f"no database at {shown} ({text})", shown)
+    if state == "25006" or (state == "42501" and writing):
+        return DatabaseReadOnly(f"cannot write to database {shown}: {text}", shown)
+    if state == "42501":
+        return DatabaseAccessDenied(f"cannot read database {shown}: {text}", shown)
+    if state == "42P01":
+        return NotASessionDatabase(
+            f"{shown} has no zett-agent session tables ({text}); a write creates them", shown
+        )
+    if state == "53100":
+        return DiskFull(f"disk full while writing {shown}", shown)
+    if state in {"55P03", "57014", *RETRYABLE_STATES}:
+        return DatabaseLocked(f"database {shown} is busy: {text}", shown)
+    if state.startswith("22"):  # data exceptions: a value the column types cannot take
+        return ValidationError(f"a value PostgreSQL cannot take ({text})")
+    if state.startswith(("08", "57P", "53")):
+        return ServerUnavailable(f"database {shown}: {text}", shown)
+    return DatabaseUnreadable(f"database {shown}: {text}", shown)
+
+
+class PgDatabase:
+    """A lazily created asyncpg pool plus the transaction runner every operation goes through."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        read_only: bool = False,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        self.dsn = check_dsn(dsn)
+        self.shown = mask_dsn(dsn)
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise ValidationError("pool_size must be a positive integer")
+        self.read_only = read_only
+        self.pool_size = pool_size
+        self.connect_timeout = connect_timeout
+        self._pool: Any = None
+        self._open_lock: asyncio.Lock | None = None
+        self._closed = False
+        self.schema_ready = False  # the migrations this code knows are recorded
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self.read_only else ""
+        return f"PgDatabase({self.shown!r}{mode})"
+
+    @contextlib.contextmanager
+    def errors(self, *, writing: bool = False) -> Iterator[None]:
+        """Translate driver errors raised inside the block into typed errors."""
+        try:
+            yield
+        except (asyncpg.PostgresError, *_DRIVER_ERRORS) as error:
+            raise self._driver_error(error, writing=writing) from error
+
+    async def pool(self) -> Any:
+        """The pool, created on first use (concurrent first calls share one)."""
+        if self._pool is not None:
+            return self._pool
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._closed:
+                raise DatabaseError(f"storage for {self.shown} is closed", self.shown)
+            if self._pool is None:
+                settings = {"application_name": "zett-sessions"}
+                if self.read_only:
+                    settings["default_transaction_read_only"] = "on"
+                with self.errors():
+                    self._pool = await asyncpg.create_pool(
+                        self.dsn,
+                        min_size=1,
+                        max_size=self.pool_size,
+                        timeout=self.connect_timeout,
+                        server_settings=settings,
+                    )
+        return self._pool
+
+    async def run(
+        self, work: Callable[[Any], Awaitable[T]], *, write: bool, isolation: str | None = None
+    ) -> T:
+        """``work(connection)`` in one transaction, retried from the start after a lost race."""
+        if write and self.read_only:
+            raise DatabaseReadOnly(f"database {self.shown} was opened read-only", self.shown)
+        pool = await self.pool()
+        level = isolation or (WRITE_ISOLATION if write else "repeatable_read")
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                async with (
+                    pool.acquire() as connection,
+                    connection.transaction(isolation=level, readonly=not write),
+                ):
+                    return await work(connection)
+            except asyncpg.PostgresError as error:
+                if not is_retryable(error):
+                    raise translate_error(error, self.shown, writing=write) from error
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise DatabaseLocked(
+                        f"database {self.shown}: gave up after {MAX_ATTEMPTS} attempts, each "
+                        f"losing a race with a concurrent writer ({error})",
+                        self.shown,
+                    ) from error
+            except _DRIVER_ERRORS as error:
+                raise self._driver_error(error, writing=write) from error
+            await asyncio.sleep(backoff(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _driver_error(self, error: BaseException, *, writing: bool) -> Exception:
+        if self._closed:
+            return DatabaseError(f"storage for {self.shown} is closed", self.shown)
+        return translate_error(error, self.shown, writing=writing)
+
+    # --- schema ----------------------------------------------------------------------------
+
+    async def applied_migrations(self) -> list[str] | None:
+        """The recorded migration names, oldest first; ``None`` when none were ever applied."""
+
+        async def read(connection: Any) -> list[str] | None:
+            exists = await connection.fetchval(
+                "SELECT to_regclass($1) IS NOT NULL", MIGRATIONS_TABLE
+            )
+            if not exists:
+                return None
+            rows = await connection.fetch(
+                f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY applied_at, name"
+            )
+            return [row["name"] for row in rows]
+
+        return await self.run(read, write=False)
+
+    async def migrate(self) -> list[str]:
+        """Apply the migrations this database lacks, in order; returns the names applied.
+
+        Safe from many processes at once: each step runs in one transaction with its record,
+        and a migrator that loses the race (the same table or record created concurrently)
+        starts again and finds the step done.  Without pending steps it runs no DDL at all, so
+        a role that may only read and write rows can call it.
+        """
+        applied = await self.applied_migrations()
+        self._check_known(applied or [])
+        if applied is not None and set(MIGRATION_NAMES) <= set(applied):
+            self.schema_ready = True
+            return []
+        done: list[str] = []
+        pool = await self.pool()
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                async with pool.acquire() as connection, connection.transaction():
+                    done = await self._apply_pending(connection)
+                break
+            except asyncpg.PostgresError as error:
+                if error.sqlstate not in MIGRATION_RACE_STATES or attempt == MAX_ATTEMPTS - 1:
+                    raise translate_error(error, self.shown, writing=True) from error
+            except _DRIVER_ERRORS as error:
+                raise self._driver_error(error, writing=True) from error
+            await asyncio.sleep(backoff(attempt))
+        self.schema_ready = True
+        return done
+
+    async def _apply_pending(self, connection: Any) -> list[str]:
+        await connection.execute(CREATE_MIGRATIONS_TABLE)
+        rows = await connection.fetch(f"SELECT name FROM {MIGRATIONS_TABLE}")
+        applied = {row["name"] for row in rows}
+        self._check_known(applied)
+        done = []
+        for migration in MIGRATIONS:
+            if migration.name in applied:
+                continue
+            if migration.name == MIGRATIONS[0].name and await connection.fetchval(
+                "SELECT to_regclass('agent_sessions') IS NOT NULL"
+            ):
+                raise UnsupportedLayout(
+                    f"{self.shown} already has an agent_sessions table that zett-sessions did "
+                    f"not create (no record in {MIGRATIONS_TABLE}); use another database or "
+                    "schema (?search_path=…)",
+                    self.shown,
+                    "unrecorded",
+                )
+            for statement in migration.statements:
+                await connection.execute(statement)
+            await connection.execute(
+                f"INSERT INTO {MIGRATIONS_TABLE} (name) VALUES ($1)", migration.name
+            )
+            done.append(migration.name)
+        return done
+
+    def _check_known(self, applied: list[str] | set[str]) -> None:
+        unknown = sorted(set(applied) - set(MIGRATION_NAMES))
+        if unknown:
+            raise UnsupportedLayout(
+                f"{self.shown} has schema migrations this version of zett-sessions does not "
+                f"know ({', '.join(unknown)}); upgrade zett-sessions",
+                self.shown,
+                "newer",
+            )
+
+    # --- closing ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close every pooled connection; safe to call twice.  Later calls fail typed."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(asyncpg.InterfaceError, OSError):
+                await pool.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+def status_count(status: str) -> int:
+    """The row count of a command status such as ``DELETE 3``."""
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0

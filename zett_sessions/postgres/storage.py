@@ -1,0 +1,537 @@
+"""``PostgresSessionStorage``: zett-agent's storage contract and session CRUD on PostgreSQL.
+
+The same API, rules, errors and messages as ``SQLiteSessionStorage`` (the argument checks and
+verdicts are ``rules``'), on a server shared by a fleet of writers:
+
+* **append** upserts the session row (``INSERT … ON CONFLICT (id) DO UPDATE``), which takes that
+  row's lock, so appends to one session queue behind each other while other sessions proceed;
+  the next statement takes ``max(sequence) + 1`` through the ``(session_id, sequence)`` unique
+  index.  Sequences are therefore dense per session; should anything else insert rows without
+  that lock, the unique index refuses the duplicate and the transaction is retried.
+* **snapshot** reads the latest version and the highest sequence, decides with
+  ``rules.snapshot_version`` and inserts; of concurrent snapshots with the same expected version
+  the unique ``(session_id, version)`` index lets exactly one in, and the others, retried, read
+  its row and fail with ``SnapshotConflict`` as on SQLite.
+* **delete_session** deletes the session row first (waiting for appends in flight), then the
+  raw rows and snapshots, so an append never survives its session's deletion unseen.
+* **load** and the other reads use one ``REPEATABLE READ`` read-only transaction each.
+* Times come from the server's clock (``clock_timestamp()``), one clock for the whole fleet.
+
+Where PostgreSQL differs from SQLite, the behaviour is defined (docs/postgresql.md):
+
+* PostgreSQL ``text`` cannot hold U+0000.  Ids, request ids, titles and agent names containing
+  it are refused (``ValidationError``); the envelopes hold it escaped (``\\u0000``) anyway, so a
+  message is stored exactly; the derived ``content``/``tool_name`` columns store U+FFFD for it.
+* ``timestamptz`` keeps microseconds, as SQLite's text form does: times round-trip exactly.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SessionExists
+from ..ids import new_uuid7
+from ..models import (
+    CompactedMessage,
+    ContextSnapshot,
+    Message,
+    MessageTiming,
+    ModelUsage,
+    RawMessageRecord,
+    SessionSummary,
+    SessionView,
+)
+from ..rows import (
+    raw_select,
+    record_from_row,
+    session_select,
+    snapshot_from_row,
+    snapshot_select,
+    summary_from_row,
+)
+from ..rules import (
+    check_page,
+    check_parent,
+    check_raw_range,
+    check_session_type,
+    check_text,
+    prepare_append,
+    prepare_rename,
+    prepare_session,
+    prepare_snapshot,
+    snapshot_version,
+)
+from ..schema import RAW_COLUMNS, Layout
+from ..timeutil import as_utc
+from .connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, PgDatabase, status_count
+from .dialect import LAYOUT, check_no_nul, derived_text
+
+if TYPE_CHECKING:
+    from ..blocking import BlockingStorage
+
+_RAW_INSERT = (
+    f"INSERT INTO raw_messages ({', '.join(RAW_COLUMNS)}) "
+    "SELECT $1, $2, $3, coalesce(max(sequence), 0) + 1, $4::bigint, $5::text, $6::text, "
+    "$7::text, $8::text, $9::text, $10::timestamptz, $11::timestamptz, $12::bigint, "
+    "$13::timestamptz, $14::timestamptz, $15::bigint, $16::timestamptz, $17::timestamptz, "
+    "$18::bigint, $19::bigint, $20::bigint, $21::bigint, $22::bigint, $23::bigint, "
+    "$24::timestamptz, $24::timestamptz "
+    "FROM raw_messages WHERE session_id = $2 RETURNING sequence"
+)
+
+_SESSION_UPSERT = (
+    "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, agent_name, "
+    "created_at, updated_at) VALUES ($1, $2, 0, $3, $4, clock_timestamp(), clock_timestamp()) "
+    "ON CONFLICT (id) DO UPDATE SET title = coalesce(EXCLUDED.title, agent_sessions.title), "
+    "agent_name = coalesce(EXCLUDED.agent_name, agent_sessions.agent_name), "
+    "updated_at = EXCLUDED.updated_at "
+    "RETURNING parent_session_id, updated_at"
+)
+
+_COUNTED_SESSION = (
+    f"SELECT {session_select(LAYOUT)}, "
+    "(SELECT count(*) FROM raw_messages r WHERE r.session_id = agent_sessions.id) "
+    "AS message_count FROM agent_sessions WHERE id = $1"
+)
+
+
+def _time(moment: datetime | None) -> datetime | None:
+    return None if moment is None else as_utc(moment)
+
+
+class PostgresSessionStorage:
+    """zett-agent's session store on a PostgreSQL server (one pool per instance)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        read_only: bool = False,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        self.database = PgDatabase(
+            dsn, read_only=read_only, pool_size=pool_size, connect_timeout=connect_timeout
+        )
+        self._blocking: BlockingStorage | None = None
+        self._tables_seen = False
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self.read_only else ""
+        return f"PostgresSessionStorage({self.database.shown!r}{mode})"
+
+    @property
+    def dsn(self) -> str:
+        """The connection string with its password masked (safe to show)."""
+        return self.database.shown
+
+    @property
+    def read_only(self) -> bool:
+        return self.database.read_only
+
+    @property
+    def layout(self) -> Layout:
+        return LAYOUT
+
+    def sync(self) -> BlockingStorage:
+        """This storage with blocking methods (see ``SQLiteSessionStorage.sync``)."""
+        from ..blocking import BlockingStorage
+
+        if self._blocking is None or self._blocking.closed:
+            self._blocking = BlockingStorage(self)
+        return self._blocking
+
+    async def __aenter__(self) -> PostgresSessionStorage:
+        await self.database.pool()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the pool (idempotent); later calls fail with a ``DatabaseError``."""
+        await self.database.close()
+
+    async def migrate(self) -> list[str]:
+        """Apply pending schema migrations (see ``postgres.schema``); returns their names."""
+        return await self.database.migrate()
+
+    async def schema_version(self) -> list[str] | None:
+        """The migration names recorded in the database (``None``: no schema yet)."""
+        return await self.database.applied_migrations()
+
+    async def _write(self, work: Any) -> Any:
+        if not self.database.schema_ready and not self.read_only:
+            await self.database.migrate()
+        return await self.database.run(work, write=True)
+
+    async def _read(self, work: Any, empty: Any) -> Any:
+        """A read; on a database without the tables a writable storage sees an empty store
+        (its first write creates them), a read-only one gets ``NotASessionDatabase``."""
+        if not self._tables_seen and not self.read_only:
+            if await self.database.applied_migrations() is None:
+                return empty
+            self._tables_seen = True
+        return await self.database.run(work, write=False)
+
+    # --- the runtime contract --------------------------------------------------------------
+
+    async def load(self, session_id: str) -> SessionView:
+        check_text(session_id, "session_id")
+        check_no_nul(session_id, "session_id")
+
+        async def read(conn: Any) -> SessionView:
+            session = await conn.fetchrow(
+                f"SELECT {session_select(LAYOUT)} FROM agent_sessions WHERE id = $1", session_id
+            )
+            snap_row = await conn.fetchrow(
+                f"SELECT {snapshot_select(LAYOUT)} FROM session_snapshots "
+                "WHERE session_id = $1 ORDER BY version DESC LIMIT 1",
+                session_id,
+            )
+            snapshot = snapshot_from_row(snap_row) if snap_row is not None else None
+            boundary = snapshot.compacted_through_sequence if snapshot else 0
+            rows = await conn.fetch(
+                f"SELECT {raw_select(LAYOUT)} FROM raw_messages "
+                "WHERE session_id = $1 AND sequence > $2 ORDER BY sequence",
+                session_id,
+                boundary,
+            )
+            return _view(session_id, session, snapshot, rows)
+
+        view: SessionView = await self._read(read, _view(session_id, None, None, []))
+        return view
+
+    async def append(
+        self,
+        session_id: str,
+        request_id: str,
+        message: Message,
+        timing: MessageTiming | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: dict[str, Any] | None = None,
+        usage: ModelUsage | None = None,
+    ) -> int:
+        """Append one message and return its sequence (``format.md`` §3, append)."""
+        row = prepare_append(
+            session_id,
+            request_id,
+            message,
+            timing,
+            parent_session_id,
+            title,
+            agent_name,
+            metadata,
+            tags,
+            usage,
+        )
+        for value, what in (
+            (row.session_id, "session_id"),
+            (row.request_id, "request_id"),
+            (row.parent_session_id, "parent_session_id"),
+            (row.title, "title"),
+            (row.agent_name, "agent_name"),
+        ):
+            check_no_nul(value, what)
+        given = row.timing
+        times = (
+            None
+            if given is None
+            else (
+                _time(given.started_at),
+                _time(given.completed_at),
+                given.duration_ns,
+                _time(given.reasoning_started_at),
+                _time(given.reasoning_completed_at),
+                given.reasoning_duration_ns,
+                _time(given.content_started_at),
+                _time(given.content_completed_at),
+                given.content_duration_ns,
+            )
+        )
+
+        async def write(conn: Any) -> int:
+            session = await conn.fetchrow(
+                _SESSION_UPSERT, row.session_id, row.parent_session_id, row.title, row.agent_name
+            )
+            check_parent(session["parent_session_id"], row.parent_session_id)
+            now = session["updated_at"]
+            timing = times or (now, now, 0, None, None, None, None, None, None)
+            sequence: int = await conn.fetchval(
+                _RAW_INSERT,
+                new_uuid7(),
+                row.session_id,
+                row.request_id,
+                row.role,
+                derived_text(row.content),
+                derived_text(row.tool_name),
+                row.message_json,
+                row.metadata_json,
+                row.tags_json,
+                *timing,
+                *row.tokens,
+                now,
+            )
+            return sequence
+
+        sequence: int = await self._write(write)
+        return sequence
+
+    async def snapshot(
+        self,
+        session_id: str,
+        compacted_message: CompactedMessage,
+        compacted_through_sequence: int,
+        expected_version: int,
+    ) -> ContextSnapshot:
+        """Record a checkpoint for raw sequences ``1..compacted_through_sequence``."""
+        message_json = prepare_snapshot(session_id, compacted_message, compacted_through_sequence)
+        check_no_nul(session_id, "session_id")
+
+        async def write(conn: Any) -> ContextSnapshot:
+            snapshot_id = new_uuid7()
+            latest = await conn.fetchrow(
+                "SELECT version, compacted_through_sequence FROM session_snapshots "
+                "WHERE session_id = $1 ORDER BY version DESC LIMIT 1",
+                session_id,
+            )
+            highest = await conn.fetchval(
+                "SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = $1",
+                session_id,
+            )
+            version = snapshot_version(
+                None if latest is None else (latest[0], latest[1]),
+                highest,
+                expected_version,
+                compacted_through_sequence,
+            )
+            created = await conn.fetchval(
+                "INSERT INTO session_snapshots (id, session_id, version, "
+                "compacted_through_sequence, message_json, created_at, updated_at) "
+                "VALUES ($1, $2, $3, $4, $5, clock_timestamp(), clock_timestamp()) "
+                "RETURNING created_at",
+                snapshot_id,
+                session_id,
+                version,
+                compacted_through_sequence,
+                message_json,
+            )
+            return ContextSnapshot(
+                id=snapshot_id,
+                session_id=session_id,
+                version=version,
+                compacted_through_sequence=compacted_through_sequence,
+                message=compacted_message,
+                created_at=as_utc(created),
+                updated_at=as_utc(created),
+            )
+
+        snapshot: ContextSnapshot = await self._write(write)
+        return snapshot
+
+    # --- sessions --------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        agent_name: str | None = None,
+        session_type: int = 0,
+    ) -> SessionSummary:
+        new = prepare_session(session_id, parent_session_id, title, agent_name, session_type)
+        for value, what in (
+            (new.session_id, "session_id"),
+            (new.parent_session_id, "parent_session_id"),
+            (new.title, "title"),
+            (new.agent_name, "agent_name"),
+        ):
+            check_no_nul(value, what)
+
+        async def write(conn: Any) -> SessionSummary:
+            created = await conn.fetchval(
+                "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
+                "agent_name, created_at, updated_at) "
+                "VALUES ($1, $2, $3, $4, $5, clock_timestamp(), clock_timestamp()) "
+                "ON CONFLICT (id) DO NOTHING RETURNING created_at",
+                new.session_id,
+                new.parent_session_id,
+                new.session_type,
+                new.title,
+                new.agent_name,
+            )
+            if created is None:
+                raise SessionExists(f"Session already exists: {new.session_id}")
+            return SessionSummary(
+                id=new.session_id,
+                parent_session_id=new.parent_session_id,
+                session_type=new.session_type,
+                title=new.title,
+                agent_name=new.agent_name,
+                created_at=as_utc(created),
+                updated_at=as_utc(created),
+                message_count=0,
+            )
+
+        summary: SessionSummary = await self._write(write)
+        return summary
+
+    async def get_session(self, session_id: str) -> SessionSummary | None:
+        check_text(session_id, "session_id")
+        check_no_nul(session_id, "session_id")
+
+        async def read(conn: Any) -> SessionSummary | None:
+            row = await conn.fetchrow(_COUNTED_SESSION, session_id)
+            return summary_from_row(row) if row is not None else None
+
+        summary: SessionSummary | None = await self._read(read, None)
+        return summary
+
+    async def update_session(
+        self, session_id: str, *, title: str | None = None, agent_name: str | None = None
+    ) -> SessionSummary | None:
+        check_text(session_id, "session_id")
+        title, agent_name = prepare_rename(title, agent_name)
+        check_no_nul(session_id, "session_id")
+        check_no_nul(title, "title")
+        check_no_nul(agent_name, "agent_name")
+
+        async def write(conn: Any) -> SessionSummary | None:
+            changed = await conn.execute(
+                "UPDATE agent_sessions SET title = coalesce($1, title), "
+                "agent_name = coalesce($2, agent_name), updated_at = clock_timestamp() "
+                "WHERE id = $3",
+                title,
+                agent_name,
+                session_id,
+            )
+            if not status_count(changed):
+                return None
+            row = await conn.fetchrow(_COUNTED_SESSION, session_id)
+            return summary_from_row(row)
+
+        summary: SessionSummary | None = await self._write(write)
+        return summary
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete the session row, raw rows and snapshots together; children are untouched."""
+        check_text(session_id, "session_id")
+        check_no_nul(session_id, "session_id")
+
+        async def write(conn: Any) -> bool:
+            # The session row first: its lock waits for appends in flight, so the raw rows
+            # deleted next include theirs.
+            removed = status_count(
+                await conn.execute("DELETE FROM agent_sessions WHERE id = $1", session_id)
+            )
+            removed += status_count(
+                await conn.execute("DELETE FROM raw_messages WHERE session_id = $1", session_id)
+            )
+            removed += status_count(
+                await conn.execute(
+                    "DELETE FROM session_snapshots WHERE session_id = $1", session_id
+                )
+            )
+            return removed > 0
+
+        deleted: bool = await self._write(write)
+        return deleted
+
+    async def count_messages(self, session_id: str) -> int:
+        check_text(session_id, "session_id")
+        check_no_nul(session_id, "session_id")
+
+        async def read(conn: Any) -> int:
+            count: int = await conn.fetchval(
+                "SELECT count(*) FROM raw_messages WHERE session_id = $1", session_id
+            )
+            return count
+
+        count: int = await self._read(read, 0)
+        return count
+
+    async def list_sessions(
+        self,
+        *,
+        session_types: list[int] | tuple[int, ...] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[SessionSummary]:
+        """Newest activity first; pages by the activity index, counts only the page's rows."""
+        check_page(limit, offset)
+        types = [check_session_type(code) for code in session_types or ()]
+        where = "WHERE session_type = ANY($3::bigint[])" if types else ""
+        params: list[Any] = [limit, offset, *([types] if types else [])]
+
+        async def read(conn: Any) -> list[SessionSummary]:
+            rows = await conn.fetch(
+                "SELECT page.*, "
+                "(SELECT count(*) FROM raw_messages r WHERE r.session_id = page.id) "
+                f"AS message_count FROM (SELECT {session_select(LAYOUT)} FROM agent_sessions "
+                f"{where} ORDER BY updated_at DESC, id DESC LIMIT $1 OFFSET $2) AS page "
+                "ORDER BY page.updated_at DESC, page.id DESC",
+                *params,
+            )
+            return [summary_from_row(row) for row in rows]
+
+        sessions: list[SessionSummary] = await self._read(read, [])
+        return sessions
+
+    async def list_raw_messages(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        through_sequence: int | None = None,
+        limit: int = 10_000,
+        offset: int = 0,
+    ) -> list[RawMessageRecord]:
+        """The full raw history (snapshots ignored), ascending, filtered then paged."""
+        check_text(session_id, "session_id")
+        check_raw_range(after_sequence, through_sequence)
+        check_page(limit, offset)
+        check_no_nul(session_id, "session_id")
+        upper = "" if through_sequence is None else "AND sequence <= $5"
+        params: list[Any] = [session_id, after_sequence, limit, offset]
+        if through_sequence is not None:
+            params.append(through_sequence)
+
+        async def read(conn: Any) -> list[RawMessageRecord]:
+            rows = await conn.fetch(
+                f"SELECT {raw_select(LAYOUT)} FROM raw_messages WHERE session_id = $1 "
+                f"AND sequence > $2 {upper} ORDER BY sequence LIMIT $3 OFFSET $4",
+                *params,
+            )
+            return [record_from_row(row) for row in rows]
+
+        records: list[RawMessageRecord] = await self._read(read, [])
+        return records
+
+
+def _view(
+    session_id: str, session: Any, snapshot: ContextSnapshot | None, rows: list[Any]
+) -> SessionView:
+    summary = summary_from_row(session, 0) if session is not None else None
+    return SessionView.model_construct(
+        session_id=session_id,
+        parent_session_id=summary.parent_session_id if summary else None,
+        session_type=summary.session_type if summary else 0,
+        title=summary.title if summary else None,
+        agent_name=summary.agent_name if summary else None,
+        snapshot=snapshot,
+        tail=tuple(record_from_row(row) for row in rows),
+    )
+
+
+__all__ = ["PostgresSessionStorage"]
