@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 from ..database import read_only_uri, translate_sqlite_error
 from ..errors import DatabaseUnreadable
 from ..schema import Layout
-from .child import communicate, last_line
+from .child import WATCH_PARENT_SCRIPT, last_line, run_child
 from .models import Finding
 
 INTEGRITY_SAMPLE = 20  # lines of SQLite's report kept in the finding
@@ -43,8 +42,10 @@ def layout_findings(layout: Layout) -> list[Finding]:
 
 # Run in a child interpreter that imports nothing but sqlite3: SQLite's global mutexes make a
 # second connection in this process slow down the scan instead of running beside it.
-_INTEGRITY_SCRIPT = """
-import json, sqlite3, sys
+_INTEGRITY_SCRIPT = (
+    "import json, sqlite3, sys\n"
+    + WATCH_PARENT_SCRIPT
+    + """
 uri, pragma, busy = sys.argv[1], sys.argv[2], int(sys.argv[3])
 try:
     conn = sqlite3.connect(uri, uri=True, isolation_level=None)
@@ -58,23 +59,14 @@ try:
 except sqlite3.Error as error:
     print(json.dumps({"error": str(error)}))
 """
+)
 
 
 async def integrity_check(path: str, deep: bool, busy_timeout_ms: int) -> list[str]:
     """SQLite's report lines (``["ok"]`` when healthy), from a read-only child process."""
     pragma = "integrity_check" if deep else "quick_check"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        "-c",
-        _INTEGRITY_SCRIPT,
-        read_only_uri(Path(path)),
-        pragma,
-        str(int(busy_timeout_ms)),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    output, errors = await communicate(process)
+    argv = [sys.executable, "-I", "-c", _INTEGRITY_SCRIPT, read_only_uri(Path(path)), pragma]
+    output, errors = await run_child([*argv, str(int(busy_timeout_ms))])
     try:
         answer = json.loads(output)
     except ValueError:

@@ -49,7 +49,7 @@ from .checks_sessions import (
     session_row_findings,
 )
 from .checks_snapshots import latest_snapshot, snapshot_findings
-from .child import communicate, last_line
+from .child import last_line, run_child
 from .codes import Severity
 from .crash import crash_summary
 from .findings import RowFindings
@@ -352,16 +352,8 @@ async def _parent_links(db: Database) -> dict[str, str]:
 
 async def _in_child(**arguments: Any) -> _Result:
     """``check_range(**arguments)`` in a child interpreter (see ``worker``)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-P",
-        "-m",
-        "zett_sessions.verify.worker",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    output, errors = await communicate(process, pickle.dumps(arguments))
+    argv = [sys.executable, "-P", "-m", "zett_sessions.verify.worker"]
+    output, errors = await run_child(argv, pickle.dumps(arguments))
     try:
         status, value = pickle.loads(output)
     except Exception:

@@ -3,7 +3,8 @@
 Started by ``runner`` as ``python -P -m zett_sessions.verify.worker`` (never through
 ``multiprocessing``, so the caller's main module is not imported again).  Reads the pickled
 keyword arguments of ``runner.check_range`` on stdin; writes ``("ok", result)`` or
-``("error", exception)`` pickled on stdout.
+``("error", exception)`` pickled on stdout.  Its last argument is the lifeline
+(``child.watch_parent``): it exits as soon as the parent is gone.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import sys
 
 
 def main() -> None:
+    from .child import watch_parent
+
+    watch_parent(int(sys.argv[-1]))
     try:
         from .runner import check_range
 
