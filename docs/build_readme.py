@@ -12,7 +12,18 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 README = DOCS.parent / "README.md"
 
-COMMANDS = ("list", "show", "tail", "rename", "snapshot-info", "info", "verify", "delete", "demo")
+COMMANDS = (
+    "list",
+    "show",
+    "tail",
+    "rename",
+    "snapshot-info",
+    "info",
+    "verify",
+    "delete",
+    "copy",
+    "demo",
+)
 PARTS = (
     "_intro.md",
     *(f"{name}.md" for name in COMMANDS),

@@ -61,6 +61,16 @@ def fresh_copy(demo: DemoResult, tmp_path: Path, name: str) -> str:
     return str(target)
 
 
+def renamed_copy(demo: DemoResult, tmp_path: Path) -> str:
+    """A copy of the demo database where one session differs (``copy`` refuses it)."""
+    target = fresh_copy(demo, tmp_path, "copy-target.sqlite3")
+    with closing(sqlite3.connect(target)) as conn, conn:
+        conn.execute(
+            "UPDATE agent_sessions SET title = 'changed' WHERE id = ?", (demo.sessions["plain"],)
+        )
+    return target
+
+
 def prefix(demo: DemoResult, key: str) -> str:
     """The shortest prefix of a demo session id, at least 13 characters, that no other id has
     (two UUIDv7 ids made in the same millisecond share their first 13)."""
@@ -104,6 +114,10 @@ def json_runs(command: str, demo: DemoResult, tmp_path: Path) -> list[list[str]]
                 *("--db", fresh_copy(demo, tmp_path, "delete.sqlite3"), "delete", s["plain"]),
                 *("--skip-active", "0", "--yes", "--json"),
             ],
+        ],
+        "copy": [
+            ["copy", str(demo.path), str(tmp_path / "copied.sqlite3"), "--json"],
+            ["copy", str(demo.path), renamed_copy(demo, tmp_path), "--dry-run", "--json"],
         ],
         "demo": [["demo", str(tmp_path / "written-by-demo.sqlite3"), "--json"]],
     }

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
+from .dialect import SQLITE
 from .errors import (
     DatabaseAccessDenied,
     DatabaseDamaged,
@@ -116,6 +117,8 @@ def _checked_busy_timeout(value: object) -> int:
 
 class Database:
     """A lazily opened connection with layout detection and transaction helpers."""
+
+    dialect = SQLITE  # what shared queries need to know of SQLite's SQL
 
     def __init__(
         self,

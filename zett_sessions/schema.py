@@ -107,6 +107,17 @@ TIMING_COLUMNS = (
     "content_duration_ns",
 )
 CONTEXT_COLUMNS = ("metadata_json", "tags_json", *TIMING_COLUMNS)
+# Every DATETIME column of the three tables; the last four may be NULL.
+TIME_COLUMNS = (
+    "created_at",
+    "updated_at",
+    "started_at",
+    "completed_at",
+    "reasoning_started_at",
+    "reasoning_completed_at",
+    "content_started_at",
+    "content_completed_at",
+)
 TOKEN_COLUMNS = (
     "input_tokens",
     "output_tokens",

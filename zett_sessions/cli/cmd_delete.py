@@ -13,6 +13,7 @@ from .errors import Refused, handle_errors
 from .options import (
     INT_MAX,
     AgentOption,
+    BeforeOption,
     DbOption,
     DryRunOption,
     FullIdsOption,
@@ -86,12 +87,7 @@ def delete_command(
         ),
     ] = None,
     older_than: OlderThanOption = None,
-    before: Annotated[
-        str | None,
-        typer.Option(
-            "--before", metavar="DATE", help="Last activity before DATE (ISO; UTC without offset)."
-        ),
-    ] = None,
+    before: BeforeOption = None,
     agent: AgentOption = None,
     session_type: TypeOption = None,
     roots: RootsOption = False,

@@ -18,6 +18,7 @@ from .options import (
     OffsetOption,
     OlderThanOption,
     RootsOption,
+    SinceOption,
     TitleOption,
     TypeOption,
     non_blank,
@@ -48,12 +49,7 @@ def list_command(
         str | None,
         typer.Option("--children-of", metavar="SESSION", help="Only children of this session."),
     ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            "--since", metavar="WHEN", help="Last activity at/after WHEN (2026-03-01, 30d, 12h)."
-        ),
-    ] = None,
+    since: SinceOption = None,
     until: Annotated[
         str | None,
         typer.Option("--until", metavar="WHEN", help="Last activity before WHEN (date or 30d)."),

@@ -11,11 +11,12 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad option or argument
     NOT_FOUND = 3  # session id unknown or ambiguous
     VERIFY_ERRORS = 4  # verify found error-severity findings
-    REFUSED = 5  # delete refused by a guard (children, max-sessions/percent, no --yes)
+    REFUSED = 5  # delete refused by a guard (children, max-sessions/percent, no --yes); copy
     STALE = 6  # tail --stale-after saw a run that looks dead
 
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success, 1 database error, 2 usage error, 3 session not found or "
-    "ambiguous, 4 verify found errors, 5 delete refused by a guard, 6 tail saw a dead run."
+    "ambiguous, 4 verify found errors, 5 delete refused by a guard or copy refused sessions, "
+    "6 tail saw a dead run."
 )

@@ -14,6 +14,7 @@ import typer
 
 from .. import __version__
 from . import (
+    cmd_copy,
     cmd_delete,
     cmd_demo,
     cmd_info,
@@ -90,6 +91,7 @@ COMMANDS = {
     "snapshot-info": cmd_snapshot_info,
     "verify": cmd_verify,
     "info": cmd_info,
+    "copy": cmd_copy,
     "demo": cmd_demo,
 }
 

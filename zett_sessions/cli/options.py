@@ -71,6 +71,18 @@ OlderThanOption = Annotated[
         "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
     ),
 ]
+BeforeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--before", metavar="DATE", help="Last activity before DATE (ISO; UTC without offset)."
+    ),
+]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--since", metavar="WHEN", help="Last activity at/after WHEN (2026-03-01, 30d, 12h)."
+    ),
+]
 
 
 def non_blank(value: str | None, option: str) -> str | None:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from ..dialect import POSTGRES
 from ..errors import (
     DatabaseAccessDenied,
     DatabaseError,
@@ -40,6 +41,7 @@ from ..errors import (
     UnsupportedLayout,
     ValidationError,
 )
+from .dialect import LAYOUT
 from .dsn import check_dsn, mask_dsn
 from .schema import (
     ALLOCATING_INDEXES,
@@ -126,6 +128,9 @@ def _translate_server_error(error: Any, shown: str, *, writing: bool) -> Excepti
 
 class PgDatabase:
     """A lazily created asyncpg pool plus the transaction runner every operation goes through."""
+
+    dialect = POSTGRES  # what shared queries need to know of PostgreSQL's SQL
+    layout = LAYOUT  # a migrated database always has every column and index
 
     def __init__(
         self,

@@ -39,3 +39,23 @@ def derived_text(value: str | None) -> str | None:
     if value is None or NUL not in value:
         return value
     return value.replace(NUL, REPLACEMENT)
+
+
+def numbered(sql: str) -> str:
+    """``sql`` with its ``?`` placeholders as ``$1``, ``$2``… (asyncpg's), so a query written
+    once for both backends runs here; ``?`` inside quoted literals is left alone."""
+    parts: list[str] = []
+    number = 0
+    quote: str | None = None
+    for char in sql:
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "?":
+            number += 1
+            parts.append(f"${number}")
+            continue
+        parts.append(char)
+    return "".join(parts)

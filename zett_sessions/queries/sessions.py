@@ -16,8 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from ..database import Database
-from ..schema import IN_IDS, SESSION_COLUMNS, json_ids
-from ..timeutil import format_db_time, parse_db_time
+from ..dialect import Queryable
+from ..schema import SESSION_COLUMNS
+from ..timeutil import parse_db_time
 from ..values import text_or_none
 
 
@@ -59,8 +60,10 @@ class SessionFilter:
     title: str | None = None
     ids: tuple[str, ...] | None = None
 
-    def where(self, db: Database) -> tuple[str, list[Any]]:
-        """SQL ``WHERE`` clause (or ``""``) and its parameters for ``agent_sessions``."""
+    def where(self, db: Queryable) -> tuple[str, list[Any]]:
+        """SQL ``WHERE`` clause (or ``""``) and its ``?`` parameters for ``agent_sessions``, in
+        the dialect of ``db`` (SQLite's ``Database`` or PostgreSQL's ``PgDatabase``)."""
+        dialect = db.dialect
         clauses: list[str] = []
         params: list[Any] = []
         if self.agent is not None:
@@ -71,7 +74,7 @@ class SessionFilter:
                 clauses.append(f"session_type IN ({', '.join('?' * len(self.types))})")
                 params.extend(self.types)
             elif 0 not in self.types:
-                clauses.append("0")  # older layouts: every session is type 0
+                clauses.append("0 = 1")  # older layouts: every session is type 0
         if self.roots:
             clauses.append("parent_session_id IS NULL")
         if self.children_of is not None:
@@ -79,16 +82,16 @@ class SessionFilter:
             params.append(self.children_of)
         if self.active_since is not None:
             clauses.append("updated_at >= ?")
-            params.append(format_db_time(self.active_since))
+            params.append(dialect.time_param(self.active_since))
         if self.active_before is not None:
             clauses.append("updated_at < ?")
-            params.append(format_db_time(self.active_before))
+            params.append(dialect.time_param(self.active_before))
         if self.title is not None:
-            clauses.append("title LIKE ? ESCAPE '\\'")
+            clauses.append(f"title {dialect.contains}")
             params.append("%" + _escape_like(self.title) + "%")
         if self.ids is not None:
-            clauses.append(f"id {IN_IDS}")
-            params.append(json_ids(self.ids))
+            clauses.append(f"id {dialect.in_ids}")
+            params.append(dialect.ids_param(self.ids))
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..codec import decode_envelope, decode_json_object
 from ..models import AnyMessage, MessageKind, UndecodableMessage
-from ..schema import IN_IDS, TOKEN_COLUMNS, json_ids
+from ..schema import IN_IDS, TIME_COLUMNS, TOKEN_COLUMNS, json_ids
 from ..timeutil import parse_db_time
 from .findings import RowFindings
 from .reader import Reader
@@ -21,16 +21,6 @@ from .scan import METADATA, ROLE, SUSPECT, TAGS, TIMES, TIMING, USAGE
 from .walk import Row, SessionScan
 
 EXACT_TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}")
-TIME_COLUMNS = (
-    "created_at",
-    "updated_at",
-    "started_at",
-    "completed_at",
-    "reasoning_started_at",
-    "reasoning_completed_at",
-    "content_started_at",
-    "content_completed_at",
-)
 OPTIONAL_TIME_COLUMNS = frozenset(TIME_COLUMNS[4:])
 DETAIL_COLUMNS = (
     "sequence",

@@ -1,0 +1,224 @@
+"""``zett-sessions copy``: SQLite ⇄ PostgreSQL, idempotent, resumable, never overwriting."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import FixtureDb
+from support import run_cli
+from zett_sessions import UserMessage
+from zett_sessions.cli.exit_codes import ExitCode
+from zett_sessions.queries.sessions import SessionFilter
+from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.transfer import copy_sessions, endpoints
+
+
+def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute(sql).fetchall()
+
+
+RAW = (
+    "SELECT id, session_id, request_id, sequence, role, CAST(message_json AS BLOB), "
+    "CAST(metadata_json AS BLOB), CAST(tags_json AS BLOB), content, tool_name, "
+    "duration_ns, started_at, created_at FROM raw_messages ORDER BY id"
+)
+SNAPSHOTS = (
+    "SELECT id, session_id, version, compacted_through_sequence, CAST(message_json AS BLOB), "
+    "created_at FROM session_snapshots ORDER BY id"
+)
+SESSIONS = (
+    "SELECT id, parent_session_id, title, agent_name, created_at, updated_at FROM agent_sessions "
+    "ORDER BY id"
+)
+
+
+def copy(*args: str) -> Any:
+    result = run_cli(["copy", *args, "--json"])
+    return result, json.loads(result.stdout) if result.stdout.strip() else None
+
+
+@pytest.mark.parametrize("sample", ["newest", "legacy"])
+def test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte(
+    fixture_db: FixtureDb, pg_dsn: str, tmp_path: Path, sample: str
+) -> None:
+    source = fixture_db(sample)
+    back = tmp_path / "back.sqlite3"
+    there, report = copy(str(source), pg_dsn)
+    assert there.exit_code == 0, there.stderr
+    assert report["verified"] is True and report["refused"] == []
+    assert len(report["copied"]) == report["selected"] == len(rows(source, SESSIONS))
+    home, report = copy(pg_dsn, str(back))
+    assert home.exit_code == 0, home.stderr
+    assert len(report["copied"]) == report["selected"]
+    assert rows(back, RAW) == rows(source, RAW)
+    assert rows(back, SNAPSHOTS) == rows(source, SNAPSHOTS)
+    assert rows(back, SESSIONS) == rows(source, SESSIONS)
+    assert rows(back, "SELECT count(*) FROM raw_messages")[0][0] == report["copied_messages"]
+
+
+def test_a_second_run_copies_nothing(fixture_db: FixtureDb, pg_dsn: str) -> None:
+    source = str(fixture_db("newest"))
+    first, _ = copy(source, pg_dsn)
+    assert first.exit_code == 0, first.stderr
+    again, report = copy(source, pg_dsn)
+    assert again.exit_code == 0, again.stderr
+    assert report["copied"] == [] and report["copied_messages"] == 0
+    assert len(report["identical"]) == report["selected"] > 0
+    assert report["verified"] is True
+
+
+def test_an_interrupted_copy_leaves_whole_sessions_and_the_next_run_finishes(
+    fixture_db: FixtureDb, store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = str(fixture_db("newest"))
+    written: list[int] = []
+    endpoint = type(endpoints.open_endpoint(store.location, endpoints.DESTINATION))
+    real_write = endpoint.write
+
+    async def write_twice_then_die(self: Any, sessions: Any) -> None:
+        if len(written) == 2:
+            raise KeyboardInterrupt  # the process is stopped during the third batch
+        written.append(len(sessions))
+        await real_write(self, sessions)
+
+    monkeypatch.setattr(endpoint, "write", write_twice_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(copy_sessions(source, store.location, SessionFilter(), batch_rows=1))
+    monkeypatch.setattr(endpoint, "write", real_write)
+
+    async def counts() -> list[tuple[str, int]]:
+        async with store.open() as storage:
+            return [(s.id, s.message_count) for s in await storage.list_sessions()]
+
+    partial = asyncio.run(counts())
+    assert len(partial) == 2  # two whole sessions, nothing of the third
+    report = asyncio.run(copy_sessions(source, store.location, SessionFilter()))
+    assert sorted(report.identical) == sorted(sid for sid, _ in partial)
+    assert len(report.copied) == report.selected - 2
+    assert report.verified
+    expected = rows(Path(source), "SELECT session_id, count(*) FROM raw_messages GROUP BY 1")
+    assert {sid: n for sid, n in asyncio.run(counts()) if n} == dict(expected)
+
+
+def test_a_different_session_under_the_same_id_is_refused_and_left_alone(
+    fixture_db: FixtureDb, store: Any
+) -> None:
+    source = fixture_db("newest")
+    target_id = rows(source, "SELECT id FROM agent_sessions WHERE title LIKE 'Nightly%'")[0][0]
+
+    async def plant() -> None:
+        async with store.open() as storage:
+            await storage.append(target_id, "r", UserMessage(content="someone else's"))
+
+    asyncio.run(plant())
+    dry, report = copy(str(source), store.location, "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    assert [r["session_id"] for r in report["refused"]] == [target_id]
+    result, report = copy(str(source), store.location)
+    assert result.exit_code == ExitCode.REFUSED
+    assert result.stderr.startswith("Error: 1 session not copied")
+    assert [r["session_id"] for r in report["refused"]] == [target_id]
+    assert "different content" in report["refused"][0]["reason"]
+    assert len(report["copied"]) == report["selected"] - 1
+
+    async def kept() -> list[str]:
+        async with store.open() as storage:
+            return [r.content for r in await storage.list_raw_messages(target_id)]
+
+    assert asyncio.run(kept()) == ["someone else's"]
+
+
+def test_dry_run_writes_and_creates_nothing(
+    fixture_db: FixtureDb, pg_dsn: str, tmp_path: Path
+) -> None:
+    source = str(fixture_db("newest"))
+    missing = tmp_path / "not-yet.sqlite3"
+    for destination in (str(missing), pg_dsn):
+        result, report = copy(source, destination, "--dry-run")
+        assert result.exit_code == 0, result.stderr
+        assert report["dry_run"] is True and report["verified"] is None
+        assert len(report["copied"]) == report["selected"] > 0
+    assert not missing.exists()
+
+    async def schema_is_empty() -> bool:
+        from zett_sessions import PostgresSessionStorage
+
+        async with PostgresSessionStorage(pg_dsn) as storage:
+            return await storage.schema_version() is None
+
+    assert asyncio.run(schema_is_empty())
+
+
+def test_filters_select_like_list(fixture_db: FixtureDb, store: Any) -> None:
+    source = fixture_db("newest")
+    (one,) = rows(source, "SELECT id FROM agent_sessions WHERE parent_session_id IS NOT NULL")[0]
+    result, report = copy(str(source), store.location, "--session", one)
+    assert (result.exit_code, report["copied"]) == (0, [one])
+    agent = rows(source, "SELECT agent_name FROM agent_sessions WHERE agent_name IS NOT NULL")[0]
+    result, report = copy(str(source), store.location, "--agent", agent[0], "--roots")
+    expected = rows(
+        source,
+        f"SELECT id FROM agent_sessions WHERE agent_name = '{agent[0]}' "
+        "AND parent_session_id IS NULL ORDER BY updated_at, id",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert report["copied"] == [sid for (sid,) in expected if sid != one]
+
+
+def test_nul_characters_follow_postgresqls_rules(tmp_path: Path, pg_dsn: str) -> None:
+    source = tmp_path / "nul.sqlite3"
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(source) as storage:
+            await storage.append("ok", "r", UserMessage(content="bin\x00ary"))
+            await storage.append("bad", "r", UserMessage(content="x"), title="a\x00b")
+
+    asyncio.run(write())
+    result, report = copy(str(source), pg_dsn)
+    assert result.exit_code == ExitCode.REFUSED
+    assert report["copied"] == ["ok"]
+    assert report["refused"] == [
+        {
+            "session_id": "bad",
+            "reason": "session row: title holds a NUL character (U+0000), which PostgreSQL "
+            "text cannot hold",
+        }
+    ]
+    again, report = copy(str(source), pg_dsn, "--session", "ok")
+    assert (again.exit_code, report["identical"]) == (0, ["ok"])  # U+FFFD there is "the same"
+
+
+def test_passwords_are_masked_and_no_progress_is_drawn_off_a_terminal(
+    fixture_db: FixtureDb, pg_dsn: str
+) -> None:
+    secret = pg_dsn.replace("://zs@", "://zs:s3cret@")  # the test server trusts zs
+    result, report = copy(str(fixture_db("newest")), secret)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    assert "s3cret" not in result.stdout
+    assert report["destination"] == pg_dsn.replace("://zs@", "://zs:***@")
+    human = run_cli(["copy", str(fixture_db("newest")), secret])
+    assert "s3cret" not in human.stdout and "zs:***@" in human.stdout
+
+
+def test_an_unreachable_server_is_one_error_line(fixture_db: FixtureDb, tmp_path: Path) -> None:
+    result = run_cli(["copy", str(fixture_db("newest")), "postgresql://u:pw@127.0.0.1:1/x"])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: cannot connect to postgresql://u:***@127.0.0.1:1/x")
+    assert result.stderr.count("\n") == 1 and ":pw@" not in result.stderr
+
+
+def test_an_old_destination_file_is_refused(fixture_db: FixtureDb) -> None:
+    legacy = fixture_db("legacy")
+    result = run_cli(["copy", str(fixture_db("newest")), str(legacy)])
+    assert result.exit_code == 1
+    assert "older layout A1" in result.stderr

@@ -1,0 +1,171 @@
+"""``zett-sessions copy SRC DST``: whole sessions between two databases (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .errors import Refused, handle_errors
+from .options import (
+    AgentOption,
+    BeforeOption,
+    DryRunOption,
+    JsonOption,
+    OlderThanOption,
+    RootsOption,
+    SinceOption,
+    TitleOption,
+    TypeOption,
+    non_blank,
+)
+from .state import app_state
+
+if TYPE_CHECKING:
+    from ..transfer import CopyProgress, CopyReport
+
+Source = Annotated[
+    str,
+    typer.Argument(
+        metavar="SRC",
+        help="Database to copy from: an SQLite file or a postgresql:// URL.",
+        show_default=False,
+    ),
+]
+Destination = Annotated[
+    str,
+    typer.Argument(
+        metavar="DST",
+        help="Database to copy into (created when missing): a file or a postgresql:// URL.",
+        show_default=False,
+    ),
+]
+
+
+@handle_errors
+def copy_command(
+    ctx: typer.Context,
+    source: Source,
+    destination: Destination,
+    session: Annotated[
+        list[str] | None,
+        typer.Option("--session", metavar="ID", help="Only this session (full id; repeatable)."),
+    ] = None,
+    agent: AgentOption = None,
+    session_type: TypeOption = None,
+    roots: RootsOption = False,
+    title: TitleOption = None,
+    since: SinceOption = None,
+    older_than: OlderThanOption = None,
+    before: BeforeOption = None,
+    batch_rows: Annotated[
+        int,
+        typer.Option(
+            "--batch-rows",
+            min=1,
+            max=1_000_000,
+            metavar="N",
+            help="Rows per write transaction (whole sessions; default 5000).",
+        ),
+    ] = 5000,
+    dry_run: DryRunOption = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Copy sessions from one database to another (SQLite file or postgresql:// URL).
+
+    Whole sessions, in batches; a session already at the destination with the same rows is
+    skipped, one with different rows is refused (exit 5), never overwritten. A second run
+    copies nothing; an interrupted run continues. Counts are verified at the end. Without
+    filters every session is copied. The source is only read.
+
+    Example: zett-sessions copy sessions.sqlite3 postgresql://agent@db/agents --dry-run
+    """
+    import asyncio
+
+    from ..queries.sessions import SessionFilter
+    from ..timeutil import activity_cutoff, parse_moment, utc_now
+    from ..transfer import copy_sessions
+
+    state = app_state(ctx)
+    out = state.output()
+    now = utc_now()
+    agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
+    filters = SessionFilter(
+        agent=agent,
+        types=tuple(session_type or ()),
+        roots=roots,
+        active_since=parse_moment(since, now=now) if since is not None else None,
+        active_before=activity_cutoff(before, older_than, now=now),
+        title=title,
+        ids=tuple(session) if session else None,
+    )
+    with _progress_bar() as progress:
+        report = asyncio.run(
+            copy_sessions(
+                source,
+                destination,
+                filters,
+                dry_run=dry_run,
+                batch_rows=batch_rows,
+                progress=progress,
+            )
+        )
+    if json_output:
+        out.json(_document(report))
+    else:
+        from ..render.copy import copy_renderable
+
+        out.print(copy_renderable(report))
+    if report.mismatches:
+        from ..errors import DatabaseError
+
+        raise DatabaseError(
+            f"copied, but the counts of {len(report.mismatches)} sessions differ between "
+            "source and destination (see above)"
+        )
+    if report.refused and not dry_run:  # as delete: a dry run reports, it does not refuse
+        from ..values import plural
+
+        raise Refused(
+            f"{plural(len(report.refused), 'session')} not copied (a different session under "
+            "the same id at the destination, or a value it cannot hold)"
+        )
+
+
+def _document(report: CopyReport) -> object:
+    from ..render.copy import copy_json
+
+    return copy_json(report)
+
+
+@contextlib.contextmanager
+def _progress_bar() -> Iterator[Callable[[CopyProgress], None] | None]:
+    """A rich progress bar on stderr when it is a terminal; otherwise no callback at all."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "copying",
+        BarColumn(),
+        MofNCompleteColumn(),
+        "messages",
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("copy", total=None)
+
+        def update(step: CopyProgress) -> None:
+            progress.update(task, completed=step.messages_done, total=step.messages_total)
+
+        yield update
+
+
+def register(app: typer.Typer) -> None:
+    app.command("copy")(copy_command)

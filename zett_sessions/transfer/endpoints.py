@@ -1,0 +1,367 @@
+"""The two ends of a copy: an SQLite file or a PostgreSQL database, behind one interface.
+
+``open_endpoint(location, role=…)`` picks the backend from the location (a path, or a
+``postgresql://`` URL).  A source is opened read-only.  A destination is created (SQLite: a new
+file with zett-agent's schema; PostgreSQL: its migrations) only when the copy writes, never for
+``--dry-run``; until then a missing destination reads as empty.  What differs between the
+backends — SQL placeholders, how rows are bulk-written, which values the column types hold — is
+decided here, so the copy flow never asks which backend it has.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ..errors import UnsupportedLayout
+from ..queries.sessions import SessionFilter
+from ..rows import SNAPSHOT_COLUMNS, raw_select, snapshot_select
+from ..schema import RAW_COLUMNS, SESSION_COLUMNS
+from .rows import TIME_COLUMNS, CannotCopy, Row, SessionRows, as_text_time, session_rows
+
+SOURCE, DESTINATION = "source", "destination"
+
+TABLE_COLUMNS = {
+    "agent_sessions": SESSION_COLUMNS,
+    "raw_messages": RAW_COLUMNS,
+    "session_snapshots": SNAPSHOT_COLUMNS,
+}
+
+
+class Endpoint(Protocol):
+    shown: str
+
+    async def open(self, *, create: bool) -> None: ...
+    async def close(self) -> None: ...
+    async def select_ids(self, filters: SessionFilter) -> list[str]: ...
+    async def existing(self, ids: Sequence[str]) -> set[str]: ...
+    async def read(self, session_id: str) -> SessionRows | None: ...
+    async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]: ...
+    def admit(self, session: SessionRows) -> SessionRows: ...
+    async def write(self, sessions: Sequence[SessionRows]) -> None: ...
+
+
+def open_endpoint(location: str, role: str) -> Endpoint:
+    from ..postgres.dsn import is_dsn
+
+    if is_dsn(location):
+        return PostgresEndpoint(location, role)
+    return SQLiteEndpoint(location, role)
+
+
+class SessionsAppeared(Exception):
+    """Sessions were created at the destination while the copy ran (it never overwrites)."""
+
+
+# --- SQLite --------------------------------------------------------------------------------
+
+
+class SQLiteEndpoint:
+    def __init__(self, path: str, role: str) -> None:
+        from pathlib import Path
+
+        self.path = str(Path(path).expanduser())
+        self.shown = self.path
+        self.role = role
+        self.db: Any = None  # None: a destination file that does not exist (yet)
+
+    async def open(self, *, create: bool) -> None:
+        from ..database import Database
+
+        if self.db is not None:
+            await self.db.close()
+            self.db = None
+        if self.role == SOURCE:
+            self.db = Database(self.path, read_only=True)
+        elif create:
+            self.db = Database(self.path, read_only=False, create=True)
+        elif os.path.exists(self.path):
+            self.db = Database(self.path, read_only=True)
+        else:
+            return
+        await self.db.open()
+        if not self.db.layout.has_sessions_table:
+            raise UnsupportedLayout(
+                f"cannot copy {'from' if self.role == SOURCE else 'into'} {self.path}: it has "
+                f"layout A0, which keeps no session rows; upgrade it first",
+                self.path,
+                "A0",
+            )
+        if self.role == DESTINATION:
+            self.db.require_layout("copy sessions into it")
+
+    async def close(self) -> None:
+        if self.db is not None:
+            await self.db.close()
+
+    async def select_ids(self, filters: SessionFilter) -> list[str]:
+        where, params = filters.where(self.db)
+        async with self.db.read():
+            rows = await self.db.fetchall(
+                f"SELECT id FROM agent_sessions{where} ORDER BY updated_at, id", params
+            )
+        return [str(row["id"]) for row in rows]
+
+    async def existing(self, ids: Sequence[str]) -> set[str]:
+        if self.db is None or not ids:
+            return set()
+        dialect = self.db.dialect
+        param = dialect.ids_param(ids)
+        async with self.db.read():
+            rows = await self.db.fetchall(
+                f"SELECT id FROM agent_sessions WHERE id {dialect.in_ids} "
+                f"UNION SELECT session_id FROM raw_messages WHERE session_id {dialect.in_ids} "
+                f"UNION SELECT session_id FROM session_snapshots "
+                f"WHERE session_id {dialect.in_ids}",
+                (param, param, param),
+            )
+        return {str(row[0]) for row in rows}
+
+    async def read(self, session_id: str) -> SessionRows | None:
+        if self.db is None:
+            return None
+        layout = self.db.layout
+        sessions = layout.select_list(
+            "agent_sessions", SESSION_COLUMNS, defaults={"session_type": "0"}
+        )
+        async with self.db.read():
+            head = await self.db.fetchone(
+                f"SELECT {sessions} FROM agent_sessions WHERE id = ?", (session_id,)
+            )
+            raw = await self.db.fetchall(
+                f"SELECT {raw_select(layout)} FROM raw_messages WHERE session_id = ? "
+                "ORDER BY sequence",
+                (session_id,),
+            )
+            snapshots = await self.db.fetchall(
+                f"SELECT {snapshot_select(layout)} FROM session_snapshots WHERE session_id = ? "
+                "ORDER BY version",
+                (session_id,),
+            )
+        if head is None:
+            return None if not raw and not snapshots else _headless(session_id)
+        return session_rows(head, raw, snapshots)
+
+    async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        if self.db is None or not ids:
+            return {}
+        dialect = self.db.dialect
+        param = dialect.ids_param(ids)
+        async with self.db.read():
+            raw = await self.db.fetchall(
+                f"SELECT session_id, count(*) FROM raw_messages WHERE session_id "
+                f"{dialect.in_ids} GROUP BY session_id",
+                (param,),
+            )
+            snaps = await self.db.fetchall(
+                f"SELECT session_id, count(*) FROM session_snapshots WHERE session_id "
+                f"{dialect.in_ids} GROUP BY session_id",
+                (param,),
+            )
+        return _merge_counts(ids, raw, snaps)
+
+    def admit(self, session: SessionRows) -> SessionRows:
+        return session  # SQLite holds every canonical value
+
+    async def write(self, sessions: Sequence[SessionRows]) -> None:
+        ids = [session.session_id for session in sessions]
+        async with self.db.write():
+            appeared = await self._existing_in_transaction(ids)
+            if appeared:
+                raise SessionsAppeared(", ".join(sorted(appeared)[:5]))
+            for table, rows in _tables(sessions):
+                columns = TABLE_COLUMNS[table]
+                await self.db.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) "
+                    f"VALUES ({', '.join('?' * len(columns))})",
+                    [_as_sqlite(columns, row) for row in rows],
+                )
+
+    async def _existing_in_transaction(self, ids: Sequence[str]) -> set[str]:
+        dialect = self.db.dialect
+        param = dialect.ids_param(ids)
+        rows = await self.db.fetchall(
+            f"SELECT id FROM agent_sessions WHERE id {dialect.in_ids} "
+            f"UNION SELECT session_id FROM raw_messages WHERE session_id {dialect.in_ids}",
+            (param, param),
+        )
+        return {str(row[0]) for row in rows}
+
+
+def _as_sqlite(columns: tuple[str, ...], row: Row) -> Row:
+    return tuple(
+        as_text_time(value) if column in TIME_COLUMNS else value
+        for column, value in zip(columns, row, strict=True)
+    )
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------
+
+
+class PostgresEndpoint:
+    def __init__(self, dsn: str, role: str) -> None:
+        from ..postgres.connection import PgDatabase
+
+        self.role = role
+        self.db = PgDatabase(dsn, read_only=role == SOURCE)
+        self.shown = self.db.shown
+        self.empty = False  # a destination without tables yet (dry run)
+        self.create = False
+
+    async def open(self, *, create: bool) -> None:
+        self.create = create
+        applied = await self.db.applied_migrations()
+        if create:
+            await self.db.migrate()
+            self.empty = False
+        elif applied is None:
+            if self.role == SOURCE:
+                from ..errors import NotASessionDatabase
+
+                raise NotASessionDatabase(
+                    f"{self.shown} has no zett-agent session tables", self.shown
+                )
+            self.empty = True
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def _fetch(self, sql: str, *params: Any) -> list[Any]:
+        from ..postgres.dialect import numbered
+
+        async def read(connection: Any) -> list[Any]:
+            return list(await connection.fetch(numbered(sql), *params))
+
+        return await self.db.run(read, write=False)
+
+    async def select_ids(self, filters: SessionFilter) -> list[str]:
+        where, params = filters.where(self.db)
+        rows = await self._fetch(
+            f"SELECT id FROM agent_sessions{where} ORDER BY updated_at, id", *params
+        )
+        return [row["id"] for row in rows]
+
+    async def existing(self, ids: Sequence[str]) -> set[str]:
+        if self.empty or not ids:
+            return set()
+        rows = await self._fetch(_PG_EXISTING, list(ids))
+        return {row[0] for row in rows}
+
+    async def read(self, session_id: str) -> SessionRows | None:
+        if self.empty:
+            return None
+        from ..postgres.dialect import LAYOUT
+
+        async def read(connection: Any) -> SessionRows | None:
+            head = await connection.fetchrow(
+                f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = $1",
+                session_id,
+            )
+            raw = await connection.fetch(
+                f"SELECT {raw_select(LAYOUT)} FROM raw_messages WHERE session_id = $1 "
+                "ORDER BY sequence",
+                session_id,
+            )
+            snapshots = await connection.fetch(
+                f"SELECT {snapshot_select(LAYOUT)} FROM session_snapshots "
+                "WHERE session_id = $1 ORDER BY version",
+                session_id,
+            )
+            if head is None:
+                return None if not raw and not snapshots else _headless(session_id)
+            return session_rows(head, list(raw), list(snapshots))
+
+        result: SessionRows | None = await self.db.run(read, write=False)
+        return result
+
+    async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        if self.empty or not ids:
+            return {}
+        raw = await self._fetch(
+            "SELECT session_id, count(*) FROM raw_messages WHERE session_id = ANY(?::text[]) "
+            "GROUP BY session_id",
+            list(ids),
+        )
+        snaps = await self._fetch(
+            "SELECT session_id, count(*) FROM session_snapshots "
+            "WHERE session_id = ANY(?::text[]) GROUP BY session_id",
+            list(ids),
+        )
+        return _merge_counts(ids, raw, snaps)
+
+    def admit(self, session: SessionRows) -> SessionRows:
+        """The session as PostgreSQL stores it (``postgres.dialect``'s rules for U+0000)."""
+        from ..postgres.dialect import NUL, derived_text
+
+        def fix(table: str, row: Row, where: str) -> Row:
+            values = []
+            for column, value in zip(TABLE_COLUMNS[table], row, strict=True):
+                if isinstance(value, str) and NUL in value:
+                    if column not in {"content", "tool_name"}:
+                        raise CannotCopy(
+                            f"{where}: {column} holds a NUL character (U+0000), which "
+                            "PostgreSQL text cannot hold"
+                        )
+                    value = derived_text(value)
+                values.append(value)
+            return tuple(values)
+
+        return SessionRows(
+            session=fix("agent_sessions", session.session, "session row"),
+            raw=[fix("raw_messages", row, f"raw row {row[3]}") for row in session.raw],
+            snapshots=[
+                fix("session_snapshots", row, f"snapshot v{row[2]}") for row in session.snapshots
+            ],
+        )
+
+    async def write(self, sessions: Sequence[SessionRows]) -> None:
+        ids = [session.session_id for session in sessions]
+
+        async def write(connection: Any) -> None:
+            appeared = await connection.fetch(_PG_EXISTING_IN_WRITE, ids)
+            if appeared:
+                raise SessionsAppeared(", ".join(sorted(row[0] for row in appeared)[:5]))
+            for table, rows in _tables(sessions):
+                if rows:
+                    await connection.copy_records_to_table(
+                        table, records=rows, columns=list(TABLE_COLUMNS[table])
+                    )
+
+        await self.db.run(write, write=True)
+
+
+_PG_EXISTING = (
+    "SELECT id FROM agent_sessions WHERE id = ANY($1::text[]) "
+    "UNION SELECT session_id FROM raw_messages WHERE session_id = ANY($1::text[]) "
+    "UNION SELECT session_id FROM session_snapshots WHERE session_id = ANY($1::text[])"
+)
+_PG_EXISTING_IN_WRITE = (
+    "SELECT id FROM agent_sessions WHERE id = ANY($1::text[]) "
+    "UNION SELECT session_id FROM raw_messages WHERE session_id = ANY($1::text[])"
+)
+
+
+# --- shared --------------------------------------------------------------------------------
+
+
+def _headless(session_id: str) -> SessionRows:
+    """A session with rows but no session row: never equal to a whole one, so a copy onto it
+    is refused."""
+    return SessionRows(session=(session_id,))
+
+
+def _tables(sessions: Sequence[SessionRows]) -> list[tuple[str, list[Row]]]:
+    return [
+        ("agent_sessions", [session.session for session in sessions]),
+        ("raw_messages", [row for session in sessions for row in session.raw]),
+        ("session_snapshots", [row for session in sessions for row in session.snapshots]),
+    ]
+
+
+def _merge_counts(
+    ids: Sequence[str], raw: list[Any], snapshots: list[Any]
+) -> dict[str, tuple[int, int]]:
+    raw_counts = {str(row[0]): int(row[1]) for row in raw}
+    snapshot_counts = {str(row[0]): int(row[1]) for row in snapshots}
+    return {sid: (raw_counts.get(sid, 0), snapshot_counts.get(sid, 0)) for sid in ids}
