@@ -24,6 +24,9 @@ Floors and targets, all measured in the same run:
   session's rows (both write to the same file, in ``/dev/shm`` when there is one).
 * ``show`` on a TTY: the first 2 kB of the transcript must reach the terminal within 0.5 s
   (measured through a pseudo-terminal, colours on, no pager).
+* ``delete --older-than 180d`` beside an agent appending every 0.1 s (``bench/appender.py``,
+  the storage core with the default 5 s busy timeout): no append waits longer than 1 s and
+  none fails (issue 18).  The floor column is the delete's own time in that run.
 
 The table also gives each process's CPU time (user + system): on a shared machine wall time
 grows with the load while CPU time mostly does not; the header notes the load average.
@@ -305,6 +308,68 @@ def tail_follow_latency(db: Path, session_id: str, interval: float, samples: int
     return timing
 
 
+DELETE_180D = [
+    "delete",
+    "--older-than",
+    "180d",
+    "--children",
+    "delete",
+    "--yes",
+    "--skip-active",
+    "0s",
+]
+
+
+def writer_wait_row(db: Path, runs: int, interval: float = 0.1) -> Row:
+    """The longest an agent appending every ``interval`` s waits while ``delete --older-than
+    180d`` runs beside it (``bench/appender.py``: the storage core, default 5 s busy timeout).
+
+    Each run takes a fresh copy; the appender starts first and stops once the delete is done.
+    ``ours.runs`` holds each run's longest append; the floor row is the delete's own time.
+    """
+    longest = Timing("longest append")
+    whole = Timing("delete beside the appender")
+    appends = failed = 0
+    with scratch_copy(db) as fresh:
+        for _ in range(runs):
+            copy = fresh()
+            stop = copy.with_name("stop-appender")
+            stop.unlink(missing_ok=True)
+            appender = subprocess.Popen(
+                [PYTHON, str(HERE / "appender.py"), str(copy), str(interval), str(stop)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                env=child_env(),
+            )
+            assert appender.stdout is not None
+            try:
+                if appender.stdout.readline().strip() != "ready":
+                    raise RuntimeError("bench/appender.py did not start")
+                elapsed, _, cpu = run_once([TOOL, "--db", str(copy), *DELETE_180D])
+                whole.runs.append(elapsed)
+                whole.cpu.append(cpu)
+                stop.touch()
+                lines = appender.stdout.read().splitlines()
+            finally:
+                stop.touch()
+                appender.wait(timeout=60)
+            waits = [
+                float(line.split()[1]) for line in lines if line.split()[:1] in (["ok"], ["failed"])
+            ]
+            appends += len(waits)
+            failed += sum(line.startswith("failed") for line in lines)
+            longest.runs.append(max(waits, default=0.0))
+    return Row(
+        f"longest append every {interval:g} s beside delete --older-than 180d",
+        longest,
+        whole,
+        "≤ 1 s, none fails",
+        absolute_limit=1.0 if not failed else 0.0,
+        note=f"{appends} appends, {failed} failed",
+    )
+
+
 def git_describe() -> str:
     try:
         return subprocess.run(
@@ -546,25 +611,15 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
             )
             ours = measure(
                 "delete",
-                [
-                    TOOL,
-                    "--db",
-                    str(copy_path),
-                    "delete",
-                    "--older-than",
-                    "180d",
-                    "--children",
-                    "delete",
-                    "--yes",
-                    "--skip-active",
-                    "0s",
-                ],
+                [TOOL, "--db", str(copy_path), *DELETE_180D],
                 max(1, runs // 2),
                 prepare=fresh,
             )
             rows.append(
                 Row("delete --older-than 180d --yes", ours, floor, "≤ 1.5× floor", ratio_limit=1.5)
             )
+    if want("delete-writer"):
+        rows.append(writer_wait_row(db, max(1, runs // 2)))
     if want("tail-f"):
         interval = 0.2
         latency = tail_follow_latency(db, session_id, interval)
@@ -615,7 +670,10 @@ def main() -> int:
     parser.add_argument("--scale", help="comma-separated message counts for the scale curve")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--only", help="comma-separated: help,list,show,tail,verify,delete,tail-f")
+    parser.add_argument(
+        "--only",
+        help="comma-separated: help,list,show,tail,verify,delete,delete-writer,tail-f",
+    )
     args = parser.parse_args()
     if shutil.which("sqlite3") is None:
         print(

@@ -22,12 +22,20 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import assert_one_error_line, digest, run_cli, table_rows
+from support import (
+    SeedSession,
+    assert_one_error_line,
+    digest,
+    run_cli,
+    seed_sessions,
+    table_rows,
+)
 from zett_sessions.demo import write_demo
 
 CHILD = r"""
@@ -37,6 +45,7 @@ from zett_sessions import database
 pause_after = os.environ.get("ZS_PAUSE_AFTER")
 if pause_after:  # stop for good right after this statement ran: the transaction stays open
     real_execute = database.Database.execute
+    seen = [int(os.environ.get("ZS_PAUSE_AT", "1"))]  # the how-manieth such statement
 
     async def execute(self, sql, params=()):
         if sql.startswith("BEGIN IMMEDIATE") and os.environ.get("ZS_SPILL"):
@@ -45,11 +54,25 @@ if pause_after:  # stop for good right after this statement ran: the transaction
             await real_execute(self, "PRAGMA cache_size = 1")
         count = await real_execute(self, sql, params)
         if sql.startswith(pause_after):
-            print("paused", flush=True)
-            time.sleep(3600)
+            seen[0] -= 1
+            if not seen[0]:
+                print("paused", flush=True)
+                time.sleep(3600)
         return count
 
     database.Database.execute = execute
+
+if os.environ.get("ZS_BATCH_ROWS"):  # small delete batches (no pause between them)
+    import dataclasses
+    from zett_sessions.retention import execute as retention_execute
+
+    if hasattr(retention_execute, "DEFAULT_LIMITS"):
+        retention_execute.DEFAULT_LIMITS = dataclasses.replace(
+            retention_execute.DEFAULT_LIMITS,
+            rows=int(os.environ["ZS_BATCH_ROWS"]),
+            seconds=None,
+            pause=0,
+        )
 
 if sys.argv[1] == "cli":
     sys.argv = ["zett-sessions", *sys.argv[2:]]
@@ -102,12 +125,20 @@ asyncio.run(main())
 """
 
 
-def start(*args: str, pause_after: str | None = None, spill: bool = False) -> subprocess.Popen[str]:
-    env = {**os.environ}
+def start(
+    *args: str,
+    pause_after: str | None = None,
+    pause_at: int = 1,
+    spill: bool = False,
+    batch_rows: int | None = None,
+) -> subprocess.Popen[str]:
+    env = {**os.environ, "ZS_PAUSE_AT": str(pause_at)}
     if pause_after:
         env["ZS_PAUSE_AFTER"] = pause_after
     if spill:
         env["ZS_SPILL"] = "1"
+    if batch_rows:
+        env["ZS_BATCH_ROWS"] = str(batch_rows)
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, *args],
         stdout=subprocess.PIPE,
@@ -425,3 +456,97 @@ def test_a_delete_whose_new_archive_is_removed_by_an_interrupted_one_never_loses
     else:  # a clean failure: one error line, nothing deleted
         assert_one_error_line(err)
         assert {table: table_rows(second, table, victims) for table in tables} == b_rows
+
+
+# --- a big delete in batches: writers get their turn, a killed run resumes (item 4) ---------
+
+DAY = timedelta(days=1)
+TABLES = ("agent_sessions", "raw_messages", "session_snapshots")
+
+
+def rows_by_session(path: Path, ids: list[str]) -> dict[str, dict[str, list[tuple]]]:
+    return {sid: {table: table_rows(path, table, [sid]) for table in TABLES} for sid in ids}
+
+
+def whole_or_gone(path: Path, before: dict[str, dict[str, list[tuple]]]) -> list[str]:
+    """Every session is either exactly as before or entirely gone; returns the gone ones."""
+    gone = []
+    for sid, now in rows_by_session(path, list(before)).items():
+        if now == {table: [] for table in TABLES}:
+            gone.append(sid)
+        else:
+            assert now == before[sid], f"session {sid} was deleted in part"
+    return gone
+
+
+def old_sessions(path: Path, count: int, journal: str = "wal") -> list[str]:
+    sessions = [
+        SeedSession(f"old-{n}", age=200 * DAY, messages=10, snapshots=1) for n in range(count)
+    ]
+    seed_sessions(path, [*sessions, SeedSession("live", messages=1)])
+    if journal == "rollback":
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            conn.execute("PRAGMA journal_mode = DELETE")
+    return [s.id for s in sessions]
+
+
+BATCHED_DELETE = ["delete", "--older-than", "100d", "--yes", "--skip-active", "0"]
+
+
+@pytest.mark.parametrize("journal", ["wal", "rollback"])
+def test_a_big_delete_lets_writers_in_between_batches_and_a_killed_one_resumes(
+    tmp_path: Path, journal: str
+) -> None:
+    path = tmp_path / "db.sqlite3"
+    ids = old_sessions(path, 6, journal)
+    before = rows_by_session(path, ids)
+    # one session per batch (12 rows each); stopped for good after the second batch's COMMIT
+    child = start(
+        "cli", "--db", str(path), *BATCHED_DELETE, pause_after="COMMIT", pause_at=2, batch_rows=15
+    )
+    wait_for(child, "paused")
+    # the write lock is free between batches: a writer that does not wait at all gets it
+    with contextlib.closing(sqlite3.connect(path, timeout=0, isolation_level=None)) as writer:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE agent_sessions SET title = 'between batches' WHERE id = 'live'")
+        writer.execute("COMMIT")
+    assert len(whole_or_gone(path, before)) == 2  # two whole batches, nothing of the others
+    kill(child)  # interrupted for good
+    assert integrity(path) == ["ok"]
+    assert len(whole_or_gone(path, before)) == 2
+
+    r = run_cli(["--db", str(path), *BATCHED_DELETE])  # the rerun finishes the job
+    assert r.exit_code == 0, r.stderr
+    assert sorted(whole_or_gone(path, before)) == ids
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        left = conn.execute("SELECT id, title FROM agent_sessions").fetchall()
+    assert left == [("live", "between batches")]
+    assert integrity(path) == ["ok"]
+
+
+def test_a_delete_killed_between_its_archive_and_source_commits_resumes_into_the_archive(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "db.sqlite3"
+    archive = tmp_path / "archive.sqlite3"
+    ids = old_sessions(path, 4)
+    before = rows_by_session(path, ids)
+    delete = [*BATCHED_DELETE, "--archive-to", str(archive)]
+    # COMMITs: the new archive's schema, batch 1 archive, batch 1 source, batch 2 archive ← kill
+    child = start(
+        "cli", "--db", str(path), *delete, pause_after="COMMIT", pause_at=4, batch_rows=15
+    )
+    wait_for(child, "paused")
+    kill(child)
+    gone = whole_or_gone(path, before)
+    archived = [sid for sid in ids if table_rows(archive, "agent_sessions", [sid])]
+    assert len(gone) == 1 and len(archived) == 2 and set(gone) < set(archived)
+    assert rows_by_session(archive, archived) == {sid: before[sid] for sid in archived}
+
+    r = run_cli(["--db", str(path), *delete, "--json"])
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout)["result"]["archive"]
+    assert report["already_archived"] == sorted(set(archived) - set(gone))
+    assert sorted(whole_or_gone(path, before)) == ids
+    assert rows_by_session(archive, ids) == before
+    assert integrity(archive) == ["ok"]

@@ -29,9 +29,16 @@ from zett_sessions.database import Database
 from zett_sessions.errors import DatabaseLocked
 from zett_sessions.models import UserMessage
 from zett_sessions.queries.sessions import SessionFilter
-from zett_sessions.retention import DeletePlan, DeleteResult, RetentionPolicy, RetentionRefused
+from zett_sessions.retention import (
+    BatchLimits,
+    DeletePlan,
+    DeleteProgress,
+    DeleteResult,
+    RetentionPolicy,
+)
 from zett_sessions.retention import execute as execute_module
 from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.timeutil import format_db_time
 
 DAY = timedelta(days=1)
 TABLES = ("agent_sessions", "raw_messages", "session_snapshots")
@@ -191,7 +198,7 @@ def test_messages_gained_by_a_named_session_go_with_it(db: Path) -> None:
     assert table_rows(db, "raw_messages", ["old-2"]) == []
 
 
-def test_a_child_appearing_after_the_plan_refuses_the_whole_run(db: Path) -> None:
+def test_a_child_appearing_after_the_plan_keeps_its_parent(db: Path) -> None:
     policy = old_policy()
     plan = plan_for(db, policy)
     assert plan.refusals == ()
@@ -202,9 +209,14 @@ def test_a_child_appearing_after_the_plan_refuses_the_whole_run(db: Path) -> Non
 
     asyncio.run(adopt())
     before = snapshot_of(db)
-    with pytest.raises(RetentionRefused, match="late-child"):
-        run_plan(db, plan, policy)
-    assert snapshot_of(db) == before
+    result = run_plan(db, plan, policy)
+    assert [d.id for d in result.deleted] == ["old-2"]
+    assert [(s.id, s.reason) for s in result.skipped] == [("old-1", "kept-descendant")]
+    assert "late-child" in result.skipped[0].detail
+    for table in TABLES:
+        assert table_rows(db, table, ["old-1", "late-child"]) == [
+            row for row in before[table] if "old-1" in row or "late-child" in row
+        ]
 
 
 def test_children_keep_leaves_a_dangling_parent_id(tmp_path: Path) -> None:
@@ -300,3 +312,141 @@ def test_deleting_while_another_process_appends_to_an_unrelated_session(tmp_path
             "SELECT sequence FROM raw_messages WHERE session_id = 'live' ORDER BY sequence"
         ).fetchall()
     assert [row[0] for row in sequences] == list(range(1, appends + 1))
+
+
+# --- batches (issue 18, item 4) ---------------------------------------------------------------
+
+ONE_BY_ONE = BatchLimits(
+    rows=1, seconds=None, pause=0
+)  # every session (or family) its own transaction
+
+
+@pytest.fixture
+def four_old(tmp_path: Path) -> Path:
+    return seed_sessions(
+        tmp_path / "four.sqlite3",
+        [SeedSession(f"old-{n}", age=(200 + n) * DAY, messages=3, snapshots=1) for n in range(4)],
+    )
+
+
+def test_each_batch_is_its_own_transaction_and_reports_progress(four_old: Path) -> None:
+    policy = old_policy()
+    plan = plan_for(four_old, policy)
+    seen: list[tuple[int, int, int]] = []
+
+    def progress(step: DeleteProgress) -> None:
+        assert (step.planned_sessions, step.planned_messages) == (4, 12)
+        seen.append((step.batch, step.sessions, step.messages))
+        # committed: another connection sees the batch gone, and can write at once
+        assert len(table_rows(four_old, "agent_sessions")) == 4 - step.sessions
+        execute_sql(four_old, "PRAGMA busy_timeout = 0", "UPDATE agent_sessions SET title = 't'")
+
+    result = run_plan(four_old, plan, policy, limits=ONE_BY_ONE, progress=progress)
+    assert seen == [(1, 1, 3), (2, 2, 6), (3, 3, 9), (4, 4, 12)]
+    assert [d.id for d in result.deleted] == ["old-0", "old-1", "old-2", "old-3"]
+    assert all(table_rows(four_old, table) == [] for table in TABLES)
+
+
+def test_the_policy_is_evaluated_again_for_every_batch(four_old: Path) -> None:
+    policy = old_policy(skip_active=timedelta(0))
+    plan = plan_for(four_old, policy)
+
+    def progress(step: DeleteProgress) -> None:
+        if step.batch == 1:  # old-2 is active again before its batch
+            now = format_db_time(datetime.now(UTC))
+            execute_sql(
+                four_old,
+                "UPDATE agent_sessions SET updated_at = ? WHERE id = 'old-2'",
+                params=(now,),
+            )
+
+    result = run_plan(four_old, plan, policy, limits=ONE_BY_ONE, progress=progress)
+    assert [d.id for d in result.deleted] == ["old-0", "old-1", "old-3"]
+    assert [(s.id, s.reason) for s in result.skipped] == [("old-2", "changed")]
+    assert len(table_rows(four_old, "raw_messages", ["old-2"])) == 3
+
+
+def test_keep_last_is_decided_over_the_whole_selection_at_each_batch(four_old: Path) -> None:
+    policy = old_policy(keep_last=1)
+    plan = plan_for(four_old, policy)  # old-0 is the most recent: kept
+    assert [s.id for s in plan.sessions] == ["old-1", "old-2", "old-3"]
+
+    def progress(step: DeleteProgress) -> None:
+        if step.batch == 1:  # the kept one goes elsewhere: old-2 is now the most recent left
+            execute_sql(four_old, "DELETE FROM agent_sessions WHERE id = 'old-0'")
+
+    result = run_plan(four_old, plan, policy, limits=ONE_BY_ONE, progress=progress)
+    assert [d.id for d in result.deleted] == ["old-1", "old-3"]
+    assert [(s.id, s.reason) for s in result.skipped] == [("old-2", "keep-last")]
+
+
+@pytest.fixture
+def family(tmp_path: Path) -> Path:
+    return seed_sessions(
+        tmp_path / "family.sqlite3",
+        [
+            SeedSession("parent", age=300 * DAY, messages=2),
+            SeedSession("child", age=290 * DAY, messages=2, parent="parent"),
+            SeedSession("grandchild", age=280 * DAY, messages=2, parent="child"),
+            SeedSession("loner", age=250 * DAY, messages=2),
+        ],
+    )
+
+
+def test_a_parent_and_its_planned_children_share_one_batch(family: Path) -> None:
+    policy = old_policy(children="delete")
+    plan = plan_for(family, policy)
+    batches: list[int] = []
+    run_plan(family, plan, policy, limits=ONE_BY_ONE, progress=lambda s: batches.append(s.sessions))
+    assert batches == [1, 4]  # the loner, then the whole family in one transaction
+
+
+def test_a_child_kept_at_delete_time_keeps_its_planned_ancestors(family: Path) -> None:
+    policy = old_policy(children="delete")
+    plan = plan_for(family, policy)
+    now = format_db_time(datetime.now(UTC))  # active now: kept
+    execute_sql(
+        family, "UPDATE agent_sessions SET updated_at = ? WHERE id = 'grandchild'", params=(now,)
+    )
+    result = run_plan(family, plan, policy, limits=ONE_BY_ONE)
+    assert [d.id for d in result.deleted] == ["loner"]
+    assert sorted((s.id, s.reason) for s in result.skipped) == [
+        ("child", "kept-descendant"),
+        ("grandchild", "active"),
+        ("parent", "kept-descendant"),
+    ]
+
+
+def test_a_session_larger_than_a_batch_is_one_transaction_of_its_own(four_old: Path) -> None:
+    policy = old_policy()
+    result = run_plan(
+        four_old,
+        plan_for(four_old, policy),
+        policy,
+        limits=BatchLimits(rows=2, seconds=None, pause=0),
+    )
+    assert len(result.deleted) == 4
+
+
+def test_a_failing_batch_says_what_earlier_batches_deleted(
+    four_old: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = old_policy()
+    plan = plan_for(four_old, policy)
+    real = execute_module._delete_from
+    calls: list[str] = []
+
+    async def failing_in_batch_3(db_: Database, table: str, column: str, ids: str) -> int:
+        calls.append(table)
+        if len(calls) == 7:  # the first statement of the third batch
+            raise DatabaseLocked("database is locked", str(four_old))
+        return await real(db_, table, column, ids)
+
+    monkeypatch.setattr(execute_module, "_delete_from", failing_in_batch_3)
+    with pytest.raises(DatabaseLocked) as raised:
+        run_plan(four_old, plan, policy, limits=ONE_BY_ONE)
+    assert str(raised.value) == (
+        "database is locked; earlier transactions of this run already deleted 2 sessions "
+        "(6 messages): run the command again to finish"
+    )
+    assert sorted(row[2] for row in table_rows(four_old, "agent_sessions")) == ["old-2", "old-3"]

@@ -159,7 +159,7 @@ def delete_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Delete sessions by id and/or by policy: plan first, then one atomic transaction.
+    """Delete sessions by id and/or by policy: plan first, then each session all or nothing.
 
     Ids and policy options combine as an intersection.  Without --yes the plan is confirmed
     interactively (default No); off a terminal, with --json or with `-`, --yes is required.

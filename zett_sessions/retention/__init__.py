@@ -4,20 +4,25 @@ The flow a caller follows (the ``delete`` command does exactly this)::
 
     plan = await build_plan(db, policy)              # inside db.read(): what would go, and why not
     ...show the plan, check plan.refusals, ask...
-    result = await execute_plan(db, plan, policy)    # one BEGIN IMMEDIATE transaction
+    result = await execute_plan(db, plan, policy)    # batches, each one BEGIN IMMEDIATE
 
-Invariants: the plan is computed without writing; the execution re-evaluates the policy inside
-its write transaction and deletes only sessions that are in the shown plan *and* still selected
-(so never more than was shown); raw rows, snapshots and session rows of every deleted session go
-together or not at all; an archive is committed before the source's delete is.
+Invariants: the plan is computed without writing; each batch of the execution re-evaluates the
+policy for its sessions inside its write transaction and deletes only sessions that are in the
+shown plan *and* still selected (so never more than was shown); raw rows, snapshots and session
+rows of every deleted session go together or not at all, in one transaction; an archive is
+committed (and checked) before the source's delete is; the write lock is free between batches,
+so agents are never locked out for longer than one batch; a rerun after an interruption
+finishes the job.
 """
 
 from .execute import execute_plan
 from .models import (
     ArchiveReport,
+    BatchLimits,
     ChildrenMode,
     DeletedSession,
     DeletePlan,
+    DeleteProgress,
     DeleteResult,
     PlannedSession,
     Refusal,
@@ -30,8 +35,10 @@ from .plan import build_plan, check_guards
 
 __all__ = [
     "ArchiveReport",
+    "BatchLimits",
     "ChildrenMode",
     "DeletePlan",
+    "DeleteProgress",
     "DeleteResult",
     "DeletedSession",
     "PlannedSession",

@@ -1,39 +1,53 @@
-"""Carrying out a shown plan: one ``BEGIN IMMEDIATE`` transaction, all or nothing.
+"""Carrying out a shown plan: in batches, each one short ``BEGIN IMMEDIATE`` transaction.
 
-Inside the transaction (which waits for a busy writer up to the busy timeout) the policy is
-evaluated again; only sessions that are in the shown plan *and* still selected are deleted, so
-the delete never goes beyond what the user saw.  A session that gained activity and no longer
-matches, or was kept by ``--keep-last``/``--skip-active`` now, is skipped and reported.  If a
-planned session gained a child that is not planned, the run is refused (unless ``--children
-keep``).  Rows go with set-based statements (``IN (SELECT value FROM json_each(?))``); each
-statement's row count must equal what was counted inside the same transaction, otherwise
-everything is rolled back.  ``secure_delete`` is left as SQLite has it.
+The plan's sessions go in batches bounded by rows and bytes (``BatchLimits``); a session, and a
+planned parent with the planned children that go with it (unless ``--children keep``), is never
+split across batches, so each session is deleted (and archived) completely or not at all.
+Between batches the write lock stays free for a moment so that agents waiting to append get
+their turn: a big delete never locks them out for longer than one batch.  A run that is
+interrupted leaves whole batches done; running it again plans what is left and finishes the
+job (an archive already holding a session's exact rows accepts it again).
+
+Inside each batch's transaction (which waits for a busy writer up to the busy timeout) the
+policy is evaluated again for the batch's sessions (``plan.replan``); only sessions that are in
+the shown plan *and* still selected are deleted, so the delete never goes beyond what the user
+saw.  A session that gained activity and no longer matches, or is kept by ``--keep-last``/
+``--skip-active`` now, is skipped and reported; so is a session with a child that is not
+deleted with it (a child that appeared since the plan, or a planned child kept now), and in
+turn its planned ancestors (unless ``--children keep``).  Rows go with set-based statements
+(``IN (SELECT value FROM json_each(?))``); each statement's row count must equal what was
+counted inside the same transaction, otherwise the batch is rolled back.  ``secure_delete`` is
+left as SQLite has it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from ..database import Database
-from ..errors import DatabaseError
+from ..errors import DatabaseError, ZettSessionsError
 from ..schema import IN_IDS, json_ids
 from ..values import plural
-from .archive import open_archive
+from .archive import ArchiveWriter, open_archive
 from .models import (
-    ArchiveReport,
+    BatchLimits,
     DeletedSession,
     DeletePlan,
+    DeleteProgress,
     DeleteResult,
     PlannedSession,
     RetentionPolicy,
-    RetentionRefused,
     SkippedSession,
     SpaceReport,
 )
-from .plan import build_plan, skipped_session
+from .plan import replan, skipped_session
 from .space import checkpoint, file_bytes, free_bytes, vacuum
+
+DEFAULT_LIMITS = BatchLimits()
 
 # (table, id column) in delete order; the session row goes last.
 DELETE_STEPS = (
@@ -54,49 +68,193 @@ async def execute_plan(
     *,
     archive: Path | None = None,
     run_vacuum: bool = False,
+    limits: BatchLimits | None = None,
+    progress: Callable[[DeleteProgress], None] | None = None,
 ) -> DeleteResult:
-    """Delete what ``plan`` shows and still matches; archive first when asked."""
+    """Delete what ``plan`` shows and still matches, batch by batch; archive first when asked.
+
+    An error in a batch rolls that batch back; batches committed before it stay done, and the
+    error's message says how many sessions they deleted (run again to finish).
+    """
+    limits = limits or DEFAULT_LIMITS
     await db.open()
     before = file_bytes(db.path)
-    report: ArchiveReport | None = None
-    async with contextlib.AsyncExitStack() as stack:
-        # The archive is locked before the source's write lock is taken (and released after
-        # it), so two deletes sharing an archive never wait for each other crosswise.
-        writer = None
-        if archive is not None:
-            writer = await stack.enter_async_context(open_archive(db, archive))
-        async with db.write():
-            final, skipped = await _reevaluate(db, plan, policy)
-            if final and writer is not None:
-                await writer.add(final)
-                report = writer.report
-            if final:
-                await _delete(db, final)
-    space = await _space(db, before, run_vacuum and bool(final))
+    units = deque(_units(plan, policy))
+    budget = _Budget(limits)
+    deleted: list[PlannedSession] = []
+    skipped: list[SkippedSession] = []
+    writer: ArchiveWriter | None = None
+    clock = asyncio.get_running_loop().time
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            # The archive is locked before the source's write lock is taken (and released
+            # after it), so two deletes sharing an archive never wait for each other crosswise.
+            if archive is not None:
+                writer = await stack.enter_async_context(open_archive(db, archive))
+            await stack.enter_async_context(_checkpoints_between_batches(db))
+            number = 0
+            while units:
+                if number:
+                    await _writers_turn(db, limits.pause)
+                number += 1
+                batch = _next_batch(units, budget.rows, limits.bytes)
+                started = clock()
+                final, dropped = await _run_batch(db, plan, policy, batch, writer)
+                budget.update(_rows(batch), clock() - started)
+                deleted.extend(final)
+                skipped.extend(dropped)
+                if progress is not None:
+                    progress(
+                        DeleteProgress(
+                            batch=number,
+                            sessions=len(deleted),
+                            messages=sum(s.messages for s in deleted),
+                            planned_sessions=len(plan.sessions),
+                            planned_messages=plan.messages,
+                        )
+                    )
+    except ZettSessionsError as error:
+        if deleted:
+            _note_done(error, deleted)
+        raise
+    order = {session.id: index for index, session in enumerate(plan.sessions)}
+    deleted.sort(key=lambda session: order[session.id])
+    skipped.sort(key=lambda session: order.get(session.id, len(order)))
+    space = await _space(db, before, run_vacuum and bool(deleted))
     return DeleteResult(
         deleted=tuple(
-            DeletedSession(id=s.id, messages=s.messages, snapshots=s.snapshots) for s in final
+            DeletedSession(id=s.id, messages=s.messages, snapshots=s.snapshots) for s in deleted
         ),
         skipped=tuple(skipped),
-        archive=report,
+        archive=writer.report if writer is not None and deleted else None,
         space=space,
     )
 
 
-async def _reevaluate(
-    db: Database, plan: DeletePlan, policy: RetentionPolicy
+@contextlib.asynccontextmanager
+async def _checkpoints_between_batches(db: Database) -> AsyncIterator[None]:
+    """No automatic checkpoint at each COMMIT: ``_writers_turn`` checkpoints while the write
+    lock is free anyway (the connection's setting is restored afterwards)."""
+    automatic = await db.scalar("PRAGMA wal_autocheckpoint")
+    await db.execute("PRAGMA wal_autocheckpoint = 0")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(DatabaseError):
+            await db.execute(f"PRAGMA wal_autocheckpoint = {int(automatic)}")
+
+
+async def _writers_turn(db: Database, pause: float) -> None:
+    """Leave the write lock free for ``pause`` seconds at least; checkpoint meanwhile."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await checkpoint(db)
+    rest = pause - (loop.time() - started)
+    if rest > 0:
+        await asyncio.sleep(rest)
+
+
+class _Budget:
+    """The rows the next batch may take: ``limits.rows`` at most, adapted (with
+    ``limits.seconds``) to the rows per second the last batch managed."""
+
+    def __init__(self, limits: BatchLimits) -> None:
+        self._limits = limits
+        self.rows = limits.rows if not limits.seconds else max(1, limits.rows // 4)
+
+    def update(self, rows: int, seconds: float) -> None:
+        target = self._limits.seconds
+        if not target or seconds <= 0:
+            return
+        wanted = int(rows * target / seconds)
+        self.rows = max(1, min(self._limits.rows, wanted, 2 * max(self.rows, rows)))
+
+
+async def _run_batch(
+    db: Database,
+    plan: DeletePlan,
+    policy: RetentionPolicy,
+    batch: Sequence[PlannedSession],
+    writer: ArchiveWriter | None,
 ) -> tuple[list[PlannedSession], list[SkippedSession]]:
-    """The planned sessions that the policy still selects now, and why the others are not."""
-    again = policy if plan.resolved_ids is None else policy.with_ids(plan.resolved_ids)
-    current = await build_plan(db, again, measure_bytes=False)
-    now_planned = {session.id: session for session in current.sessions}
-    reasons = {skip.id: skip for skip in current.skipped}
-    final = [now_planned[s.id] for s in plan.sessions if s.id in now_planned]
-    dropped = [s for s in plan.sessions if s.id not in now_planned]
+    """One transaction: re-evaluate the batch, archive what still goes, delete it."""
+    async with db.write():
+        final, skipped = await _reevaluate(db, plan, policy, batch)
+        if final and writer is not None:
+            await writer.add(final)
+        if final:
+            await _delete(db, final)
+    return final, skipped
+
+
+def _note_done(error: ZettSessionsError, deleted: Sequence[PlannedSession]) -> None:
+    """Say in ``error``'s message what earlier batches already deleted (they stay deleted)."""
+    done = (
+        f"earlier transactions of this run already deleted {plural(len(deleted), 'session')} "
+        f"({plural(sum(s.messages for s in deleted), 'message')}): run the command again to "
+        "finish"
+    )
+    if error.args and isinstance(error.args[0], str):
+        error.args = (f"{error.args[0]}; {done}", *error.args[1:])
+
+
+def _units(plan: DeletePlan, policy: RetentionPolicy) -> list[list[PlannedSession]]:
+    """Groups of sessions that go in one transaction, in plan order: a planned session with
+    every planned session linked to it by parent ids (with ``--children keep`` each alone)."""
+    if policy.children == "keep":
+        return [[session] for session in plan.sessions]
+    index = {session.id: n for n, session in enumerate(plan.sessions)}
+    root = list(range(len(plan.sessions)))
+
+    def find(n: int) -> int:
+        while root[n] != n:
+            root[n] = root[root[n]]
+            n = root[n]
+        return n
+
+    for n, session in enumerate(plan.sessions):
+        parent = index.get(session.parent_session_id or "")
+        if parent is not None:
+            root[find(n)] = find(parent)
+    groups: dict[int, list[PlannedSession]] = {}
+    for n, session in enumerate(plan.sessions):
+        groups.setdefault(find(n), []).append(session)
+    return list(groups.values())
+
+
+def _rows(sessions: Sequence[PlannedSession]) -> int:
+    return sum(s.messages + s.snapshots + 1 for s in sessions)
+
+
+def _next_batch(units: deque[list[PlannedSession]], rows: int, size: int) -> list[PlannedSession]:
+    """Whole units from the front of ``units`` within ``rows`` and ``size`` (at least one)."""
+    batch = units.popleft()
+    taken, taken_bytes = _rows(batch), sum(s.estimated_bytes for s in batch)
+    while units:
+        unit = units[0]
+        unit_rows, unit_bytes = _rows(unit), sum(s.estimated_bytes for s in unit)
+        if taken + unit_rows > rows or taken_bytes + unit_bytes > size:
+            break
+        batch.extend(units.popleft())
+        taken += unit_rows
+        taken_bytes += unit_bytes
+    return batch
+
+
+async def _reevaluate(
+    db: Database, plan: DeletePlan, policy: RetentionPolicy, batch: Sequence[PlannedSession]
+) -> tuple[list[PlannedSession], list[SkippedSession]]:
+    """The batch's sessions that the policy still selects now, and why the others are not."""
+    current, now_skipped = await replan(db, policy, plan, [s.id for s in batch])
+    now_planned = {session.id: session for session in current}
+    reasons = {skip.id: skip for skip in now_skipped}
+    final = [now_planned[s.id] for s in batch if s.id in now_planned]
+    dropped = [s for s in batch if s.id not in now_planned]
     existing = await _existing(db, [s.id for s in dropped])
     skipped = [_why(s, reasons.get(s.id), s.id in existing) for s in dropped]
     if policy.children != "keep":
-        await _refuse_new_children(db, final)
+        final, kept = await _without_kept_children(db, final)
+        skipped.extend(kept)
     return final, skipped
 
 
@@ -127,21 +285,35 @@ async def _existing(db: Database, ids: Sequence[str]) -> set[str]:
     return found
 
 
-async def _refuse_new_children(db: Database, final: Sequence[PlannedSession]) -> None:
+async def _without_kept_children(
+    db: Database, final: list[PlannedSession]
+) -> tuple[list[PlannedSession], list[SkippedSession]]:
+    """Leave out every session with a child that stays (one that appeared since the plan, or
+    a planned child kept now), and then its planned ancestors: nothing kept loses its parent."""
     if not final or not db.layout.has_sessions_table:
-        return
+        return final, []
     ids = json_ids(s.id for s in final)
-    row = await db.fetchone(
+    rows = await db.fetchall(
         f"SELECT id, parent_session_id FROM agent_sessions WHERE parent_session_id {IN_IDS} "
-        f"AND id NOT {IN_IDS} LIMIT 1",
+        f"AND id NOT {IN_IDS}",
         (ids, ids),
     )
-    if row is not None:
-        raise RetentionRefused(
-            f"session {row['parent_session_id']} gained the child session {row['id']} since "
-            "the plan was shown; nothing was deleted (run the command again to see a new plan)",
-            "children",
+    going = {session.id: session for session in final}
+    kept: list[SkippedSession] = []
+    stays = [(row["parent_session_id"], row["id"]) for row in rows]
+    while stays:
+        parent, child = stays.pop()
+        session = going.pop(parent, None)
+        if session is None:
+            continue
+        kept.append(
+            skipped_session(
+                session, "kept-descendant", f"its child session {child} is not deleted with it"
+            )
         )
+        if session.parent_session_id:  # which now keeps its parent, if that was going
+            stays.append((session.parent_session_id, parent))
+    return [s for s in final if s.id in going], kept
 
 
 async def _delete(db: Database, final: Sequence[PlannedSession]) -> None:

@@ -58,6 +58,36 @@ class RetentionPolicy:
         return replace(self, ids=ids, missing_ok=True)
 
 
+@dataclass(frozen=True)
+class BatchLimits:
+    """How much one delete transaction takes on.
+
+    The sessions of a plan go in batches, each one short write transaction, of at most ``rows``
+    rows (raw messages + snapshots + session rows) and about ``bytes`` bytes (the plan's
+    estimate).  With ``seconds``, the row budget adapts to how fast the last batch went, so a
+    batch holds the write lock for about that long on a fast or a loaded machine alike.  Between
+    two batches the write lock stays free for at least ``pause`` seconds (SQLite's busy handler
+    retries every 100 ms at most, so a waiting writer gets its turn); the WAL is checkpointed in
+    that time.  A session (or a parent with the children that go with it) is never split: a
+    larger one is a batch of its own, however long it takes."""
+
+    rows: int = 20_000
+    bytes: int = 64 * 2**20
+    seconds: float | None = 0.4
+    pause: float = 0.1
+
+
+@dataclass(frozen=True)
+class DeleteProgress:
+    """Reported after each committed batch (``execute_plan``'s ``progress`` callback)."""
+
+    batch: int  # 1-based
+    sessions: int  # deleted so far
+    messages: int
+    planned_sessions: int
+    planned_messages: int
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 

@@ -73,35 +73,12 @@ async def build_plan(
     if policy.ids is not None:
         resolved, missing = await _resolve_ids(db, policy.ids, policy.missing_ok)
         skipped.extend(missing)
-    filters = replace(policy.filters, ids=resolved)
-    candidates = await _select(db, filters)
-    if resolved is not None:
-        listed = {session.id for session in candidates}
-        unlisted = [sid for sid in resolved if sid not in listed]
-        if policy.has_filters:
-            skipped.extend(
-                SkippedSession(id=sid, reason="no-match", detail="does not match the policy")
-                for sid in unlisted
-            )
-        else:
-            candidates.extend(await _rowless_sessions(db, unlisted))
-
-    protected: dict[str, SkippedSession] = {}
-    for position, session in enumerate(candidates):
-        if not session.addressable:
-            protected[session.id] = skipped_session(session, "unaddressable", UNADDRESSABLE)
-            continue
-        reason = _protection(session, position, policy, now)
-        if reason is not None:
-            protected[session.id] = skipped_session(session, *reason)
-    planned = {s.id: s for s in candidates if s.id not in protected}
-    skipped.extend(protected.values())
-
+    selection = await _evaluate(db, policy, resolved, now)
+    skipped.extend(selection.skipped)
+    planned = selection.planned
     blocked: list[BlockedChild] = []
     children: dict[str, dict[str, dict[str, Any]]] = {}
     if db.layout.has_sessions_table and planned:
-        if policy.children == "delete":
-            skipped.extend(await _add_subtrees(db, planned, protected, policy, now))
         children = await _children(db, planned)
         if policy.children == "refuse":
             blocked = [
@@ -125,6 +102,77 @@ async def build_plan(
         total_sessions=total,
     )
     return plan.model_copy(update={"refusals": tuple(check_guards(plan, policy))})
+
+
+async def replan(
+    db: Database, policy: RetentionPolicy, plan: DeletePlan, ids: Sequence[str]
+) -> tuple[list[PlannedSession], list[SkippedSession]]:
+    """``build_plan`` again, as the database stands now, for the part of ``plan`` that is the
+    sessions ``ids`` (one batch of a delete): which of them the policy still selects, and why
+    the others not.  ``ids`` must hold every planned descendant of the selected ones among
+    them.  ``--keep-last`` is decided over the whole selection, as in ``build_plan``."""
+    wanted = set(ids)
+    selected = tuple(s.id for s in plan.sessions if s.id in wanted and s.via == "selected")
+    recent = await _most_recent(db, policy, plan.resolved_ids)
+    selection = await _evaluate(
+        db,
+        policy,
+        selected if policy.ids is not None else None,
+        utc_now(),
+        scope=selected,
+        recent=recent,
+    )
+    sessions = await _completed(db, list(selection.planned.values()), {}, measure_bytes=False)
+    return sessions, selection.skipped
+
+
+@dataclass
+class _Selection:
+    planned: dict[str, _Candidate]
+    skipped: list[SkippedSession]
+
+
+async def _evaluate(
+    db: Database,
+    policy: RetentionPolicy,
+    resolved: tuple[str, ...] | None,
+    now: datetime,
+    *,
+    scope: tuple[str, ...] | None = None,
+    recent: _Recent | None = None,
+) -> _Selection:
+    """Rules 1–4 of the module docstring: the planned sessions and the ones left alone.
+
+    ``scope`` restricts the candidates to those ids (``replan``); ``recent`` then says which
+    of them ``--keep-last`` keeps (decided over the whole selection, not just the scope).
+    """
+    skipped: list[SkippedSession] = []
+    filters = replace(policy.filters, ids=scope if scope is not None else resolved)
+    candidates = await _select(db, filters)
+    if resolved is not None:
+        listed = {session.id for session in candidates}
+        unlisted = [sid for sid in resolved if sid not in listed]
+        if policy.has_filters:
+            skipped.extend(
+                SkippedSession(id=sid, reason="no-match", detail="does not match the policy")
+                for sid in unlisted
+            )
+        else:
+            candidates.extend(await _rowless_sessions(db, unlisted))
+
+    protected: dict[str, SkippedSession] = {}
+    for position, session in enumerate(candidates):
+        if not session.addressable:
+            protected[session.id] = skipped_session(session, "unaddressable", UNADDRESSABLE)
+            continue
+        reason = _protection(session, position, policy, now, recent)
+        if reason is not None:
+            protected[session.id] = skipped_session(session, *reason)
+    planned = {s.id: s for s in candidates if s.id not in protected}
+    skipped.extend(protected.values())
+    if db.layout.has_sessions_table and planned and policy.children == "delete":
+        skipped.extend(await _add_subtrees(db, planned, protected, policy, now))
+    return _Selection(planned, skipped)
 
 
 def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
@@ -209,6 +257,7 @@ class _Candidate:
     messages: int
     via: str = "selected"
     addressable: bool = True  # False: a damaged id that is not UTF-8 text (no text names it)
+    rowless: bool = False  # raw rows or snapshots but no session row (a damaged file)
 
 
 async def _select(db: Database, filters: SessionFilter, via: str = "selected") -> list[_Candidate]:
@@ -254,7 +303,8 @@ async def _rowless_sessions(db: Database, ids: Sequence[str]) -> list[_Candidate
         "(SELECT min(created_at) FROM session_snapshots WHERE session_id = value)) AS created, "
         "coalesce((SELECT max(created_at) FROM raw_messages WHERE session_id = value), "
         "(SELECT max(created_at) FROM session_snapshots WHERE session_id = value)) AS updated "
-        "FROM json_each(?)",
+        "FROM json_each(?) WHERE EXISTS (SELECT 1 FROM raw_messages WHERE session_id = value) "
+        "OR EXISTS (SELECT 1 FROM session_snapshots WHERE session_id = value)",
         (json_ids(ids),),
     )
     return [
@@ -267,15 +317,52 @@ async def _rowless_sessions(db: Database, ids: Sequence[str]) -> list[_Candidate
             parse_db_time(row["created"]),
             parse_db_time(row["updated"]),
             row["message_count"],
+            rowless=True,
         )
         for row in rows
     ]
 
 
+@dataclass(frozen=True)
+class _Recent:
+    """The sessions ``--keep-last`` keeps, decided over the whole selection: ``ids`` are the
+    most recent N with a session row; ``rowless`` is true when there are fewer than N of
+    them, so sessions without a session row (which come after them) may be kept too."""
+
+    ids: frozenset[str]
+    rowless: bool
+
+
+async def _most_recent(
+    db: Database, policy: RetentionPolicy, resolved: tuple[str, ...] | None
+) -> _Recent | None:
+    if not policy.keep_last:
+        return None
+    filters = replace(policy.filters, ids=resolved)
+    if not db.layout.has_sessions_table:
+        ids = [c.id for c in (await _select(db, filters))[: policy.keep_last]]
+    else:
+        where, params = filters.where(db)
+        rows = await db.fetchall(
+            f"SELECT id FROM agent_sessions{where} ORDER BY updated_at DESC, id DESC LIMIT ?",
+            [*params, policy.keep_last],
+        )
+        ids = [str(row[0]) for row in rows]
+    return _Recent(frozenset(ids), rowless=len(ids) < policy.keep_last)
+
+
 def _protection(
-    session: _Candidate, position: int, policy: RetentionPolicy, now: datetime
+    session: _Candidate,
+    position: int,
+    policy: RetentionPolicy,
+    now: datetime,
+    recent: _Recent | None = None,
 ) -> tuple[str, str] | None:
-    if position < policy.keep_last:
+    if recent is None:
+        kept = position < policy.keep_last
+    else:  # a scope of the selection: decided over the whole of it (never keeps fewer)
+        kept = session.id in recent.ids or (recent.rowless and session.rowless)
+    if kept:
         return "keep-last", f"one of the {policy.keep_last} most recent (--keep-last)"
     if _is_active(session.updated_at, policy, now):
         return "active", f"activity within the last {_window(policy)} (--skip-active)"
