@@ -20,6 +20,7 @@ from zett_sessions import (
     ImageUrlSource,
     Message,
     MessageKind,
+    MessageRole,
     MessageTiming,
     ModelUsage,
     RawMessageRecord,
@@ -314,3 +315,124 @@ def test_timing_keeps_aware_times_and_durations() -> None:
     )
     assert timing.completed_at - timing.started_at == timedelta(seconds=1)
     assert timing.reasoning_started_at is None
+
+
+# --- zett-agent's message API: role, positional construction, lists, parts ----------------
+
+
+@pytest.mark.parametrize(
+    ("cls", "role"),
+    [
+        (SystemMessage, "system"),
+        (UserMessage, "user"),
+        (AssistantMessage, "assistant"),
+        (ToolMessage, "tool"),
+        (CompactedMessage, "user"),  # a checkpoint is a user message, as in zett-agent
+        (AgentMessage, "agent"),
+    ],
+)
+def test_each_message_type_has_zett_agents_role(cls: type[Message], role: str) -> None:
+    assert cls.role is MessageRole(role)
+    assert cls.role.value == role
+    assert isinstance(cls.role, str) and cls.role == role  # a StrEnum
+
+
+def test_message_role_has_exactly_zett_agents_five_values() -> None:
+    assert [role.value for role in MessageRole] == ["system", "user", "assistant", "tool", "agent"]
+
+
+def test_a_decoded_row_knows_its_role_and_an_undecodable_one_names_it_when_it_can() -> None:
+    decoded = decode_envelope(encode_message(ToolMessage(tool_call_id="c", name="t", content="")))
+    assert decoded.role is MessageRole.TOOL
+    assert UndecodableMessage(raw="x", reason="r", kind=5).role is MessageRole.USER
+    assert UndecodableMessage(raw="x", reason="r", kind=99).role is None
+    assert UndecodableMessage(raw="x", reason="r").role is None
+
+
+def test_content_blocks_and_tool_calls_take_positional_arguments_as_zett_agents_dataclasses() -> (
+    None
+):
+    assert TextContent("x") == TextContent(text="x")
+    assert ToolCall("c1", "grep", {"q": "TODO"}) == ToolCall(
+        id="c1", name="grep", arguments={"q": "TODO"}
+    )
+    assert ToolCall("c1", "grep").arguments == {}
+    url = "https://example.com/photo.png"
+    assert ImageContent(ImageUrlSource(url)) == ImageContent(source=ImageUrlSource(url=url))
+    assert ImageContent(ImageUrlSource(url), ImageDetail.LOW, "a cat").alt_text == "a cat"
+    assert ImageBytesSource(b"\x89PNG", "image/png").media_type == "image/png"
+    assert ModelUsage(10, 4, 2).cache_read_tokens == 2
+    later = MOMENT + timedelta(seconds=1)
+    assert MessageTiming(MOMENT, later, 5).duration_ns == 5
+
+
+def test_positional_arguments_are_checked_like_a_dataclass() -> None:
+    with pytest.raises(TypeError, match="takes 1 positional arguments but 2 were given"):
+        TextContent("x", "y")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'text'"):
+        TextContent("x", text="y")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="takes 0 positional arguments"):
+        UserMessage("hi")  # type: ignore[misc]  # messages are keyword-only in zett-agent
+    with pytest.raises(pydantic.ValidationError):
+        ImageUrlSource("ftp://x")  # validation still runs
+
+
+@pytest.mark.parametrize(
+    ("build", "name"),
+    [
+        (
+            lambda: MessageTiming(started_at=MOMENT, completed_at=MOMENT, durations_ns=1),
+            "durations_ns",
+        ),
+        (lambda: ModelUsage(input_token=1), "input_token"),
+    ],
+)
+def test_timing_and_usage_refuse_unknown_keywords(build: Callable[[], object], name: str) -> None:
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{name}'"):
+        build()
+
+
+def test_content_lists_equal_the_lists_they_were_built_from() -> None:
+    blocks = [
+        TextContent("Describe this image."),
+        ImageContent(ImageUrlSource("https://a.test/p.png")),
+    ]
+    user = UserMessage(content=blocks)
+    assert user.content == blocks
+    tool = ToolMessage(tool_call_id="c", name="t", content=[TextContent("out")])
+    assert tool.content == [TextContent("out")]
+    assert decode_envelope(encode_message(user)) == user
+
+
+def test_parts_expand_text_and_keep_block_order() -> None:
+    assert UserMessage(content="hi").parts == [TextContent("hi")]
+    blocks = [ImageContent(ImageUrlSource("https://a.test/p.png")), TextContent("after")]
+    user = UserMessage(content=blocks)
+    assert user.parts == blocks
+    assert user.text == "after"
+    assert CompactedMessage(content="sum").parts == [TextContent("sum")]
+    assert ToolMessage(
+        tool_call_id="c", name="t", content=[TextContent("a"), TextContent("b")]
+    ).text == ("a\nb")
+
+
+def test_instant_timing_without_a_moment_is_now_in_utc() -> None:
+    before = datetime.now(UTC)
+    timing = MessageTiming.instant()
+    after = datetime.now(UTC)
+    assert before <= timing.started_at == timing.completed_at <= after
+    assert timing.started_at.tzinfo is not None
+    assert timing.duration_ns == 0
+
+
+def test_the_package_root_exports_zett_agents_type_names() -> None:
+    from zett_sessions.ids import new_uuid7
+
+    for name in (
+        "AnyMessage JsonValue UserContent UserContentPart ImageSource MessageRole new_uuid7 "
+        "BaseSessionPersistenceExtension SQLiteSessionExtension ParentMismatch"
+    ).split():
+        assert name in zett_sessions.__all__
+        assert getattr(zett_sessions, name) is not None
+    assert zett_sessions.new_uuid7 is new_uuid7
+    assert zett_sessions.MessageRole is MessageRole

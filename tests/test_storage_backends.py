@@ -24,12 +24,14 @@ from zett_sessions import (
     InvalidBoundary,
     MessageTiming,
     ModelUsage,
+    ParentMismatch,
     SessionExists,
     SnapshotConflict,
     SystemMessage,
     ToolMessage,
     UserMessage,
     ValidationError,
+    ZettSessionsError,
 )
 
 T = TypeVar("T")
@@ -158,6 +160,44 @@ def test_snapshot_refusals_have_the_same_types_and_messages(store: Store) -> Non
     assert [record.sequence for record in view.tail] == [4]
 
 
+def test_errors_zett_agent_raises_as_value_error_are_value_errors_with_its_text(
+    store: Store,
+) -> None:
+    """Code written against zett-agent catches these with ``except ValueError``; the typed
+    classes stay for code that wants to tell them apart."""
+
+    async def body(s: Any) -> list[tuple[type[Exception], str]]:
+        await _rows(s)
+        calls: list[Callable[[], Awaitable[object]]] = [
+            lambda: s.snapshot("s", CompactedMessage(content="c"), 1, 7),
+            lambda: s.snapshot("s", CompactedMessage(content="c"), 9, 0),
+            lambda: s.create_session(session_id="s"),
+            lambda: s.append("s", "r", UserMessage(content="x"), parent_session_id="p"),
+        ]
+        caught = []
+        for call in calls:
+            try:
+                await call()
+            except ValueError as error:
+                caught.append((type(error), str(error)))
+        await s.snapshot("s", CompactedMessage(content="c"), 2, 0)
+        try:
+            await s.snapshot("s", CompactedMessage(content="c"), 2, 1)
+        except ValueError as error:
+            caught.append((type(error), str(error)))
+        return caught
+
+    assert run(store, body) == [
+        (SnapshotConflict, "Snapshot conflict; reload the session"),
+        (InvalidBoundary, "Snapshot boundary must identify an existing Raw Log message"),
+        (SessionExists, "Session already exists: s"),
+        (ParentMismatch, "Session parent cannot change after creation"),
+        (InvalidBoundary, "Snapshot boundary must advance beyond the previous checkpoint"),
+    ]
+    for error in (SnapshotConflict, InvalidBoundary, SessionExists, ParentMismatch):
+        assert issubclass(error, ZettSessionsError)
+
+
 # --- sessions -----------------------------------------------------------------------------
 
 
@@ -174,7 +214,7 @@ def test_session_crud(store: Store) -> None:
             await s.create_session(session_id="s1")
         generated = await s.create_session(session_id="")
         assert len(generated.id) == 36 and generated.id[14] == "7"
-        with pytest.raises(ValidationError, match="A session cannot be its own parent"):
+        with pytest.raises(ValidationError, match="parent_session_id must differ from session_id"):
             await s.create_session(session_id="x", parent_session_id="x")
 
         await _rows(s, "s1", 2)

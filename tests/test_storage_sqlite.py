@@ -351,7 +351,7 @@ def test_create_session_persists_an_empty_session(db: Path) -> None:
     [
         ({"session_id": "  "}, ValidationError, "session_id must not be blank"),
         ({"parent_session_id": " "}, ValidationError, "parent_session_id must not be blank"),
-        ({"session_id": "x", "parent_session_id": "x"}, ValidationError, "its own parent"),
+        ({"session_id": "x", "parent_session_id": "x"}, ValidationError, "must differ from"),
         ({"title": ""}, ValidationError, "title must not be blank"),
         ({"title": "   "}, ValidationError, "title must not be blank"),
         ({"title": "x" * 201}, ValidationError, "title must be at most 200"),

@@ -22,20 +22,25 @@ _EXPORTS: dict[str, str] = {
     "project": "projection",
     "Projection": "projection",
     "SessionPersistence": "persistence",
+    "BaseSessionPersistenceExtension": "persistence",
     "RequestContext": "persistence",
+    "SQLiteSessionExtension": "extensions.sqlite",
+    "JsonValue": "json_types",
+    "new_uuid7": "ids",
 }
 for _name in (
-    "MessageKind ImageDetail Message SystemMessage UserMessage AssistantMessage ToolMessage "
-    "CompactedMessage AgentMessage UndecodableMessage ToolCall TextContent ImageContent "
-    "ImageUrlSource ImageBytesSource MessageTiming ModelUsage RawMessageRecord SessionSummary "
-    "ContextSnapshot SessionView"
+    "MessageKind MessageRole ImageDetail Message AnyMessage SystemMessage UserMessage "
+    "AssistantMessage ToolMessage CompactedMessage AgentMessage UndecodableMessage ToolCall "
+    "TextContent ImageContent ImageUrlSource ImageBytesSource ImageSource UserContent "
+    "UserContentPart MessageTiming ModelUsage RawMessageRecord SessionSummary ContextSnapshot "
+    "SessionView"
 ).split():
     _EXPORTS[_name] = "models"
 for _name in (
     "ZettSessionsError DatabaseError DatabaseNotFound NotASessionDatabase DatabaseUnreadable "
     "DatabaseLocked DatabaseReadOnly UnsupportedLayout SessionNotFound AmbiguousSessionId "
-    "SessionExists SnapshotConflict InvalidBoundary ValidationError UnsupportedValue "
-    "DamagedHistory ServerUnavailable"
+    "SessionExists SnapshotConflict InvalidBoundary ParentMismatch ValidationError "
+    "UnsupportedValue DamagedHistory ServerUnavailable"
 ).split():
     _EXPORTS[_name] = "errors"
 
@@ -67,6 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
         DatabaseUnreadable,
         InvalidBoundary,
         NotASessionDatabase,
+        ParentMismatch,
         ServerUnavailable,
         SessionExists,
         SessionNotFound,
@@ -76,17 +82,23 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
         ValidationError,
         ZettSessionsError,
     )
+    from .extensions.sqlite import SQLiteSessionExtension
+    from .ids import new_uuid7
+    from .json_types import JsonValue
     from .models import (
         AgentMessage,
+        AnyMessage,
         AssistantMessage,
         CompactedMessage,
         ContextSnapshot,
         ImageBytesSource,
         ImageContent,
         ImageDetail,
+        ImageSource,
         ImageUrlSource,
         Message,
         MessageKind,
+        MessageRole,
         MessageTiming,
         ModelUsage,
         RawMessageRecord,
@@ -97,9 +109,11 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
         ToolCall,
         ToolMessage,
         UndecodableMessage,
+        UserContent,
+        UserContentPart,
         UserMessage,
     )
-    from .persistence import RequestContext, SessionPersistence
+    from .persistence import BaseSessionPersistenceExtension, RequestContext, SessionPersistence
     from .postgres.storage import PostgresSessionStorage
     from .projection import Projection, project
     from .schema import Layout

@@ -2,20 +2,23 @@
 
 It shows how little an adapter needs (``load``, ``append``, ``snapshot`` and ``close``) and lets
 tests see exactly which operations a runtime performs, as strings: ``"load"``,
-``"append:<kind>"`` (``append:system``, ``append:user``, ``append:assistant``, ``append:tool``,
-``append:agent``) and ``"snapshot"``.  An operation is recorded when the wrapper sees the call,
-before it is delegated, so a refused call still appears in the trail.
+``"append:<role>"`` (``message.role.value``: ``append:system``, ``append:user``,
+``append:assistant``, ``append:tool``, ``append:agent``) and ``"snapshot"``.  An operation is
+recorded when the wrapper sees the call, before it is delegated, so a refused call still appears
+in the trail.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Protocol
 
+from .json_types import JsonValue
 from .models import (
+    AnyMessage,
     CompactedMessage,
     ContextSnapshot,
-    Message,
     MessageTiming,
     ModelUsage,
     SessionView,
@@ -45,16 +48,16 @@ class AuditedStorage:
         self,
         session_id: str,
         request_id: str,
-        message: Message,
+        message: AnyMessage,
         timing: MessageTiming | None = None,
         parent_session_id: str | None = None,
         title: str | None = None,
         agent_name: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        tags: dict[str, Any] | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        tags: Mapping[str, JsonValue] | None = None,
         usage: ModelUsage | None = None,
     ) -> int:
-        self.operations.append(f"append:{message.kind.name.lower()}")
+        self.operations.append(f"append:{message.role.value}")
         return await self.inner.append(
             session_id,
             request_id,

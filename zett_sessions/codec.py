@@ -14,6 +14,7 @@ import base64
 import binascii
 import json
 import math
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
@@ -126,12 +127,13 @@ def _check_json_value(value: Any, where: str) -> None:
     raise ValidationError(f"{where} values must be JSON values, not {type(value).__name__}")
 
 
-def encode_json_object(value: dict[str, Any] | None, what: str) -> str:
+def encode_json_object(value: Mapping[str, Any] | None, what: str) -> str:
     """Validate and encode metadata or tags (``what``) as zett-agent does: sorted keys."""
     if value is None:
         return "{}"
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         raise ValidationError(f"{what} must be a JSON object")
+    value = dict(value)
     for key in value:
         if not isinstance(key, str):
             raise ValidationError(f"{what} keys must be strings")

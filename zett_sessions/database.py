@@ -488,8 +488,15 @@ async def _connect(uri: str) -> aiosqlite.Connection:
     When ``sqlite3.connect`` fails, aiosqlite queues a "stop" for its worker thread and re-raises
     without waiting.  If the event loop closes first (``asyncio.run`` ending with that error),
     the thread then fails to report back and prints an "Event loop is closed" traceback.
+
+    The worker is a daemon thread: a storage that is never closed (kept in a global, say) would
+    otherwise keep the interpreter waiting at exit for a thread that only ``close()`` stops, and
+    then print that traceback.  Every write has committed by then; SQLite needs no goodbye.
     """
     connection = aiosqlite.connect(uri, uri=True, isolation_level=None)
+    worker = getattr(connection, "_thread", None)  # aiosqlite 0.22 (pinned <0.23)
+    if worker is not None:
+        worker.daemon = True
     try:
         return await connection
     except BaseException:

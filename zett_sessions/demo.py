@@ -54,12 +54,12 @@ from .errors import ValidationError
 from .ids import new_uuid7
 from .models import (
     AgentMessage,
+    AnyMessage,
     AssistantMessage,
     ImageBytesSource,
     ImageContent,
     ImageDetail,
     ImageUrlSource,
-    Message,
     MessageTiming,
     ModelUsage,
     SystemMessage,
@@ -144,7 +144,7 @@ class _Writer:
     async def add(
         self,
         request: RequestContext,
-        message: Message,
+        message: AnyMessage,
         *,
         seconds: float = 0.0,
         usage: ModelUsage | None = None,

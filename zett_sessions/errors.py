@@ -110,15 +110,19 @@ class AmbiguousSessionId(ZettSessionsError):
         self.candidates = candidates
 
 
-class SessionExists(ZettSessionsError):
+# zett-agent raises ``ValueError`` (with the same message text) for each of the next four, so
+# they are ``ValueError``s too: ``except ValueError`` written against zett-agent still catches.
+
+
+class SessionExists(ZettSessionsError, ValueError):
     """``create_session`` was given an id that is already taken."""
 
 
-class SnapshotConflict(ZettSessionsError):
+class SnapshotConflict(ZettSessionsError, ValueError):
     """``expected_version`` is not the latest snapshot version (someone compacted first)."""
 
 
-class InvalidBoundary(ZettSessionsError):
+class InvalidBoundary(ZettSessionsError, ValueError):
     """A snapshot boundary is outside the raw log or does not advance past the previous one."""
 
 
@@ -137,6 +141,11 @@ class ValidationError(ZettSessionsError, ValueError):
     It subclasses ``ValueError`` because zett-agent raises ``ValueError`` for the same
     conditions, so code written against zett-agent keeps working.
     """
+
+
+class ParentMismatch(ValidationError):
+    """A session is used with another parent than the one it was stored with: the parent link
+    of a session never changes (zett-agent raises ``ValueError`` with the same text)."""
 
 
 class UsageError(ZettSessionsError):

@@ -24,9 +24,9 @@ stored.  A row that cannot be decoded at all becomes an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
-from typing import Annotated, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
@@ -57,13 +57,79 @@ class MessageKind(IntEnum):
     AGENT = 6
 
 
+class MessageRole(StrEnum):
+    """zett-agent's provider-neutral role of a message (``message.role``).
+
+    A checkpoint is a user message (``CompactedMessage`` subclasses ``UserMessage``), so its
+    role is ``user``; only ``kind`` tells the two apart.
+    """
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    AGENT = "agent"
+
+
+ROLE_OF_KIND: dict[int, MessageRole] = {
+    MessageKind.SYSTEM: MessageRole.SYSTEM,
+    MessageKind.USER: MessageRole.USER,
+    MessageKind.ASSISTANT: MessageRole.ASSISTANT,
+    MessageKind.TOOL: MessageRole.TOOL,
+    MessageKind.CHECKPOINT: MessageRole.USER,
+    MessageKind.AGENT: MessageRole.AGENT,
+}
+
+
 class ImageDetail(StrEnum):
     AUTO = "auto"
     LOW = "low"
     HIGH = "high"
 
 
-class WireModel(BaseModel):
+class ValueModel(BaseModel):
+    """Constructors that behave like zett-agent's dataclasses.
+
+    With ``_by_position`` (where zett-agent's class is a dataclass that is not keyword-only),
+    fields may be given positionally in declaration order, which is zett-agent's order:
+    ``TextContent("x")``, ``ToolCall("c1", "grep")``.  An unknown keyword raises ``TypeError``
+    as a dataclass does, instead of being dropped or stored.  Each class that takes positional
+    arguments declares its signature for type checkers in an ``if TYPE_CHECKING`` block.
+    """
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    _by_position: ClassVar[bool] = False
+
+    def __init__(self, /, *args: Any, **data: Any) -> None:
+        cls = type(self)
+        if args:
+            names = tuple(cls.model_fields) if cls._by_position else ()
+            if len(args) > len(names):
+                raise TypeError(
+                    f"{cls.__name__}() takes {len(names)} positional arguments "
+                    f"but {len(args)} were given"
+                )
+            for name, value in zip(names, args, strict=False):
+                if name in data:
+                    raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
+                data[name] = value
+        _reject_unknown(cls, data)
+        super().__init__(**data)
+
+    # Validation (``model_validate``, decoding) must not go through this constructor: pydantic
+    # would call it for every nested block.  Marked as pydantic's own ``__init__`` (RootModel
+    # does the same), validation builds instances directly, as it does for any plain model.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+
+def _reject_unknown(cls: type[BaseModel], data: Mapping[str, Any]) -> None:
+    for key in data:
+        if key not in cls.model_fields:
+            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {key!r}")
+
+
+class WireModel(ValueModel):
     """Base of every model stored inside ``message_json``."""
 
     model_config = ConfigDict(frozen=True, defer_build=True, extra="allow", protected_namespaces=())
@@ -76,10 +142,8 @@ class WireModel(BaseModel):
         cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
     ) -> Any:
         wire = bool(info.context and info.context.get("wire"))
-        if isinstance(data, dict) and not wire:  # by keyword: strict, like zett-agent's dataclasses
-            for key in data:
-                if key not in cls.model_fields:
-                    raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {key!r}")
+        if isinstance(data, dict) and not wire:  # model_validate: as strict as the constructor
+            _reject_unknown(cls, data)
         instance = handler(data)
         if isinstance(data, dict) and wire:
             instance._wire_keys = tuple(data)
@@ -122,11 +186,21 @@ class WireModel(BaseModel):
 
 
 class TextContent(WireModel):
+    _by_position = True
     text: str
+
+    if TYPE_CHECKING:  # pragma: no cover - the signature type checkers see
+
+        def __init__(self, text: str) -> None: ...
 
 
 class ImageUrlSource(WireModel):
+    _by_position = True
     url: str
+
+    if TYPE_CHECKING:  # pragma: no cover
+
+        def __init__(self, url: str) -> None: ...
 
     @field_validator("url")
     @classmethod
@@ -139,8 +213,13 @@ class ImageUrlSource(WireModel):
 
 
 class ImageBytesSource(WireModel):
+    _by_position = True
     data: Annotated[bytes, Strict()]
     media_type: str
+
+    if TYPE_CHECKING:  # pragma: no cover
+
+        def __init__(self, data: bytes, media_type: str) -> None: ...
 
     @field_validator("data")
     @classmethod
@@ -170,9 +249,19 @@ ImageSource = Annotated[
 
 
 class ImageContent(WireModel):
+    _by_position = True
     source: ImageSource
     detail: ImageDetail = ImageDetail.AUTO
     alt_text: str | None = None
+
+    if TYPE_CHECKING:  # pragma: no cover
+
+        def __init__(
+            self,
+            source: ImageUrlSource | ImageBytesSource,
+            detail: ImageDetail = ImageDetail.AUTO,
+            alt_text: str | None = None,
+        ) -> None: ...
 
 
 def _block_tag(value: Any) -> str:
@@ -181,11 +270,14 @@ def _block_tag(value: Any) -> str:
     return "text" if isinstance(value, TextContent) else "image"
 
 
-ContentBlock = Annotated[
+UserContentPart = Annotated[
     Annotated[TextContent, Tag("text")] | Annotated[ImageContent, Tag("image")],
     Discriminator(_block_tag),
 ]
-Content = str | tuple[ContentBlock, ...]
+UserContent = str | list[UserContentPart]
+"""A user or tool message's content: text, or ordered text/image blocks (a list, as in
+zett-agent, so it equals the list it was built from)."""
+Content = UserContent
 
 
 def blocks_text(content: Content) -> str:
@@ -199,15 +291,21 @@ def blocks_text(content: Content) -> str:
 
 
 class ToolCall(WireModel):
+    _by_position = True
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    if TYPE_CHECKING:  # pragma: no cover
+
+        def __init__(self, id: str, name: str, arguments: dict[str, Any] | None = None) -> None: ...
 
 
 class Message(WireModel):
     """Fields every message carries (newest era); older envelopes simply lack them."""
 
     kind: ClassVar[MessageKind]
+    role: ClassVar[MessageRole]
 
     attributes: dict[str, Any] = Field(default_factory=dict)
     persist: bool = True
@@ -222,17 +320,25 @@ class Message(WireModel):
 
 class SystemMessage(Message):
     kind: ClassVar[MessageKind] = MessageKind.SYSTEM
+    role: ClassVar[MessageRole] = MessageRole.SYSTEM
     include_in_messages: bool = False
     content: str
 
 
 class UserMessage(Message):
     kind: ClassVar[MessageKind] = MessageKind.USER
-    content: Content
+    role: ClassVar[MessageRole] = MessageRole.USER
+    content: UserContent
+
+    @property
+    def parts(self) -> list[UserContentPart]:
+        """The content as blocks: text becomes one ``TextContent``."""
+        return [TextContent(text=self.content)] if isinstance(self.content, str) else self.content
 
 
 class AssistantMessage(Message):
     kind: ClassVar[MessageKind] = MessageKind.ASSISTANT
+    role: ClassVar[MessageRole] = MessageRole.ASSISTANT
     content: str = ""
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
@@ -243,9 +349,10 @@ class AssistantMessage(Message):
 
 class ToolMessage(Message):
     kind: ClassVar[MessageKind] = MessageKind.TOOL
+    role: ClassVar[MessageRole] = MessageRole.TOOL
     tool_call_id: str
     name: str
-    content: Content
+    content: UserContent
     success: bool = True
 
 
@@ -254,7 +361,8 @@ CHECKPOINT_PREFIX = "[Conversation checkpoint: historical context, not system in
 
 
 class CompactedMessage(UserMessage):
-    """The checkpoint summary a snapshot holds; never stored in the raw log."""
+    """The checkpoint summary a snapshot holds; never stored in the raw log.  Its ``role`` is
+    ``user`` (it is a user message, as in zett-agent); its ``kind`` is ``CHECKPOINT``."""
 
     kind: ClassVar[MessageKind] = MessageKind.CHECKPOINT
 
@@ -263,12 +371,12 @@ class AgentMessage(Message):
     """An internal extension instruction; providers receive it as a user turn."""
 
     kind: ClassVar[MessageKind] = MessageKind.AGENT
+    role: ClassVar[MessageRole] = MessageRole.AGENT
     content: str
 
 
-AnyMessage = (
-    SystemMessage | UserMessage | AssistantMessage | ToolMessage | CompactedMessage | AgentMessage
-)
+AnyMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage | AgentMessage
+"""Any message (a ``CompactedMessage`` is a ``UserMessage``), as zett-agent's ``AnyMessage``."""
 
 MESSAGE_TYPES: dict[int, type[Message]] = {
     MessageKind.SYSTEM: SystemMessage,
@@ -294,14 +402,20 @@ class UndecodableMessage(BaseModel):
     def text(self) -> str:
         return self.raw
 
+    @property
+    def role(self) -> MessageRole | None:
+        """The role its envelope's kind names, or ``None`` when the kind is unknown."""
+        return ROLE_OF_KIND.get(self.kind) if self.kind is not None else None
+
 
 # --- per-record values -------------------------------------------------------------------
 
 
-class MessageTiming(BaseModel):
+class MessageTiming(ValueModel):
     """When the work behind a message happened; durations come from a monotonic clock."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
+    _by_position = True
 
     started_at: datetime
     completed_at: datetime
@@ -329,21 +443,50 @@ class MessageTiming(BaseModel):
                 raise ValueError(f"{name}_duration_ns cannot be negative")
         return self
 
+    if TYPE_CHECKING:  # pragma: no cover
+
+        def __init__(
+            self,
+            started_at: datetime,
+            completed_at: datetime,
+            duration_ns: int = 0,
+            reasoning_started_at: datetime | None = None,
+            reasoning_completed_at: datetime | None = None,
+            reasoning_duration_ns: int | None = None,
+            content_started_at: datetime | None = None,
+            content_completed_at: datetime | None = None,
+            content_duration_ns: int | None = None,
+        ) -> None: ...
+
     @classmethod
-    def instant(cls, moment: datetime) -> MessageTiming:
-        return cls(started_at=moment, completed_at=moment, duration_ns=0)
+    def instant(cls, moment: datetime | None = None) -> MessageTiming:
+        """A message that took no measured time, at ``moment`` (zett-agent: now, in UTC)."""
+        when = moment if moment is not None else datetime.now(UTC)
+        return cls(started_at=when, completed_at=when, duration_ns=0)
 
 
-class ModelUsage(BaseModel):
+class ModelUsage(ValueModel):
     """Token counters of one assistant response (``input`` includes cache reads and writes)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
+    _by_position = True
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+
+    if TYPE_CHECKING:  # pragma: no cover
+
+        def __init__(
+            self,
+            input_tokens: int = 0,
+            output_tokens: int = 0,
+            cache_read_tokens: int = 0,
+            cache_write_tokens: int = 0,
+            reasoning_tokens: int = 0,
+        ) -> None: ...
 
     @model_validator(mode="after")
     def _check(self) -> ModelUsage:

@@ -1,9 +1,19 @@
 """The request lifecycle around a ``SessionStorage``: start, record, compact, finish/cancel.
 
-This is the runtime-neutral counterpart of zett-agent's persistence extension, so adapters and
-the ``demo`` command never re-implement it.  A request keeps, for every position of the context
-it restored, the raw sequence that position came from; compaction of the first *k* positions
-writes a snapshot whose inclusive boundary is the last real sequence among them.
+``BaseSessionPersistenceExtension[StorageT]`` is the runtime-neutral counterpart of zett-agent's
+class of that name, generic over the storage it drives, so adapters and the ``demo`` command
+never re-implement it: an adapter's extension only constructs its storage::
+
+    class AuditedPersistence(BaseSessionPersistenceExtension[AuditedStorage]):
+        def __init__(self, database: SQLiteSessionStorage) -> None:
+            super().__init__(AuditedStorage(database))
+
+Where zett-agent's agent loop calls the hooks, a caller here calls ``start`` (restore),
+``record`` (each completed message), ``compact`` and ``finish``/``cancel``.
+
+A request keeps, for every position of the context it restored, the raw sequence that position
+came from; compaction of the first *k* positions writes a snapshot whose inclusive boundary is
+the last real sequence among them.
 
 The position list follows the context *actually restored*, after the provider-safe projection:
 rows the projection dropped (orphans, incomplete batches) have no position, so a boundary can
@@ -14,15 +24,15 @@ and can slip there, ``format.md`` §4).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from .errors import DamagedHistory, ValidationError
+from .errors import DamagedHistory, ParentMismatch, ValidationError
 from .ids import new_uuid7
 from .models import (
     CHECKPOINT_PREFIX,
+    AnyMessage,
     CompactedMessage,
     ContextSnapshot,
-    Message,
     MessageTiming,
     ModelUsage,
     RawMessageRecord,
@@ -44,7 +54,7 @@ class RequestContext:
     metadata: dict[str, Any] | None
     tags: dict[str, Any] | None
     version: int
-    context: list[Message] = field(default_factory=list)
+    context: list[AnyMessage] = field(default_factory=list)
     positions: list[int | None] = field(default_factory=list)
     restored: Projection[RawMessageRecord] = field(default_factory=Projection)
 
@@ -68,10 +78,13 @@ def _damage(view: SessionView, shown: int = 3) -> str:
     return "; ".join(problems)
 
 
-class SessionPersistence:
+StorageT = TypeVar("StorageT", bound=SessionStorage)
+
+
+class BaseSessionPersistenceExtension(Generic[StorageT]):
     """Drive requests through a storage: ``start`` → ``record``… → ``compact``? → ``finish``."""
 
-    def __init__(self, storage: SessionStorage) -> None:
+    def __init__(self, storage: StorageT) -> None:
         self.storage = storage
         # keyed by (session, request): an application may give every session the same
         # request id (zett-agent accepts any string), and two sessions may run at once
@@ -89,7 +102,9 @@ class SessionPersistence:
         """Load the session and restore its provider-safe context.
 
         Raises ``DamagedHistory`` when the snapshot or a raw row cannot be decoded: the
-        restored context would silently lack that history.
+        restored context would silently lack that history.  Raises ``ParentMismatch`` (a
+        ``ValueError``, as in zett-agent) when the stored session has history and another parent
+        than ``parent_session_id``; without one, the stored parent is used.
         """
         session_id = session_id or new_uuid7()
         request_id = request_id or new_uuid7()
@@ -97,10 +112,17 @@ class SessionPersistence:
         damage = _damage(view)
         if damage:
             raise DamagedHistory(f"session {session_id!r} cannot be restored: {damage}")
+        has_history = view.snapshot is not None or bool(view.tail)
+        if (
+            parent_session_id is not None
+            and has_history
+            and view.parent_session_id != parent_session_id
+        ):
+            raise ParentMismatch("Stored session belongs to a different parent session")
         request = RequestContext(
             session_id=session_id,
             request_id=request_id,
-            parent_session_id=parent_session_id or view.parent_session_id,
+            parent_session_id=view.parent_session_id or parent_session_id,
             metadata=metadata,
             tags=tags,
             version=view.version,
@@ -110,7 +132,7 @@ class SessionPersistence:
             request.positions.append(view.snapshot.compacted_through_sequence)
         request.restored = project(list(view.tail), _record_message)
         for record in request.restored.kept:
-            assert isinstance(record.message, Message)
+            assert not isinstance(record.message, UndecodableMessage)
             request.context.append(record.message)
             request.positions.append(record.sequence)
         self.active[request.session_id, request_id] = request
@@ -119,7 +141,7 @@ class SessionPersistence:
     async def record(
         self,
         request: RequestContext,
-        message: Message,
+        message: AnyMessage,
         *,
         timing: MessageTiming | None = None,
         usage: ModelUsage | None = None,
@@ -176,3 +198,7 @@ class SessionPersistence:
     def _check_active(self, request: RequestContext) -> None:
         if self.active.get((request.session_id, request.request_id)) is not request:
             raise ValidationError(f"request {request.request_id} is not active")
+
+
+class SessionPersistence(BaseSessionPersistenceExtension[SessionStorage]):
+    """The lifecycle over any ``SessionStorage`` (this library's first name for it)."""

@@ -8,11 +8,12 @@ conflict, boundary) lives here, so a backend only chooses how to read and write 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .codec import content_column, encode_json_object, encode_message, tool_name_column
-from .errors import InvalidBoundary, SnapshotConflict, ValidationError
+from .errors import InvalidBoundary, ParentMismatch, SnapshotConflict, ValidationError
 from .models import (
     AssistantMessage,
     CompactedMessage,
@@ -98,7 +99,7 @@ def prepare_session(
         raise ValidationError("parent_session_id must not be blank")
     new_id = session_id or new_uuid7()
     if parent_session_id == new_id:
-        raise ValidationError("A session cannot be its own parent")
+        raise ValidationError("parent_session_id must differ from session_id")
     return NewSession(
         session_id=new_id,
         parent_session_id=parent_session_id,
@@ -144,8 +145,8 @@ def prepare_append(
     parent_session_id: str | None,
     title: str | None,
     agent_name: str | None,
-    metadata: dict[str, Any] | None,
-    tags: dict[str, Any] | None,
+    metadata: Mapping[str, Any] | None,
+    tags: Mapping[str, Any] | None,
     usage: ModelUsage | None,
 ) -> NewRawRow:
     """Check ``append``'s arguments before touching the database (``format.md`` §3, append)."""
@@ -193,7 +194,7 @@ def prepare_append(
 def check_parent(stored: str | None, given: str | None) -> None:
     """An existing session keeps its parent: ``append`` must name the same one (or none)."""
     if stored != given:
-        raise ValidationError("Session parent cannot change after creation")
+        raise ParentMismatch("Session parent cannot change after creation")
 
 
 def prepare_snapshot(
@@ -219,11 +220,7 @@ def snapshot_version(
     if version != expected_version:
         raise SnapshotConflict("Snapshot conflict; reload the session")
     if not 1 <= boundary <= highest:
-        raise InvalidBoundary(
-            "compacted_through_sequence must identify an existing Raw Log message"
-        )
+        raise InvalidBoundary("Snapshot boundary must identify an existing Raw Log message")
     if latest is not None and boundary <= latest[1]:
-        raise InvalidBoundary(
-            "compacted_through_sequence must advance beyond the previous checkpoint"
-        )
+        raise InvalidBoundary("Snapshot boundary must advance beyond the previous checkpoint")
     return version + 1

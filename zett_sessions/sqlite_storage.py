@@ -9,6 +9,7 @@ zett-agent it holds one connection per instance (opened on first use, closed by 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -19,13 +20,16 @@ from .errors import (
     DatabaseDamaged,
     DatabaseError,
     InvalidBoundary,
+    ParentMismatch,
     SessionExists,
     SnapshotConflict,
     UnsupportedLayout,
     ValidationError,
 )
 from .ids import new_uuid7
+from .json_types import JsonValue
 from .models import (
+    AnyMessage,
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -205,13 +209,13 @@ class SQLiteSessionStorage:
         self,
         session_id: str,
         request_id: str,
-        message: Message,
+        message: AnyMessage,
         timing: MessageTiming | None = None,
         parent_session_id: str | None = None,
         title: str | None = None,
         agent_name: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        tags: dict[str, Any] | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        tags: Mapping[str, JsonValue] | None = None,
         usage: ModelUsage | None = None,
     ) -> int:
         """Append one message and return its sequence (``format.md`` §3, append)."""
@@ -253,7 +257,7 @@ class SQLiteSessionStorage:
                 )
             else:
                 if existing["parent_session_id"] != parent_session_id:
-                    raise ValidationError("Session parent cannot change after creation")
+                    raise ParentMismatch("Session parent cannot change after creation")
                 await db.execute(
                     "UPDATE agent_sessions SET title = coalesce(?, title), "
                     "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
@@ -337,12 +341,10 @@ class SQLiteSessionStorage:
                 (session_id,),
             )
             if not 1 <= compacted_through_sequence <= highest:
-                raise InvalidBoundary(
-                    "compacted_through_sequence must identify an existing Raw Log message"
-                )
+                raise InvalidBoundary("Snapshot boundary must identify an existing Raw Log message")
             if latest is not None and compacted_through_sequence <= latest[1]:
                 raise InvalidBoundary(
-                    "compacted_through_sequence must advance beyond the previous checkpoint"
+                    "Snapshot boundary must advance beyond the previous checkpoint"
                 )
             now_text = format_db_time(utc_now())
             snapshot_id = new_uuid7()
@@ -391,7 +393,7 @@ class SQLiteSessionStorage:
             raise ValidationError("parent_session_id must not be blank")
         new_id = session_id or new_uuid7()
         if parent_session_id == new_id:
-            raise ValidationError("A session cannot be its own parent")
+            raise ValidationError("parent_session_id must differ from session_id")
         title = check_label(title, "title", TITLE_MAX, strip=True)
         agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True)
         session_type = check_session_type(session_type)
@@ -498,7 +500,7 @@ class SQLiteSessionStorage:
     async def list_sessions(
         self,
         *,
-        session_types: list[int] | tuple[int, ...] | None = None,
+        session_types: Sequence[int] | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[SessionSummary]:

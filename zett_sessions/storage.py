@@ -14,12 +14,14 @@ kit in ``zett_sessions.testing`` checks the semantics:
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
 
+from .json_types import JsonValue
 from .models import (
+    AnyMessage,
     CompactedMessage,
     ContextSnapshot,
-    Message,
     MessageTiming,
     ModelUsage,
     SessionView,
@@ -34,13 +36,13 @@ class SessionStorage(Protocol):
         self,
         session_id: str,
         request_id: str,
-        message: Message,
+        message: AnyMessage,
         timing: MessageTiming | None = None,
         parent_session_id: str | None = None,
         title: str | None = None,
         agent_name: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        tags: dict[str, Any] | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        tags: Mapping[str, JsonValue] | None = None,
         usage: ModelUsage | None = None,
     ) -> int: ...
 

@@ -38,6 +38,7 @@ from .ids import new_uuid7
 from .models import (
     CHECKPOINT_PREFIX,
     AgentMessage,
+    AnyMessage,
     AssistantMessage,
     CompactedMessage,
     ImageBytesSource,
@@ -85,8 +86,8 @@ def sequences(view: SessionView) -> list[int]:
     return [record.sequence for record in view.tail]
 
 
-def tail_messages(view: SessionView) -> list[Message]:
-    result: list[Message] = []
+def tail_messages(view: SessionView) -> list[AnyMessage]:
+    result: list[AnyMessage] = []
     for record in view.tail:
         assert isinstance(record.message, Message), record.message
         result.append(record.message)
@@ -107,13 +108,13 @@ def assert_empty_view(view: SessionView, session_id: str) -> None:
 
 
 async def append_all(
-    storage: ClosableStorage, session_id: str, messages: Sequence[Message], request_id: str = ""
+    storage: ClosableStorage, session_id: str, messages: Sequence[AnyMessage], request_id: str = ""
 ) -> list[int]:
     request_id = request_id or new_uuid7()
     return [await storage.append(session_id, request_id, message) for message in messages]
 
 
-def turn(number: int) -> list[Message]:
+def turn(number: int) -> list[AnyMessage]:
     """One run as zett-agent logs it: system prompt, user message, assistant reply."""
     return [
         SystemMessage(content="You are terse."),
@@ -248,7 +249,7 @@ class SessionStorageContract:
             read = ToolCall(
                 id="call_b", name="read_file", arguments={"path": "a.py", "lines": [1, 9]}
             )
-            conversation: list[Message] = [
+            conversation: list[AnyMessage] = [
                 UserMessage(content="Where is main?"),
                 AssistantMessage(content="", tool_calls=[grep, read], reasoning="Look twice."),
                 ToolMessage(tool_call_id="call_b", name="read_file", content="def main(): ..."),
@@ -353,7 +354,7 @@ class SessionStorageContract:
     ) -> None:
         async def scenario() -> None:
             session_id = new_uuid7()
-            conversation: list[Message] = [
+            conversation: list[AnyMessage] = [
                 UserMessage(content="one"),
                 AssistantMessage(content="two"),
                 UserMessage(content="three"),

@@ -27,16 +27,18 @@ Where PostgreSQL differs from SQLite, the behaviour is defined (docs/postgresql.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionExists
 from ..ids import new_uuid7
+from ..json_types import JsonValue
 from ..models import (
+    AnyMessage,
     CompactedMessage,
     ContextSnapshot,
-    Message,
     MessageTiming,
     ModelUsage,
     RawMessageRecord,
@@ -213,13 +215,13 @@ class PostgresSessionStorage:
         self,
         session_id: str,
         request_id: str,
-        message: Message,
+        message: AnyMessage,
         timing: MessageTiming | None = None,
         parent_session_id: str | None = None,
         title: str | None = None,
         agent_name: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        tags: dict[str, Any] | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        tags: Mapping[str, JsonValue] | None = None,
         usage: ModelUsage | None = None,
     ) -> int:
         """Append one message and return its sequence (``format.md`` §3, append)."""
@@ -464,7 +466,7 @@ class PostgresSessionStorage:
     async def list_sessions(
         self,
         *,
-        session_types: list[int] | tuple[int, ...] | None = None,
+        session_types: Sequence[int] | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[SessionSummary]:
