@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sqlite3
 import stat
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ import pytest
 from support import (
     LEGACY_IDS,
     SeedSession,
+    assert_one_error_line,
     busiest_session,
     copy_sample,
     retention_run,
@@ -265,3 +269,66 @@ def test_a_session_without_a_session_row_is_archived_with_a_derived_one(
     assert table_rows(archive, "raw_messages") == rows
     assert [row[2] for row in table_rows(archive, "agent_sessions")] == ["old-1"]
     assert table_rows(db, "raw_messages", ["old-1"]) == []
+
+
+def padded_sessions(path: Path, *specs: tuple[str, int]) -> Path:
+    """Old sessions of ``count`` messages each carrying ~1 kB (in their metadata)."""
+    seed_sessions(path, [SeedSession(sid, age=200 * DAY, messages=count) for sid, count in specs])
+    pad = "json_object('pad', replace(hex(zeroblob(500)), '00', 'xx'))"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(f"UPDATE raw_messages SET metadata_json = {pad}")
+        conn.commit()
+    return path
+
+
+FILE_SIZE_LIMIT = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]),) * 2)
+sys.argv = ["zett-sessions", *sys.argv[2:]]
+from zett_sessions.cli.main import run
+run()
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE")
+def test_an_archive_that_cannot_grow_its_file_deletes_nothing(tmp_path: Path) -> None:
+    """A nearly full disk: the archive's commit fits in its WAL, but the file itself cannot
+    take the rows.  The delete must not count them as archived (a copy of the file alone
+    would be malformed, or lack them); every process file here is limited in size."""
+    archive = tmp_path / "archive.sqlite3"
+    filler = padded_sessions(tmp_path / "filler.sqlite3", ("filler", 2000))
+    retention_run(filler, RetentionPolicy(ids=("filler",)), archive=archive)
+    source = padded_sessions(tmp_path / "source.sqlite3", ("victim", 300))
+    before = everything(source)
+    limit = archive.stat().st_size + 100_000  # room for the WAL, not for the grown file
+    assert source.stat().st_size < limit
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FILE_SIZE_LIMIT,
+            str(limit),
+            "--db",
+            str(source),
+            "delete",
+            "victim",
+            "--yes",
+            "--archive-to",
+            str(archive),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if r.returncode == 0:  # only acceptable if the archive file alone holds the rows
+        alone = tmp_path / "alone.sqlite3"
+        alone.write_bytes(archive.read_bytes())
+        with contextlib.closing(sqlite3.connect(alone)) as conn:
+            assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+        assert everything(alone, ["victim"]) == before
+    else:
+        assert r.returncode == 1, r.stderr
+        assert_one_error_line(r.stderr, str(archive), "not deleted")
+        assert everything(source) == before
+        assert everything(archive, ["victim"]) in ({t: [] for t in TABLE_NAMES}, before)

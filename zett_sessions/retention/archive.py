@@ -141,14 +141,35 @@ class ArchiveWriter:
         )
 
     async def add(self, sessions: Sequence[PlannedSession]) -> None:
-        """Copy ``sessions`` (one archive transaction, committed durably), then check that the
-        file written is still the one at the path: only then may the source delete them."""
+        """Copy ``sessions`` (one archive transaction, committed durably) and make sure they are
+        in the file at the path: only then may the source delete them.
+
+        After the commit the WAL is folded into the file (``wal_checkpoint(TRUNCATE)``, which
+        syncs it), so the file alone is the whole archive; on a disk too full to grow the file
+        that fails here, while the rows are still safe in the WAL (and in the source).  Then
+        the file is checked to be the one this run locked, and the rows are read back from it
+        by a new connection, every row and overflow page of them.
+        """
         present = await _copy(self._archive, self._layout, sessions, self.path)
+        try:
+            busy = await self._archive.fetchone("PRAGMA main.wal_checkpoint(TRUNCATE)")
+        except DatabaseError as error:  # SQLite's own words: the path is in the message anyway
+            raise self._not_in_file(str(error.__cause__ or error)) from None
+        if busy is not None and busy[0]:
+            raise self._not_in_file("another connection kept its WAL from being checkpointed")
         self._lock.require_at_path()
+        await _check_file(self.path, sessions, self._archive.busy_timeout_ms)
         self._sessions += len(sessions)
         self._messages += sum(s.messages for s in sessions)
         self._snapshots += sum(s.snapshots for s in sessions)
         self._already.extend(present)
+
+    def _not_in_file(self, why: str) -> ArchiveCheckFailed:
+        return ArchiveCheckFailed(
+            f"the archive {self.path} could not take the sessions into its file ({why}); they "
+            "were not deleted (they are in the database, and in the archive's -wal file)",
+            str(self.path),
+        )
 
 
 @contextlib.asynccontextmanager
@@ -250,7 +271,19 @@ async def _same_rows(
     return True
 
 
-async def _check_counts(archive: Database, sessions: Sequence[PlannedSession], path: Path) -> None:
+# A NOT NULL column of each table: reading it reads the whole row, overflow pages included.
+_ROW_COLUMN = {
+    "agent_sessions": "updated_at",
+    "raw_messages": "message_json",
+    "session_snapshots": "message_json",
+}
+
+
+async def _check_counts(
+    archive: Database, sessions: Sequence[PlannedSession], path: Path, *, whole_rows: bool = False
+) -> None:
+    """The archive holds as many rows of each table for ``sessions`` as planned (counted on
+    the index, or with ``whole_rows`` by reading every row)."""
     ids = json_ids(s.id for s in sessions)
     expected = {
         "agent_sessions": len(sessions),
@@ -258,13 +291,35 @@ async def _check_counts(archive: Database, sessions: Sequence[PlannedSession], p
         "session_snapshots": sum(s.snapshots for s in sessions),
     }
     for table, count in expected.items():
+        counted = (
+            f"sum(length(CAST({_ROW_COLUMN[table]} AS BLOB)) >= 0)" if whole_rows else "count(*)"
+        )
         found = await archive.scalar(
-            f"SELECT count(*) FROM main.{table} WHERE {_KEY[table]} {IN_IDS}", (ids,)
+            f"SELECT coalesce({counted}, 0) FROM main.{table} WHERE {_KEY[table]} {IN_IDS}",
+            (ids,),
         )
         if found != count:
             raise ArchiveCheckFailed(
                 f"the archive {path} holds {plural(found, 'row')} of {table} for the planned "
-                f"sessions, "
-                f"expected {count:,}; nothing was deleted",
+                f"sessions, expected {count:,}; nothing was deleted",
                 str(path),
             )
+
+
+async def _check_file(path: Path, sessions: Sequence[PlannedSession], busy_timeout_ms: int) -> None:
+    """Read the sessions' rows back from the archive file through a connection of its own."""
+    reader = Database(path, read_only=True, busy_timeout_ms=busy_timeout_ms)
+    try:
+        await reader.open()
+        async with reader.read():
+            await _check_counts(reader, sessions, path, whole_rows=True)
+    except ArchiveCheckFailed:
+        raise
+    except DatabaseError as error:
+        raise ArchiveCheckFailed(
+            f"the archive {path} could not be read back after the copy ({error}); nothing was "
+            "deleted",
+            str(path),
+        ) from None
+    finally:
+        await reader.close()
