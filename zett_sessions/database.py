@@ -9,6 +9,10 @@ Rules this module enforces so no caller has to remember them:
   alone; ``create=False`` refuses to initialise an empty file (the CLI's writes use it).
 * Writes run inside ``BEGIN IMMEDIATE`` so a concurrent writer waits (busy timeout) instead of
   racing the sequence allocation; any exception rolls the whole transaction back.
+* Transactions nest within the task that holds one (as sqlite-utils' ``atomic()``): a read
+  inside a read or a write joins it, a write inside a write is a ``SAVEPOINT`` that rolls back
+  alone.  What cannot nest raises ``TransactionMisuse`` at once, never waits on itself: a write
+  inside a read, or a task started inside a transaction opening one on the same connection.
 * Every ``sqlite3`` error leaves this module as one of the typed errors in ``errors.py``.
 """
 
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +42,7 @@ from .errors import (
     DatabaseUnreadable,
     DiskFull,
     NotASessionDatabase,
+    TransactionMisuse,
     UnfinishedTransaction,
     UnsupportedLayout,
     ValidationError,
@@ -115,6 +122,22 @@ def _checked_busy_timeout(value: object) -> int:
     return value
 
 
+@dataclass(eq=False)
+class _Transaction:
+    """The transaction a ``Database`` is in: which task holds it, and for what."""
+
+    task: asyncio.Task[Any] | None
+    writing: bool
+    savepoints: int = 0
+
+
+# The transactions the running code is inside; a task inherits its creator's, so a task started
+# inside a transaction is told apart from an unrelated task (which waits its turn).
+_ENTERED: contextvars.ContextVar[tuple[_Transaction, ...]] = contextvars.ContextVar(
+    "zett_sessions_entered_transactions", default=()
+)
+
+
 class Database:
     """A lazily opened connection with layout detection and transaction helpers."""
 
@@ -140,6 +163,7 @@ class Database:
         self._conn: aiosqlite.Connection | None = None
         self._layout: Layout | None = None
         self._lock: asyncio.Lock | None = None
+        self._transaction: _Transaction | None = None  # the one holding ``_lock``
         self._closed = False
         self._foreign_tables: list[str] = []
         self._open_lock = asyncio.Lock()
@@ -418,10 +442,15 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[Database]:
-        """One consistent read: every query inside sees the same snapshot of the file."""
+        """One consistent read: every query inside sees the same snapshot of the file.
+
+        Inside a read or a write of the same task it joins that transaction (a write's reads
+        see its own changes)."""
         await self.open()
-        assert self._lock is not None
-        async with self._lock:
+        if self._enclosing() is not None:
+            yield self
+            return
+        async with self._transaction_lock(writing=False):
             try:
                 await self.execute("BEGIN")
                 yield self
@@ -430,11 +459,26 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[Database]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception, cancellation included."""
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception, cancellation included.
+
+        Inside a write of the same task it is a ``SAVEPOINT``: an exception rolls back only
+        what this block did (and propagates), the enclosing write commits or rolls back the
+        rest.  Inside a read it raises ``TransactionMisuse``: a read snapshot cannot safely
+        become a write."""
         await self.open()
         self._require_writable()
-        assert self._lock is not None
-        async with self._lock:
+        enclosing = self._enclosing()
+        if enclosing is not None:
+            if not enclosing.writing:
+                raise TransactionMisuse(
+                    f"cannot write to {self.path} inside a read transaction of the same "
+                    "connection; open the write first (its reads see its own changes)",
+                    self.path,
+                )
+            async with self._savepoint(enclosing):
+                yield self
+            return
+        async with self._transaction_lock(writing=True):
             try:
                 await self.execute("BEGIN IMMEDIATE")
                 yield self
@@ -442,6 +486,52 @@ class Database:
             except BaseException:
                 await self._end_transaction()
                 raise
+
+    def _enclosing(self) -> _Transaction | None:
+        """The transaction the running task holds on this connection (``None``: it holds
+        none, so it takes its turn); a task that merely inherited it must not wait for it."""
+        current = self._transaction
+        if current is None or current not in _ENTERED.get():
+            return None
+        if current.task is not asyncio.current_task():
+            raise TransactionMisuse(
+                f"a task started inside a transaction on {self.path} cannot open another on "
+                "the same connection while it runs (it would wait for itself); await the "
+                "task after the transaction, or use a second Database",
+                self.path,
+            )
+        return current
+
+    @contextlib.asynccontextmanager
+    async def _transaction_lock(self, *, writing: bool) -> AsyncIterator[None]:
+        """Hold the connection's lock, recording whose transaction it is."""
+        assert self._lock is not None
+        async with self._lock:
+            transaction = _Transaction(asyncio.current_task(), writing)
+            self._transaction = transaction
+            token = _ENTERED.set((*_ENTERED.get(), transaction))
+            try:
+                yield
+            finally:
+                _ENTERED.reset(token)
+                self._transaction = None
+
+    @contextlib.asynccontextmanager
+    async def _savepoint(self, transaction: _Transaction) -> AsyncIterator[None]:
+        transaction.savepoints += 1
+        name = f"zett_sessions_{transaction.savepoints}"
+        try:
+            await self.execute(f"SAVEPOINT {name}")
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(DatabaseError):  # shielded as in _end_transaction
+                    await asyncio.shield(self.execute(f"ROLLBACK TO {name}"))
+                    await asyncio.shield(self.execute(f"RELEASE {name}"))
+                raise
+            await self.execute(f"RELEASE {name}")
+        finally:
+            transaction.savepoints -= 1
 
     async def _end_transaction(self) -> None:
         """``ROLLBACK``, even for a caller that was cancelled, so the connection never stays

@@ -68,6 +68,12 @@ class DatabaseReadOnly(DatabaseError):
     """A write was attempted on a file, directory or connection that is read-only."""
 
 
+class TransactionMisuse(DatabaseError):
+    """A transaction cannot be entered here: a write inside a read of the same connection, or
+    a task started inside a transaction opening another one on its connection (waiting for
+    the transaction that awaits it would never end).  Raised at once, before any statement."""
+
+
 class UnsupportedLayout(DatabaseError):
     """The operation needs columns that this (older) layout does not have."""
 
