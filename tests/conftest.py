@@ -11,8 +11,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pgtest import backend, pg_dsn, pg_server, store  # noqa: F401  (fixtures for every module)
+
+# --- no clock: hypothesis neither times examples nor judges generation speed ----------------
+
+settings.register_profile(
+    "zett-sessions", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("zett-sessions")
 
 # --- generic fixtures (all tests) ---------------------------------------------------------
 

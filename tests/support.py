@@ -349,15 +349,20 @@ def retention_run(
 
 
 def append_messages(
-    path: Path, session_id: str, *messages: object, request_id: str = "run"
+    path: Path,
+    session_id: str,
+    *messages: object,
+    request_id: str = "run",
+    busy_timeout_ms: int = 5000,
 ) -> None:
-    """Append ``messages`` to a session through ``SQLiteSessionStorage`` (creates the file)."""
+    """Append ``messages`` to a session through ``SQLiteSessionStorage`` (creates the file);
+    ``busy_timeout_ms=0`` makes an append that would have to wait for a lock fail at once."""
     import asyncio
 
     from zett_sessions.sqlite_storage import SQLiteSessionStorage
 
     async def write() -> None:
-        async with SQLiteSessionStorage(path) as storage:
+        async with SQLiteSessionStorage(path, busy_timeout_ms=busy_timeout_ms) as storage:
             for message in messages:
                 await storage.append(session_id, request_id, message)  # type: ignore[arg-type]
 
@@ -417,13 +422,13 @@ def nobody_command() -> list[str] | None:
         probe = subprocess.run(
             [*prefix, "env", f"PYTHONPATH={paths}", python, "-c", "import zett_sessions.cli.main"],
             capture_output=True,
-            timeout=30,
+            timeout=SAFETY_NET,
         )
         version = subprocess.run(
             [python, "-c", "import sys; print(sys.version_info[:2])"],
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=SAFETY_NET,
         ).stdout.strip()
         if probe.returncode == 0 and version == str(sys.version_info[:2]):
             return [*prefix, "env", f"PYTHONPATH={paths}", "HOME=/tmp", python]
@@ -552,19 +557,21 @@ import signal  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
+SAFETY_NET = 60.0  # seconds: turns a hang into a failure; never the pace a test relies on
+
 
 class FollowProcess:
     """``python -m zett_sessions --db DB ARGS…`` (a ``tail -f``) as a real process.
 
     Reader threads collect its stdout and stderr line by line as they arrive, so a test waits
-    for what it expects (``wait_for_lines``, ``wait_for``; each with a ``timeout`` deadline)
-    instead of sleeping and hoping the process has started.  A follower is ready once its
-    history is on stdout: that read fixed where following starts, so anything appended after
-    it is followed.  Use as a context manager: leaving it kills a process still running and
-    closes its pipes.
+    for what it expects (``wait_for_lines``, ``wait_for``; ``timeout`` is only a safety net
+    that turns a hang into a failure) instead of sleeping and hoping the process has started.
+    A follower is ready once its history is on stdout: that read fixed where following starts,
+    so anything appended after it is followed.  Use as a context manager: leaving it kills a
+    process still running and closes its pipes.
     """
 
-    def __init__(self, db: Path | str, *args: str, timeout: float = 30) -> None:
+    def __init__(self, db: Path | str, *args: str, timeout: float = SAFETY_NET) -> None:
         self.timeout = timeout
         self._out: list[str] = []
         self._err: list[str] = []
@@ -655,3 +662,18 @@ class FollowProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# --- threads: wait for them to end (a join), never for a while ------------------------------
+
+
+def join_threads(keep: Sequence[threading.Thread] = (), timeout: float = SAFETY_NET) -> int:
+    """Wait for every thread but this one and ``keep`` to end (aiosqlite's worker and the sync
+    proxy's loop finish just after ``close()`` returns); returns ``threading.active_count()``
+    then.  A thread still running after ``timeout`` seconds in all is left running, so it
+    shows in the count: a leak."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and thread not in keep:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return threading.active_count()

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -221,26 +218,34 @@ def test_rename_help_has_an_example() -> None:
     assert "Example: zett-sessions rename" in r.stdout
 
 
-def test_a_session_deleted_while_rename_waited_for_the_lock_is_not_found(tmp_path: Path) -> None:
-    """rename resolves the id, then waits for a writer that is deleting that very session."""
+def test_a_session_deleted_while_rename_waited_for_the_lock_is_not_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rename resolves the id, then waits for a writer that is deleting that very session: the
+    delete commits just after the resolution (no clock: the resolver itself hands over)."""
+    import zett_sessions.queries.resolve as resolve
+
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]
     deleter = sqlite3.connect(db, isolation_level=None)
+    resolved: list[str] = []
+    real_resolve = resolve.resolve_session
+
+    async def resolve_then_commit_the_delete(*args: object, **kwargs: object) -> str:
+        session_id = await real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        resolved.append(session_id)  # the delete was in flight: the id still resolved
+        deleter.execute("COMMIT")
+        return session_id
+
+    monkeypatch.setattr(resolve, "resolve_session", resolve_then_commit_the_delete)
     try:
         deleter.execute("BEGIN IMMEDIATE")
         deleter.execute("DELETE FROM raw_messages WHERE session_id = ?", (sid,))
         deleter.execute("DELETE FROM agent_sessions WHERE id = ?", (sid,))
-        rename = subprocess.Popen(
-            [sys.executable, "-m", "zett_sessions", "--db", str(db), "rename", sid, "New title"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(1.0)  # it has resolved the id (the delete is not committed) and waits
-        deleter.execute("COMMIT")
+        r = run_cli(["--db", str(db), "rename", sid, "New title"])
     finally:
         deleter.close()
-    out, err = rename.communicate(timeout=60)
-    assert rename.returncode == 3, err
-    assert out == ""
-    assert_one_error_line(err, f"no session matches '{sid}'")
+    assert resolved == [sid]
+    assert r.exit_code == 3, r.stderr
+    assert r.stdout == ""
+    assert_one_error_line(r.stderr, f"no session matches '{sid}'")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
 import subprocess
@@ -25,6 +24,7 @@ from support import (
     NEWEST,
     NEWEST_IDS,
     ONE_MB_LINE,
+    SAFETY_NET,
     FollowProcess,
     append_messages,
     copy_raw_rows_sql,
@@ -46,7 +46,7 @@ from zett_sessions.queries.transcript import (
 from zett_sessions.rows import record_from_row
 from zett_sessions.sqlite_storage import SQLiteSessionStorage
 
-TIMEOUT = 20  # seconds; no follow test may run longer
+TIMEOUT = SAFETY_NET  # seconds: turns a hung follow test into a failure; no test waits for it
 
 
 def tail(db: Path, *args: str) -> Result:
@@ -195,12 +195,14 @@ def _follow_log(
     *,
     stale_after: timedelta | None = None,
     now: Callable[[], datetime] | None = None,
+    busy_timeout_ms: int = 5000,
 ) -> list[object]:
-    """History (``-n 0``) then ``follow``; ``on_sleep(writer, n)`` runs at each poll pause."""
+    """History (``-n 0``) then ``follow``; ``on_sleep(writer, n)`` runs at each poll pause, so
+    a test decides exactly what happens between two polls (no clock involved)."""
 
     async def run() -> list[object]:
         events: list[object] = []
-        reader = Database(path, read_only=True)
+        reader = Database(path, read_only=True, busy_timeout_ms=busy_timeout_ms)
         try:
             await reader.open()
             async with SQLiteSessionStorage(path) as writer:
@@ -329,6 +331,99 @@ def test_follow_is_not_stale_without_an_open_batch(tmp_path: Path) -> None:
     assert events == [Gone(sid)]
 
 
+def test_follow_goes_on_after_a_lock_it_polled_into(tmp_path: Path) -> None:
+    """Polls 1-3 meet a rollback-journal writer's exclusive lock (held past the 50 ms busy
+    timeout): each is "nothing new"; then the lock goes, a record comes, the session goes."""
+    import sqlite3
+
+    db = rollback_journal_copy(tmp_path)
+    sid = NEWEST_IDS["plain"]
+    holder = sqlite3.connect(db, isolation_level=None)
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        if poll == 1:
+            holder.execute("BEGIN EXCLUSIVE")  # readers of a rollback-journal file must wait
+        elif poll == 4:
+            holder.execute("ROLLBACK")
+            await writer.append(sid, "live", UserMessage(content="after the lock"))
+        elif poll == 5:
+            await writer.delete_session(sid)
+        return True
+
+    try:
+        events = _follow_log(db, sid, on_sleep, busy_timeout_ms=50)
+    finally:
+        holder.close()
+    assert [e.item.content for e in events if not isinstance(e, Gone)] == ["after the lock"]
+    assert events[-1] == Gone(sid)
+
+
+def test_follow_goes_on_after_a_hot_journal_it_polled_into(tmp_path: Path) -> None:
+    """Polls 1-3 meet the hot journal of a writer killed mid-write (a read-only reader cannot
+    roll it back): each is "nothing new"; the next writer recovers it and appends."""
+    db = rollback_journal_copy(tmp_path)
+    sid = NEWEST_IDS["plain"]
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        if poll == 1:
+            subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(db)], check=False)
+            assert Path(f"{db}-journal").exists()
+        elif poll == 4:
+            assert Path(f"{db}-journal").exists()  # the polls left it alone
+            await writer.append(sid, "live", UserMessage(content="after the crash"))
+        elif poll == 5:
+            await writer.delete_session(sid)
+        return True
+
+    events = _follow_log(db, sid, on_sleep)
+    assert [e.item.content for e in events if not isinstance(e, Gone)] == ["after the crash"]
+    assert events[-1] == Gone(sid)
+
+
+def test_follow_keeps_following_through_polls_of_a_repeated_sequence(tmp_path: Path) -> None:
+    """Two rows share sequence 4 (a damaged file without its unique index): poll after poll,
+    the row followed last is still there, so the session is not taken for deleted."""
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]  # 3 records
+    execute_sql(db, "DROP INDEX ux_raw_session_sequence")
+    copy_row = copy_raw_rows_sql(
+        " WHERE session_id = ? AND sequence = 3", new_id="? || id", sequence="?"
+    )
+    execute_sql(db, copy_row, params=("a-", 4, sid))
+    execute_sql(db, copy_row, params=("b-", 4, sid))
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        if poll == 5:
+            execute_sql(db, copy_row, params=("c-", 5, sid))
+        elif poll == 6:
+            await writer.delete_session(sid)
+        return True
+
+    events = _follow_log(db, sid, on_sleep)
+    assert [e.item.sequence for e in events if not isinstance(e, Gone)] == [5]
+    assert events[-1] == Gone(sid)
+
+
+def rollback_journal_copy(tmp_path: Path) -> Path:
+    import contextlib
+    import sqlite3
+
+    db = copy_sample(tmp_path)
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")
+    return db
+
+
+CRASHING_WRITER = """
+import os, signal, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size = 1")  # the change spills into the file: the journal is hot
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE raw_messages SET content = content || 'x'")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
 # --- following: the command, with a real writer -----------------------------------------------
 #
 # Each follower runs as a real process (``support.FollowProcess``).  A test appends only once
@@ -354,9 +449,9 @@ def test_tail_follow_prints_every_appended_record_exactly_once(
         follower.wait_for(lambda out: len(shown(out)) >= 2, "the history (#10 and #11)")
         for n in range(12):
             append_messages(db, sid, UserMessage(content=f"live {n}"))
-            if n == 0:  # the follower has printed a new record: its poll loop runs
-                follower.wait_for(lambda out: 12 in shown(out), "#12 (the first record appended)")
-            time.sleep(0.01 * (n % 3))  # some appends land in one poll, some in the next
+            if n % 3 == 0:  # printed before the next append: that one lands in a later poll;
+                # the two appended next follow at once and may land in one poll together
+                follower.wait_for(lambda out, n=n: 12 + n in shown(out), f"#{12 + n}")
         follower.wait_for(lambda out: 23 in shown(out), "#23 (the last record appended)")
         delete(db, sid)
         code, out, err = follower.finish()
@@ -414,7 +509,9 @@ def test_tail_follow_keeps_following_a_damaged_log_with_a_repeated_sequence(
         execute_sql(db, copy_row, params=("a-", 4, sid))  # two rows with sequence 4
         execute_sql(db, copy_row, params=("b-", 4, sid))
         follower.wait_for_lines(2, "#4")
-        time.sleep(0.3)  # polls in which a follower that looked #4 up by sequence gave up
+        # the poll that finds #5 first checks that the #4 printed last is still there: a
+        # follower that looked #4 up by sequence gives up here (many such polls, driven one by
+        # one: test_follow_keeps_following_through_polls_of_a_repeated_sequence)
         execute_sql(db, copy_row, params=("c-", 5, sid))
         follower.wait_for(lambda out: '"sequence": 5' in out, "#5")
         delete(db, sid)
@@ -427,12 +524,12 @@ def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -
     db = copy_sample(tmp_path)
     sid = NEWEST_IDS["plain"]
     calls = (ToolCall(id="call_x", name="shell"), ToolCall(id="call_y", name="grep"))
+    started = time.time()  # the clock the rows' created_at come from, before the last one
     append_messages(db, sid, AssistantMessage(tool_calls=calls))
     append_messages(db, sid, ToolMessage(tool_call_id="call_y", name="grep", content="done"))
-    started = time.perf_counter()
     r = tail(db, sid, "-n", "1", "-f", "--interval", "0.02", "--stale-after", "0.3s")
     assert r.exit_code == 6, r.stderr
-    assert 0.2 < time.perf_counter() - started < TIMEOUT
+    assert time.time() - started >= 0.3  # it waited for the run to be idle that long
     assert numbers(r.stdout) == [5]
     line = r.stderr.strip().splitlines()[-1]
     assert line.startswith("Error: the run looks dead: nothing new for ")
@@ -450,8 +547,10 @@ def test_tail_follow_latest_stays_on_the_session_it_picked(tmp_path: Path) -> No
         assert (picked["session_id"], picked["sequence"]) == (plain, 3)
         append_messages(db, plain, UserMessage(content="for the latest"))
         append_messages(db, NEWEST_IDS["tools"], UserMessage(content="elsewhere"))  # now latest
-        follower.wait_for_lines(2, "the record appended to the picked session")
-        time.sleep(0.3)  # room for a follower that wrongly switched sessions to print "elsewhere"
+        append_messages(db, plain, UserMessage(content="still the picked one"))
+        # the poll that printed this one saw "elsewhere" committed: a follower that switched
+        # to the latest session would have printed that session's records instead
+        follower.wait_for_lines(3, "the records appended to the picked session")
         delete(db, plain)
         code, out, err = follower.finish()
     assert code == 0, err
@@ -459,6 +558,7 @@ def test_tail_follow_latest_stays_on_the_session_it_picked(tmp_path: Path) -> No
     assert [(r["session_id"], r["content"]) for r in records] == [
         (plain, picked["content"]),
         (plain, "for the latest"),
+        (plain, "still the picked one"),
     ]
 
 
@@ -468,11 +568,9 @@ def test_tail_follow_never_blocks_the_writer(tmp_path: Path) -> None:
     args = ["tail", sid, "-n", "1", "-f", "--interval", "0.01", "--json"]
     with FollowProcess(db, *args) as follower:
         [history] = follower.wait_for_lines(1, "the history (#3)")  # it follows from #3 on
-        worst = 0.0
         for n in range(40):
-            started = time.perf_counter()
-            append_messages(db, sid, UserMessage(content=f"w{n}"))
-            worst = max(worst, time.perf_counter() - started)
+            # busy timeout 0: an append that would have to wait for the follower fails at once
+            append_messages(db, sid, UserMessage(content=f"w{n}"), busy_timeout_ms=0)
             if n == 0:  # the others are appended while the follower polls every 10 ms
                 follower.wait_for_lines(2, "w0 (the first record appended)")
         follower.wait_for_lines(41, "all 40 appended records")
@@ -481,44 +579,17 @@ def test_tail_follow_never_blocks_the_writer(tmp_path: Path) -> None:
     assert code == 0, err
     contents = [json.loads(line)["content"] for line in out.splitlines()]
     assert contents == [json.loads(history)["content"], *(f"w{n}" for n in range(40))]
-    assert worst < 1.0  # a writer never waits on the follower (busy timeout is 5 s)
 
 
 def test_tail_follow_ctrl_c_exits_0_without_a_traceback(tmp_path: Path) -> None:
     db = copy_sample(tmp_path)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "zett_sessions",
-            "--db",
-            str(db),
-            "tail",
-            NEWEST_IDS["tools"],
-            "-n",
-            "1",
-            "-f",
-            "--interval",
-            "0.05",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline()
-        assert first.startswith("#11 assistant")
-        time.sleep(0.2)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=TIMEOUT)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
+    sid = NEWEST_IDS["tools"]
+    with FollowProcess(db, "tail", sid, "-n", "1", "-f", "--interval", "0.05") as follower:
+        follower.wait_for(lambda out: out.startswith("#11 assistant"), "the history (#11)")
+        append_messages(db, sid, UserMessage(content="one more"))
+        follower.wait_for(lambda out: "#12 " in out, "#12 (its poll loop runs)")
+        code, _, err = follower.interrupt()
+    assert code == 0, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "Stopped." in err
 
@@ -529,72 +600,58 @@ def test_tail_help_has_an_example() -> None:
     assert "Example: zett-sessions tail" in r.stdout
 
 
-def test_tail_follow_waits_out_a_locked_rollback_journal_file(tmp_path: Path) -> None:
+OPEN_CALL = AssistantMessage(tool_calls=(ToolCall(id="call_open", name="shell"),))
+STALE = ["--stale-after", "0.3s", "--json"]  # exit 6 once polls find nothing new for 0.3 s
+
+
+def test_tail_follow_counts_polls_into_a_lock_as_nothing_new(tmp_path: Path) -> None:
+    """While a rollback-journal writer holds its lock past the busy timeout, each poll finds
+    "nothing new": the follower lives on and, with --stale-after and an open tool call, ends
+    as stale while the lock is still held (its exit is the sign it polled into the lock).
+    That it goes on once the lock is gone: test_follow_goes_on_after_a_lock_it_polled_into."""
     import contextlib
     import sqlite3
 
-    db = copy_sample(tmp_path)
+    db = rollback_journal_copy(tmp_path)
     sid = NEWEST_IDS["plain"]
-    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
-        conn.execute("PRAGMA journal_mode = DELETE")
     args = ["--busy-timeout", "0.05", "tail", sid, "-n", "1", "-f", "--interval", "0.02"]
-    with FollowProcess(db, *args, "--json") as follower:
-        [history] = follower.wait_for_lines(1, "the history (#3)")
-        append_messages(db, sid, UserMessage(content="before the lock"))
+    with FollowProcess(db, *args, *STALE) as follower:
+        follower.wait_for_lines(1, "the history (#3)")
+        append_messages(db, sid, OPEN_CALL)
         follower.wait_for_lines(2, "the record appended before the lock")  # it polls now
         with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
             conn.execute("BEGIN EXCLUSIVE")  # readers of a rollback-journal file must wait
-            time.sleep(0.5)  # the follower polls into the lock many times (busy timeout 0.05 s)
+            code, out, err = follower.finish()  # while the lock is held
             conn.execute("ROLLBACK")
-        append_messages(db, sid, UserMessage(content="after the lock"))
-        follower.wait_for_lines(3, "the record appended after the lock")
-        delete(db, sid)
-        code, out, err = follower.finish()
-    assert code == 0, err
-    contents = [json.loads(line)["content"] for line in out.splitlines()]
-    assert contents == [json.loads(history)["content"], "before the lock", "after the lock"]
+    assert code == 6, err
+    assert err.splitlines()[-1].startswith("Error: the run looks dead: nothing new for "), err
+    assert [json.loads(line)["sequence"] for line in out.splitlines()] == [3, 4]
 
 
-CRASHING_WRITER = """
-import os, signal, sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA cache_size = 1")  # the change spills into the file: the journal is hot
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("UPDATE raw_messages SET content = content || 'x'")
-os.kill(os.getpid(), signal.SIGKILL)
-"""
-
-
-def test_tail_follow_waits_out_a_writer_that_died_mid_transaction(tmp_path: Path) -> None:
+def test_tail_follow_counts_polls_into_a_hot_journal_as_nothing_new(tmp_path: Path) -> None:
     """A rollback-journal writer killed mid-write leaves a hot journal that a reader cannot roll
-    back: polls count as "nothing new" until the next writer recovers it, as with a lock."""
-    import contextlib
-    import sqlite3
-    import subprocess
-    import sys
-
-    db = copy_sample(tmp_path)
+    back: polls count as "nothing new" (as with a lock) until the next writer recovers it; the
+    follower ends as stale while the journal is still hot.  That it goes on after the
+    recovery: test_follow_goes_on_after_a_hot_journal_it_polled_into."""
+    db = rollback_journal_copy(tmp_path)
     sid = NEWEST_IDS["plain"]
-    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
-        conn.execute("PRAGMA journal_mode = DELETE")
-    args = ["tail", sid, "-n", "1", "-f", "--interval", "0.02", "--json"]
+    args = ["tail", sid, "-n", "1", "-f", "--interval", "0.02", *STALE]
     with FollowProcess(db, *args) as follower:
         follower.wait_for_lines(1, "the history (#3)")
+        append_messages(db, sid, OPEN_CALL)
+        follower.wait_for_lines(2, "the record appended before the crash")  # it polls now
         subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(db)], check=False)
         assert Path(f"{db}-journal").exists()  # hot: the writer died inside its transaction
-        time.sleep(0.3)  # the follower polls into the hot journal many times
-        append_messages(db, sid, UserMessage(content="after the crash"))  # recovers it first
-        follower.wait_for_lines(2, "the record appended after the crash")
-        delete(db, sid)
         code, out, err = follower.finish()
-    assert code == 0, err
-    assert [json.loads(line)["content"] for line in out.splitlines()][1] == "after the crash"
+        assert Path(f"{db}-journal").exists()  # no reader recovered it
+    assert code == 6, err
+    assert err.splitlines()[-1].startswith("Error: the run looks dead: nothing new for "), err
+    assert [json.loads(line)["sequence"] for line in out.splitlines()] == [3, 4]
 
 
 def test_sigterm_unwinds_like_ctrl_c_with_exit_143(tmp_path: Path) -> None:
     """``kill PID`` ends the process through the same cleanup as Ctrl-C (for verify: its child
     processes are killed; for delete: the transaction rolls back), quietly, with 128 + 15."""
-    import signal
 
     db = copy_sample(tmp_path)
     with FollowProcess(db, "tail", NEWEST_IDS["plain"], "-f", "--interval", "0.05") as follower:

@@ -12,12 +12,11 @@ from typing import TypeVar
 
 import pytest
 
-from support import NEWEST_IDS, copy_sample, digest
+from support import NEWEST_IDS, SAFETY_NET, copy_sample, digest
 from zett_sessions.database import Database
 from zett_sessions.errors import TransactionMisuse
 
 T = TypeVar("T")
-SAFETY_NET = 60  # seconds: a hang fails the test instead of stalling the suite
 
 
 def run(path: Path, body: Callable[[Database], Awaitable[T]], *, read_only: bool = False) -> T:

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from support import (
+    SAFETY_NET,
     SeedSession,
     assert_one_error_line,
     digest,
@@ -151,7 +152,7 @@ def start(
 def kill(process: subprocess.Popen[str]) -> list[str]:
     """SIGKILL the child; returns what it printed that was not read yet (its last acks)."""
     process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
+    process.wait(timeout=SAFETY_NET)
     assert process.returncode == -signal.SIGKILL
     assert process.stdout is not None and process.stderr is not None
     rest = [line.strip() for line in process.stdout]
@@ -359,7 +360,7 @@ def test_a_writer_killed_inside_a_snapshot_transaction_leaves_no_snapshot(
 
     writer = start(str(path), "snapshot")  # version 1 is still free: the next one succeeds
     wait_for(writer, "snapshot committed")
-    writer.wait(timeout=30)
+    writer.wait(timeout=SAFETY_NET)
     for stream in (writer.stdout, writer.stderr):
         assert stream is not None
         stream.close()

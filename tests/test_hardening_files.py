@@ -30,11 +30,13 @@ import pytest
 
 from support import (
     LEGACY,
+    SAFETY_NET,
     assert_one_error_line,
     cli_process,
     copy_sample,
     digest,
     execute_sql,
+    join_threads,
     nobody_command,
     read_commands,
     run_cli,
@@ -302,7 +304,7 @@ def exclusive_holder() -> Iterator[Callable[[Path, list[str]], None]]:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.close()
         process.stdout.close()
-        process.wait(timeout=10)
+        process.wait(timeout=SAFETY_NET)
 
 
 @pytest.mark.parametrize(
@@ -388,7 +390,7 @@ def test_a_wal_file_left_by_a_killed_writer_shows_its_committed_rows(
     with writer.stdout:
         assert writer.stdout.readline() == "done\n"
     writer.send_signal(signal.SIGKILL)
-    writer.wait(timeout=10)
+    writer.wait(timeout=SAFETY_NET)
     wal = Path(f"{path}-wal")
     assert wal.stat().st_size > 0  # the committed rows live only in the -wal file
     before = digest(path)
@@ -436,9 +438,7 @@ def test_a_failed_open_never_leaves_a_traceback_from_aiosqlites_thread(
     for _ in range(100):
         with pytest.raises(DatabaseError):
             asyncio.run(open_once())
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline and threading.active_count() > 1:
-        time.sleep(0.01)
+    join_threads()  # every worker thread has ended (and reported, had it failed)
     assert thread_errors == []
 
 

@@ -14,13 +14,12 @@ import gc
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from support import run_cli
+from support import join_threads, run_cli
 from zett_sessions.demo import write_demo
 from zett_sessions.models import (
     AssistantMessage,
@@ -39,13 +38,10 @@ def open_fds() -> int:
 
 
 def settled() -> tuple[int, int]:
-    """(open file descriptors, live threads) once finished threads have gone."""
+    """(open file descriptors, live threads) once finished threads have ended."""
     gc.collect()
-    for _ in range(100):
-        if threading.active_count() == 1:
-            break
-        threading.Event().wait(0.01)
-    return open_fds(), threading.active_count()
+    threads = join_threads()
+    return open_fds(), threads
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from contextlib import closing
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 from support import (
     LEGACY_IDS,
     NEWEST_IDS,
+    SAFETY_NET,
     FollowProcess,
     digest,
     read_commands,
@@ -158,7 +158,7 @@ class Writer:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.close()
         self.process.stdout.close()
-        self.process.wait(timeout=30)
+        self.process.wait(timeout=SAFETY_NET)
 
 
 def test_committed_rows_waiting_in_the_wal_are_read_but_never_checkpointed(
@@ -191,11 +191,9 @@ def test_tail_follow_of_a_live_session_leaves_the_main_file_alone(tmp_path: Path
         with FollowProcess(path, "tail", "pending", *FOLLOW) as follower:
             follower.wait_for_lines(2, "the history (#1 and #2)")
             for n in range(5):
-                time.sleep(0.1)  # the appends land in several polls
                 writer.append()
-                if n == 0:  # the follower has printed new records: its poll loop runs
-                    follower.wait_for_lines(4, "#3 and #4 (the first records appended)")
-            follower.wait_for_lines(12, "all 12 records")
+                # printed before the next append: the appends land in several polls
+                follower.wait_for_lines(4 + 2 * n, f"#{3 + 2 * n} and #{4 + 2 * n}")
             code, out, err = follower.interrupt()
         assert code == 0, err
         assert [json.loads(line)["sequence"] for line in out.splitlines()] == list(range(1, 13))

@@ -76,9 +76,9 @@ def test_cut_full_keeps_everything_but_still_sanitizes() -> None:
 
 def test_cut_of_a_10_mb_message_is_quick() -> None:
     huge = ("\x9b31m" + "y" * 998 + "\n") * 10_000
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: a loaded machine stretches wall time, not this
     shown, hidden = cut(huge, full=False)
-    assert time.perf_counter() - started < 0.2
+    assert time.process_time() - started < 0.2  # ~0.1 ms here: it reads only the head
     assert len(shown) <= BODY_CHARS and "\x9b" not in shown
     assert hidden > 9_000_000
 

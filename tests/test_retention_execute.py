@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from support import (
+    SAFETY_NET,
     SeedSession,
     busiest_session,
     digest,
@@ -264,27 +265,31 @@ def test_execute_works_on_older_layouts(tmp_path: Path, layout: str) -> None:
 
 APPENDER = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, os, sys
     from zett_sessions.models import UserMessage
     from zett_sessions.sqlite_storage import SQLiteSessionStorage
 
-    async def main(path, count):
+    async def main(path, stop):
         async with SQLiteSessionStorage(path, busy_timeout_ms=30000) as storage:
-            for n in range(count):
+            n = 0
+            while not os.path.exists(stop):
                 await storage.append("live", "run", UserMessage(content=f"line {n}"))
-                print(n, flush=True)
+                n += 1
+                print(n, flush=True)  # appends committed so far
 
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
     """
 )
 
 
 def test_deleting_while_another_process_appends_to_an_unrelated_session(tmp_path: Path) -> None:
+    """The writer appends until told to stop; the deletes run between one append it reported
+    and one it reported after them (handshakes, however fast either process runs)."""
     sessions = [SeedSession(f"old-{n:03d}", age=200 * DAY, messages=30) for n in range(40)]
     path = seed_sessions(tmp_path / "busy.sqlite3", [*sessions, SeedSession("live", messages=0)])
-    appends = 1500
+    stop = tmp_path / "stop"
     writer = subprocess.Popen(
-        [sys.executable, "-c", APPENDER, str(path), str(appends)],
+        [sys.executable, "-c", APPENDER, str(path), str(stop)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -296,12 +301,18 @@ def test_deleting_while_another_process_appends_to_an_unrelated_session(tmp_path
         results = [run_plan(path, plan_for(path, policy), policy)]
         during = len(table_rows(path, "raw_messages", ["live"]))
         results.append(run_plan(path, plan_for(path, policy), policy))  # nothing left to do
-        _, errors = writer.communicate(timeout=120)
+        for line in writer.stdout:  # it goes on appending after the deletes
+            if int(line) > during:
+                break
+        stop.touch()
+        rest, errors = writer.communicate(timeout=SAFETY_NET)
     finally:
+        stop.touch()
         if writer.poll() is None:
             writer.kill()
             writer.wait()
     assert writer.returncode == 0, errors
+    appends = int([line, *rest.split()][-1])
     assert 0 < during < appends  # the delete really ran while the writer was appending
     assert sum(len(r.deleted) for r in results) == 40
     assert sum(r.messages for r in results) == 40 * 30

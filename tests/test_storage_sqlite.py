@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from support import copy_raw_rows_sql, digest, execute_sql, with_storage
+from support import copy_raw_rows_sql, digest, execute_sql, join_threads, with_storage
 from zett_sessions import (
     AssistantMessage,
     CompactedMessage,
@@ -918,7 +918,7 @@ def test_a_busy_timeout_sqlite_cannot_hold_is_refused(db: Path, value: object) -
 
 
 def test_sync_gives_blocking_methods_and_closes_its_thread(db: Path) -> None:
-    threads = threading.active_count()
+    threads = join_threads()
     with SQLiteSessionStorage(db).sync() as storage:
         assert storage.append("s", "r", UserMessage(content="one")) == 1
         assert storage.append("s", "r", UserMessage(content="two")) == 2
@@ -930,14 +930,14 @@ def test_sync_gives_blocking_methods_and_closes_its_thread(db: Path) -> None:
             return int(storage.count_messages("s"))
 
         assert asyncio.run(inside_a_running_loop()) == 2
-    assert threading.active_count() == threads
+    assert join_threads() == threads
     with pytest.raises(DatabaseError, match="storage is closed"):
         storage.count_messages("s")
     storage.close()  # idempotent
 
 
 def test_sync_is_one_proxy_so_calling_it_in_a_loop_starts_no_threads(db: Path) -> None:
-    threads = threading.active_count()
+    threads = join_threads()
     store = SQLiteSessionStorage(db)
     for n in range(50):
         store.sync().append("s", "r", UserMessage(content=str(n)))
@@ -945,7 +945,7 @@ def test_sync_is_one_proxy_so_calling_it_in_a_loop_starts_no_threads(db: Path) -
     assert threading.active_count() <= threads + 2  # the proxy's loop and aiosqlite's worker
     assert store.sync().count_messages("s") == 50
     store.sync().close()
-    assert threading.active_count() == threads
+    assert join_threads() == threads
 
 
 def test_reopening_keeps_an_existing_rollback_journal_file_as_it_is(fixture_db: FixtureDb) -> None:

@@ -2,10 +2,12 @@
 
 Usage: ``python live_writer.py DB LOCK_DIR WRITER_INDEX SECONDS SEED ACK_FILE SESSIONS...``
 
-Until SECONDS have passed it picks a random session, takes that session's lock file (so a turn
-of another writer never lands inside one of its tool batches — the sessions themselves are
-shared by all writers), and appends one whole turn through ``SQLiteSessionStorage``: a user
-message, an assistant with 1-3 tool calls, their results in a shuffled order, a final answer.
+Until SECONDS have passed, and then until it has seen every session with its snapshot (so the
+outcome never depends on how fast a loaded machine runs it), it picks a random session, takes
+that session's lock file (so a turn of another writer never lands inside one of its tool
+batches — the sessions themselves are shared by all writers), and appends one whole turn
+through ``SQLiteSessionStorage``: a user message, an assistant with 1-3 tool calls, their
+results in a shuffled order, a final answer.
 Each append is acknowledged on ACK_FILE once it returned (``session<TAB>sequence<TAB>the
 message_json written``), each snapshot too.  A session gets its one snapshot (version 1, through
 its last complete turn) by whichever writer first finds it with 12 or more messages.
@@ -60,10 +62,14 @@ async def main() -> None:
     rng = random.Random(int(seed))
     deadline = time.monotonic() + float(seconds)
     number = 0
+    unsnapshotted = set(sessions)  # as far as this writer has seen
     with open(ack_path, "a", encoding="utf-8") as acks:
         async with SQLiteSessionStorage(db) as storage:
-            while time.monotonic() < deadline:
-                session = rng.choice(sessions)
+            while True:
+                overtime = time.monotonic() >= deadline
+                if overtime and not unsnapshotted:
+                    break
+                session = rng.choice(sorted(unsnapshotted) if overtime else sessions)
                 with open(Path(lock_dir) / session, "a") as lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)
                     try:
@@ -78,6 +84,8 @@ async def main() -> None:
                             await storage.snapshot(session, summary, count, 0)
                             acks.write(f"{session}\tsnapshot\t{json.dumps(count)}\n")
                             acks.flush()
+                        if view.snapshot is not None or count >= SNAPSHOT_AFTER:
+                            unsnapshotted.discard(session)
                     finally:
                         fcntl.flock(lock, fcntl.LOCK_UN)
                 number += 1
