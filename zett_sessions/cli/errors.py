@@ -33,65 +33,61 @@ class StaleRun(Exception):
 _DB_HINT = " (choose another file with --db PATH or $ZETT_SESSIONS_DB)"
 
 
-def _classify(error: BaseException) -> tuple[ExitCode, str]:
+@functools.cache
+def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
+    """Each error class → its exit code and the hint added to its message.  An error takes
+    the entry of the first class along its MRO that has one, so a subclass (``DiskFull`` of
+    ``DatabaseUnreadable``) gets its own line wherever it is listed.  Built on first use: the
+    error classes are not imported for ``--help``."""
     from .. import errors as e
 
-    message = str(error)
-    if isinstance(error, e.DatabaseNotFound):
-        return ExitCode.ERROR, message + _DB_HINT
-    if isinstance(error, e.NotAnArchive):
-        return ExitCode.ERROR, message + " (choose another --archive-to file)"
-    if isinstance(error, e.NotASessionDatabase):
-        return ExitCode.ERROR, message + _DB_HINT
-    if isinstance(error, e.DatabaseLocked):
-        return (
-            ExitCode.ERROR,
-            message + " (waited for the busy timeout; try again or raise --busy-timeout)",
-        )
-    if isinstance(error, e.DatabaseReadOnly):
-        return (
-            ExitCode.ERROR,
-            message + " (inspection still works; writing needs write permission on the file "
+    error = ExitCode.ERROR
+    return {
+        e.DatabaseNotFound: (error, _DB_HINT),
+        e.NotAnArchive: (error, " (choose another --archive-to file)"),
+        e.NotASessionDatabase: (error, _DB_HINT),
+        e.DatabaseLocked: (
+            error,
+            " (waited for the busy timeout; try again or raise --busy-timeout)",
+        ),
+        e.DatabaseReadOnly: (
+            error,
+            " (inspection still works; writing needs write permission on the file "
             "and its directory, or work on a copy)",
-        )
-    if isinstance(error, e.UnsupportedLayout):
-        return ExitCode.ERROR, message
-    if isinstance(error, e.DatabaseAccessDenied):
-        return ExitCode.ERROR, message + " (run as the file's owner or fix its permissions)"
-    if isinstance(error, e.DatabaseDamaged):
-        return (
-            ExitCode.ERROR,
-            message + " (keep a copy before any repair; `sqlite3 FILE .recover` salvages "
+        ),
+        e.UnsupportedLayout: (error, ""),
+        e.DatabaseAccessDenied: (error, " (run as the file's owner or fix its permissions)"),
+        e.DatabaseDamaged: (
+            error,
+            " (keep a copy before any repair; `sqlite3 FILE .recover` salvages "
             "what is still readable)",
-        )
-    if isinstance(error, e.UnfinishedTransaction):
-        return (
-            ExitCode.ERROR,
-            message + " (the next writer recovers it: run the agent again, or "
+        ),
+        e.UnfinishedTransaction: (
+            error,
+            " (the next writer recovers it: run the agent again, or "
             "`sqlite3 FILE 'PRAGMA quick_check'` once, then retry)",
-        )
-    if isinstance(error, e.DiskFull):
-        return ExitCode.ERROR, message + " (free some disk space and try again)"
-    if isinstance(error, e.ServerUnavailable):
-        return ExitCode.ERROR, message + " (check the server's address, that it runs, the network)"
-    if isinstance(error, e.DatabaseUnreadable):
-        return ExitCode.ERROR, message + " (check that the file and its directory are readable)"
-    if isinstance(error, e.DatabaseError):
-        return ExitCode.ERROR, message
-    if isinstance(error, e.AmbiguousSessionId):
-        return ExitCode.NOT_FOUND, message + " (type more characters of the id)"
-    if isinstance(error, e.UnaddressableSession):
-        return ExitCode.NOT_FOUND, message
-    if isinstance(error, e.SessionNotFound):
-        return ExitCode.NOT_FOUND, message + " (see `zett-sessions list`)"
-    if isinstance(error, e.UsageError | e.ValidationError):
-        return ExitCode.USAGE, message
-    if isinstance(error, Refused):
-        return ExitCode.REFUSED, message
-    if isinstance(error, StaleRun):
-        return ExitCode.STALE, message
-    if isinstance(error, e.ZettSessionsError):
-        return ExitCode.ERROR, message
+        ),
+        e.DiskFull: (error, " (free some disk space and try again)"),
+        e.ServerUnavailable: (error, " (check the server's address, that it runs, the network)"),
+        e.DatabaseUnreadable: (error, " (check that the file and its directory are readable)"),
+        e.DatabaseError: (error, ""),
+        e.AmbiguousSessionId: (ExitCode.NOT_FOUND, " (type more characters of the id)"),
+        e.UnaddressableSession: (ExitCode.NOT_FOUND, ""),
+        e.SessionNotFound: (ExitCode.NOT_FOUND, " (see `zett-sessions list`)"),
+        e.UsageError: (ExitCode.USAGE, ""),
+        e.ValidationError: (ExitCode.USAGE, ""),
+        Refused: (ExitCode.REFUSED, ""),
+        StaleRun: (ExitCode.STALE, ""),
+        e.ZettSessionsError: (error, ""),
+    }
+
+
+def _classify(error: BaseException) -> tuple[ExitCode, str]:
+    messages = _messages()
+    for cls in type(error).__mro__:
+        if cls in messages:
+            code, hint = messages[cls]
+            return code, str(error) + hint
     return (
         ExitCode.ERROR,
         f"internal error: {type(error).__name__}: {error} "
