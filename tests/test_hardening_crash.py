@@ -392,6 +392,26 @@ def test_a_delete_killed_mid_transaction_deletes_nothing_and_a_rerun_deletes_all
     assert integrity(path) == ["ok"]
 
 
+def test_a_rerun_after_a_killed_delete_recovers_the_hot_journal_itself(tmp_path: Path) -> None:
+    """Rollback journal: the killed delete leaves a hot journal; the rerun is a writer, so it
+    rolls it back itself instead of failing like a read-only command (issue 18, item 12)."""
+    path = fresh_database(tmp_path / "db.sqlite3", "rollback")
+    victims = ["project-notes", "nightly-deps"]
+    tables = ("agent_sessions", "raw_messages", "session_snapshots")
+    delete = ["delete", *victims, "--yes", "--skip-active", "0"]
+    killed = start("cli", "--db", str(path), *delete, pause_after="DELETE FROM", spill=True)
+    wait_for(killed, "paused")
+    kill(killed)
+    assert Path(f"{path}-journal").stat().st_size > 0  # hot: the next writer must roll back
+
+    r = run_cli(["--db", str(path), *delete])
+    assert r.exit_code == 0, r.stderr
+    assert not Path(f"{path}-journal").exists()
+    for table in tables:
+        assert table_rows(path, table, victims) == []
+    assert integrity(path) == ["ok"]
+
+
 # --- two deletes archiving into one new file (issue 18, item 1) --------------------------------
 
 

@@ -203,7 +203,9 @@ def delete_command(
         async with database.read():
             return await build_plan(database, policy, now=now)
 
-    plan = run_with(state.reader(db), plan_work)
+    # A real delete plans on the writable connection it is: a crashed rollback-journal writer's
+    # hot journal is then rolled back by it (as any writer does), not reported as unreadable.
+    plan = run_with(state.reader(db) if dry_run else state.writer(db), plan_work)
     archive = check_archive_path(plan.database, archive_to) if archive_to else None
     if vacuum and plan.sessions and (refusal := disk_refusal(plan.database)) is not None:
         plan = plan.model_copy(update={"refusals": (*plan.refusals, refusal)})
