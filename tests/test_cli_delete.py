@@ -421,6 +421,9 @@ def test_json_document_has_the_plan_and_the_result(db: Path) -> None:
         "free_bytes",
         "vacuumed",
         "vacuum_error",
+        "wal_bytes_after",
+        "database_bytes",
+        "reclaim_pending",
     }
 
 

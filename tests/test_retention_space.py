@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 from collections import namedtuple
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from support import SeedSession, retention_run, seed_sessions
+from zett_sessions.render.delete import space_text
 from zett_sessions.retention import DeleteResult, RetentionPolicy
 from zett_sessions.retention import space as space_module
 
@@ -66,3 +68,40 @@ def test_the_disk_check_refuses_when_the_file_would_not_fit(
     refusal = space_module.disk_refusal(str(big))
     assert refusal is not None and refusal.guard == "disk"
     assert "--vacuum" in refusal.message and "1,000" in refusal.message
+
+
+def wal_bytes(path: Path) -> int:
+    wal = Path(f"{path}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def test_vacuum_beside_an_idle_connection_leaves_the_space_it_reports(big: Path) -> None:
+    with contextlib.closing(sqlite3.connect(big)) as other:  # an agent that has the file open
+        assert other.execute("SELECT count(*) FROM raw_messages").fetchone()[0] == 720
+        space = delete(big, ("s0", "s1", "s2", "s3"), run_vacuum=True).space
+        assert space is not None and space.vacuumed
+        # VACUUM rewrote the database through the WAL; the WAL must not keep it on disk
+        assert big.stat().st_size + wal_bytes(big) == space.file_bytes_after
+        assert not space.reclaim_pending
+        assert space.file_bytes_after == space.database_bytes < space.file_bytes_before
+        assert space.wal_bytes_after == 0
+
+
+def test_vacuum_beside_a_reading_connection_says_the_space_comes_back_when_it_ends(
+    big: Path,
+) -> None:
+    other = sqlite3.connect(big, isolation_level=None)
+    try:
+        other.execute("BEGIN")  # a long read of the contents before the delete
+        assert other.execute("SELECT count(*) FROM raw_messages").fetchone()[0] == 720
+        space = delete(big, ("s0", "s1", "s2", "s3"), run_vacuum=True).space
+        assert space is not None and space.vacuumed and space.reclaim_pending
+        assert space.file_bytes_after == big.stat().st_size == space.file_bytes_before
+        assert space.wal_bytes_after == wal_bytes(big) > 0
+        assert space.database_bytes < space.file_bytes_before
+        said = space_text(space).plain
+        assert "another connection is still reading" in said and "until that read ends" in said
+        other.execute("COMMIT")
+    finally:
+        other.close()  # the last connection: the WAL goes into the file, which shrinks
+    assert big.stat().st_size == space.database_bytes and wal_bytes(big) == 0

@@ -197,6 +197,14 @@ def result_renderable(
 
 
 def space_text(space: SpaceReport) -> Text:
+    if space.vacuumed and space.reclaim_pending:
+        return Text(
+            f"Vacuumed to {human_bytes(space.database_bytes)}, but another connection is still "
+            f"reading the contents from before: the file stays "
+            f"{human_bytes(space.file_bytes_after)} (its -wal "
+            f"{human_bytes(space.wal_bytes_after)}) until that read ends; the space comes back "
+            "then (when that connection closes, at the latest)."
+        )
     if space.vacuumed:
         return Text(
             f"Vacuumed: the file went from {human_bytes(space.file_bytes_before)} to "

@@ -45,7 +45,7 @@ from .models import (
     SpaceReport,
 )
 from .plan import replan, skipped_session
-from .space import checkpoint, file_bytes, free_bytes, vacuum
+from .space import checkpoint, file_bytes, fold_wal, free_bytes, vacuum
 
 DEFAULT_LIMITS = BatchLimits()
 
@@ -351,7 +351,9 @@ async def _delete_from(db: Database, table: str, column: str, ids: str) -> int:
 
 async def _space(db: Database, before: int, run_vacuum: bool) -> SpaceReport:
     error = await vacuum(db) if run_vacuum else None
-    if not run_vacuum:
+    vacuumed = run_vacuum and error is None
+    folded = await fold_wal(db) if vacuumed else True
+    if not vacuumed:
         await checkpoint(db)
     page_size, free = await free_bytes(db)
     return SpaceReport(
@@ -359,6 +361,9 @@ async def _space(db: Database, before: int, run_vacuum: bool) -> SpaceReport:
         file_bytes_before=before,
         file_bytes_after=file_bytes(db.path),
         free_bytes=free,
-        vacuumed=run_vacuum and error is None,
+        vacuumed=vacuumed,
         vacuum_error=error,
+        wal_bytes_after=file_bytes(f"{db.path}-wal"),
+        database_bytes=int(await db.scalar("PRAGMA page_count")) * page_size,
+        reclaim_pending=not folded,
     )

@@ -189,10 +189,15 @@ class ArchiveReport(_Frozen):
 class SpaceReport(_Frozen):
     page_size: int
     file_bytes_before: int
-    file_bytes_after: int
+    file_bytes_after: int  # the database file as it is on disk after the command
     free_bytes: int  # freelist pages × page size: what a VACUUM would give back
     vacuumed: bool = False
     vacuum_error: str | None = None
+    wal_bytes_after: int = 0  # its -wal file on disk after the command
+    database_bytes: int = 0  # page count × page size: the file once every change is in it
+    # another connection still reads the contents from before the VACUUM: the file (and its
+    # -wal) shrink to database_bytes only when that read ends (when it closes, at the latest)
+    reclaim_pending: bool = False
 
 
 class DeleteResult(_Frozen):

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..database import Database
-from ..errors import DatabaseError
+from ..errors import DatabaseError, DatabaseLocked
 from ..readonly import file_size
 from .models import Refusal
 
@@ -62,11 +62,30 @@ async def checkpoint(db: Database) -> None:
 
 
 async def vacuum(db: Database) -> str | None:
-    """VACUUM (a write transaction of its own), then fold the WAL back so the file shrinks;
-    returns an error message or ``None``."""
+    """VACUUM (a write transaction of its own); returns an error message or ``None``.
+
+    In WAL mode VACUUM writes the whole new database into the WAL: ``fold_wal`` must then
+    bring it into the file (which shrinks) and empty the WAL (which holds the same again).
+    """
     try:
         await db.execute("VACUUM")
     except DatabaseError as error:
         return str(error)
-    await checkpoint(db)
     return None
+
+
+async def fold_wal(db: Database) -> bool:
+    """Checkpoint every WAL frame into the file and truncate the WAL to zero bytes, without
+    waiting for anyone (a TRUNCATE checkpoint that waits blocks every writer meanwhile).
+    False when another connection's read still needs part of the WAL: the file and the WAL
+    shrink once that read ends (a checkpoint at its close, or the next writer's)."""
+    if str(await db.scalar("PRAGMA journal_mode")).lower() != "wal":
+        return True
+    await db.execute("PRAGMA busy_timeout = 0")
+    try:
+        row = await db.fetchone("PRAGMA wal_checkpoint(TRUNCATE)")
+    except DatabaseLocked:
+        return False
+    finally:
+        await db.execute(f"PRAGMA busy_timeout = {int(db.busy_timeout_ms)}")
+    return row is not None and not row[0]
