@@ -677,3 +677,18 @@ def join_threads(keep: Sequence[threading.Thread] = (), timeout: float = SAFETY_
         if thread is not threading.current_thread() and thread not in keep:
             thread.join(max(0.0, deadline - time.monotonic()))
     return threading.active_count()
+
+
+def generate_database(
+    path: Path, messages: int, seed: int, reference_time: str | None = None
+) -> dict[str, Any]:
+    """A realistic database from ``bench/make_db.py`` (one process); its ground truth."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    try:
+        from make_db import generate
+    finally:
+        sys.path.pop(0)
+    truth: dict[str, Any] = generate(path, messages, seed, reference_time, parallel=False)
+    return truth

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -322,3 +323,114 @@ def test_a_database_locked_by_a_writer_exits_1_after_the_busy_timeout(tmp_path: 
 
     assert r.exit_code == 1
     assert "locked" in r.stderr
+
+
+# --- scoped runs and list --problems stopping early -------------------------------------
+
+
+def _crash(path: Path, session: str, call_id: str, parent: str | None = None) -> None:
+    """A run that dies after issuing ``call_id``: an incomplete tool batch."""
+    append(
+        path,
+        session,
+        UserMessage(content="go"),
+        AssistantMessage(content="", tool_calls=(call(call_id),)),
+        parent=parent,
+    )
+
+
+def test_a_named_session_is_checked_alone_and_the_summary_names_the_skipped_checks(
+    newest: Path,
+) -> None:
+    quiet = verify(newest, CRASHED, "-q")
+    document = json.loads(verify(newest, CRASHED, "--json").stdout)
+
+    assert quiet.exit_code == 4, quiet.stderr
+    assert quiet.stdout.splitlines() == [
+        "2 errors, 0 warnings, 0 info in 1 session (12 messages, 0 snapshots); skipped: "
+        "quick_check (add --integrity), rows without a session row (verify the whole database)"
+    ]
+    assert document["checked"]["scope"] == "sessions"
+    assert document["database"]["integrity_ok"] is None
+    assert document["checked"]["skipped"] == [
+        {"check": "quick_check", "codes": ["integrity_check_failed"], "how": "add --integrity"},
+        {
+            "check": "rows without a session row",
+            "codes": ["snapshot_without_session", "raw_rows_without_session"],
+            "how": "verify the whole database",
+        },
+    ]
+
+
+def test_integrity_adds_sqlites_check_to_a_scoped_run(newest: Path) -> None:
+    r = verify(newest, CRASHED, "--integrity", "-q")
+
+    assert r.exit_code == 4, r.stderr
+    assert "; quick_check ok; skipped: rows without a session row" in r.stdout
+
+
+def test_the_whole_database_run_skips_nothing(newest: Path) -> None:
+    document = json.loads(verify(newest, "--json").stdout)
+
+    assert document["checked"]["scope"] == "database"
+    assert document["checked"]["skipped"] == []
+    assert document["database"]["integrity_ok"] is True
+
+
+def test_list_filters_choose_the_sessions_verify_checks(clean: Path) -> None:
+    _crash(clean, "s-child", "x1", parent="s-tools")
+
+    children = json.loads(verify(clean, "--children-of", "s-tools", "--json").stdout)
+    coding = json.loads(verify(clean, "--agent", "coding-agent", "--json").stdout)
+    recent = verify(clean, "--since", "1h", "--roots", "-q")
+    future = verify(clean, "--since", "2999-01-01", "-q")
+
+    assert children["checked"]["sessions"] == 1
+    assert [f["session_id"] for f in children["findings"]] == ["s-child"]
+    assert (coding["checked"]["sessions"], coding["findings"]) == (1, [])  # s-tools only
+    assert recent.exit_code == 0, recent.stderr  # s-child is no root
+    assert recent.stdout.startswith("0 errors, 0 warnings, 0 info in 4 sessions")
+    assert future.stdout.startswith("0 errors, 0 warnings, 0 info in 0 sessions")
+
+
+def test_a_filter_that_names_no_session_exits_3(clean: Path) -> None:
+    r = verify(clean, "--children-of", "no-such-session")
+
+    assert r.exit_code == 3
+    assert "no session matches 'no-such-session'" in r.stderr
+
+
+def test_list_problems_stops_once_the_page_is_full_and_says_so(
+    clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zett_sessions.verify import problems
+
+    for session in ("s-empty", "s-cancelled", "s-compacted"):  # the newest three crash
+        _crash(clean, session, f"call-{session}")
+    monkeypatch.setattr(problems, "SLICE", 1)
+
+    r = run_cli(["--db", str(clean), "--no-pager", "list", "--problems", "-n", "2"])
+
+    assert r.exit_code == 0, r.stderr
+    assert [line.split()[0] for line in r.stdout.splitlines()[1:]] == ["s-compacted", "s-cancelled"]
+    assert "#14" in r.stdout and "grep" in r.stdout  # last durable message, open call
+    footer = re.fullmatch(
+        r"2 sessions with errors, found among the newest (\d) of 5 sessions "
+        r"\(--all examines every one\)",
+        r.stderr.strip(),
+    )
+    assert footer is not None, r.stderr
+    assert int(footer[1]) < 5  # stopped before examining every session
+
+
+def test_list_problems_json_carries_the_error_codes_and_the_crash_summary(
+    clean: Path,
+) -> None:
+    _crash(clean, "s-empty", "call-gone")
+
+    [document] = json.loads(run_cli(["--db", str(clean), "list", "--problems", "--json"]).stdout)
+
+    assert document["id"] == "s-empty"
+    assert document["error_codes"] == ["incomplete_tool_batch"]
+    crash = document["crash_summary"]
+    assert (crash["last_sequence"], crash["open_tool_calls"][0]["call_id"]) == (2, "call-gone")

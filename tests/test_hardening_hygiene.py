@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from support import join_threads, run_cli
+from support import generate_database, join_threads, run_cli
 from zett_sessions.demo import write_demo
 from zett_sessions.models import (
     AssistantMessage,
@@ -177,13 +177,8 @@ CLOSED_PIPE_COMMANDS = [
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """Enough rows that every command's output overflows a pipe buffer."""
-    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
-    try:
-        from make_db import generate
-    finally:
-        sys.path.pop(0)
     path = tmp_path_factory.mktemp("big") / "big.sqlite3"
-    truth = generate(path, 4000, 7, parallel=False)
+    truth = generate_database(path, 4000, 7)
     return path, str(truth["largest_session"]["session_id"])
 
 

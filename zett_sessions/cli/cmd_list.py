@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import partial
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -11,6 +12,7 @@ from .errors import handle_errors
 from .options import (
     INT_MAX,
     AgentOption,
+    ChildrenOfOption,
     DbOption,
     FullIdsOption,
     FullOption,
@@ -21,13 +23,17 @@ from .options import (
     SinceOption,
     TitleOption,
     TypeOption,
-    non_blank,
+    UntilOption,
+    session_filter,
+    with_parent,
 )
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
     from ..database import Database
     from ..queries.sessions import SessionPage
+    from ..verify.problems import ProblemPage
+    from .output import Output
 
 DEFAULT_LIMIT = 20
 
@@ -45,15 +51,9 @@ def list_command(
     agent: AgentOption = None,
     session_type: TypeOption = None,
     roots: RootsOption = False,
-    children_of: Annotated[
-        str | None,
-        typer.Option("--children-of", metavar="SESSION", help="Only children of this session."),
-    ] = None,
+    children_of: ChildrenOfOption = None,
     since: SinceOption = None,
-    until: Annotated[
-        str | None,
-        typer.Option("--until", metavar="WHEN", help="Last activity before WHEN (date or 30d)."),
-    ] = None,
+    until: UntilOption = None,
     older_than: OlderThanOption = None,
     title: TitleOption = None,
     limit: Annotated[
@@ -77,7 +77,11 @@ def list_command(
     ] = False,
     problems: Annotated[
         bool,
-        typer.Option("--problems", help="Only sessions with verify errors (reads every message)."),
+        typer.Option(
+            "--problems",
+            help="Only sessions with verify errors, with their crash summary; stops once the "
+            "page is full.",
+        ),
     ] = False,
     output_format: Annotated[
         ListFormat, typer.Option("--format", help="Output format.")
@@ -91,9 +95,8 @@ def list_command(
 
     Example: zett-sessions list --agent coding-agent --since 7d
     """
-    from ..queries.resolve import resolve_session
-    from ..queries.sessions import SessionFilter, list_sessions
-    from ..timeutil import activity_cutoff, parse_moment, utc_now
+    from ..queries.sessions import list_sessions
+    from ..timeutil import utc_now
 
     state = app_state(ctx)
     fmt = ListFormat.json if json_output else output_format
@@ -101,44 +104,52 @@ def list_command(
     page_size = None if unpaged else (limit or DEFAULT_LIMIT)
     now = utc_now()
     # bad values: exit 2 before opening
-    after = parse_moment(since, now=now) if since is not None else None
-    before = activity_cutoff(until, older_than, now=now)
-    agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
+    chosen = session_filter(
+        agent=agent,
+        session_type=session_type,
+        roots=roots,
+        since=since,
+        until=until,
+        older_than=older_than,
+        title=title,
+        now=now,
+    )
 
-    async def work(database: Database) -> SessionPage:
-        parent = await resolve_session(database, children_of) if children_of is not None else None
-        filters = SessionFilter(
-            agent=agent,
-            types=tuple(session_type or ()),
-            roots=roots,
-            children_of=parent,
-            active_since=after,
-            active_before=before,
-            title=title,
-            ids=await _problem_ids(database) if problems else None,
-        )
+    async def listing(database: Database) -> SessionPage:
+        filters = await with_parent(database, chosen, children_of)
         return await list_sessions(database, filters, limit=page_size, offset=offset)
 
-    page = run_with(state.reader(db), work)
-    render_page(state.output(), page, fmt, ids_only=ids_only, full_ids=full_ids, full=full)
+    async def problem_sessions(database: Database) -> ProblemPage:
+        from ..verify.problems import find_problems  # verify's scan: only when asked for
 
+        filters = await with_parent(database, chosen, children_of)
+        return await find_problems(database, filters, limit=page_size, offset=offset, now=now)
 
-async def _problem_ids(database: Database) -> tuple[str, ...]:
-    from ..verify import problem_session_ids  # a full scan: imported only when asked for
-
-    return tuple(await problem_session_ids(database))
+    out = state.output()
+    if problems:
+        found = run_with(state.reader(db), problem_sessions)
+        render_page(
+            out, found.page, fmt, ids_only=ids_only, full_ids=full_ids, full=full, problems=found
+        )
+    else:
+        page = run_with(state.reader(db), listing)
+        render_page(out, page, fmt, ids_only=ids_only, full_ids=full_ids, full=full)
 
 
 def render_page(
-    out: object, page: SessionPage, fmt: ListFormat, *, ids_only: bool, full_ids: bool, full: bool
+    out: object,
+    page: SessionPage,
+    fmt: ListFormat,
+    *,
+    ids_only: bool,
+    full_ids: bool,
+    full: bool,
+    problems: ProblemPage | None = None,
 ) -> None:
-    from ..render.sessions import (
-        csv_header,
-        page_footer,
-        session_csv,
-        sessions_json,
-        sessions_tables,
-    )
+    """The page in ``fmt``; with ``problems`` (``list --problems``) each session also carries
+    its error codes and crash summary (JSON, CSV) or its crash summary in one line (table)."""
+    from ..render.jsonout import session_json
+    from ..render.sessions import csv_header, page_footer, session_csv
     from .output import Output
 
     assert isinstance(out, Output)
@@ -150,23 +161,45 @@ def render_page(
         for session in page.sessions:
             out.line(single_line(session.id) if terminal else session.id)
         return
+    document, csv_row = session_json, session_csv
+    extra: tuple[str, ...] = ()
+    if problems is not None:
+        from ..render import problems as shown
+
+        document = partial(shown.problem_json, problems)
+        csv_row, extra = partial(shown.problem_csv, problems), shown.PROBLEM_CSV_FIELDS
     if fmt is ListFormat.json:
-        out.json(sessions_json(page.sessions))
+        out.json([document(session) for session in page.sessions])
     elif fmt is ListFormat.jsonl:
-        for document in sessions_json(page.sessions):
-            out.jsonl(document)
-    elif fmt is ListFormat.csv:
-        out.line(csv_header())
         for session in page.sessions:
-            out.line(session_csv(session))
+            out.jsonl(document(session))
+    elif fmt is ListFormat.csv:
+        out.line(csv_header(extra))
+        for session in page.sessions:
+            out.line(csv_row(session))
     else:
-        if page.sessions:
-            with out.paged() as console:
-                for table in sessions_tables(
-                    page.sessions, full_ids=full_ids, full=full, width=console.width
-                ):
-                    console.print(table)
-        out.hint(page_footer(len(page.sessions), page.total, page.offset))
+        _table(out, page, full_ids=full_ids, full=full, problems=problems)
+        if problems is None:
+            out.hint(page_footer(len(page.sessions), page.total, page.offset))
+        else:
+            from ..render.problems import problems_footer
+
+            out.hint(problems_footer(problems))
+
+
+def _table(
+    out: Output, page: SessionPage, *, full_ids: bool, full: bool, problems: ProblemPage | None
+) -> None:
+    from ..render.sessions import sessions_tables
+
+    if not page.sessions:
+        return
+    crashes = problems.summaries if problems is not None else None
+    with out.paged() as console:
+        for table in sessions_tables(
+            page.sessions, full_ids=full_ids, full=full, width=console.width, crashes=crashes
+        ):
+            console.print(table)
 
 
 def register(app: typer.Typer) -> None:

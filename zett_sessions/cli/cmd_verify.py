@@ -9,7 +9,18 @@ import typer
 
 from .errors import handle_errors
 from .exit_codes import ExitCode
-from .options import DbOption, JsonOption
+from .options import (
+    AgentOption,
+    ChildrenOfOption,
+    DbOption,
+    JsonOption,
+    RootsOption,
+    SinceOption,
+    TypeOption,
+    UntilOption,
+    session_filter,
+    with_parent,
+)
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
@@ -56,6 +67,20 @@ def verify_command(
         bool,
         typer.Option("--deep", help="Run PRAGMA integrity_check instead of quick_check (slower)."),
     ] = False,
+    integrity: Annotated[
+        bool,
+        typer.Option(
+            "--integrity",
+            help="Also run SQLite's integrity check (whole file) when SESSIONs or filters "
+            "limit the run.",
+        ),
+    ] = False,
+    agent: AgentOption = None,
+    session_type: TypeOption = None,
+    roots: RootsOption = False,
+    children_of: ChildrenOfOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     output_format: Annotated[
         VerifyFormat,
         typer.Option("--format", help="human, json (one document) or jsonl (one finding a line)."),
@@ -68,12 +93,16 @@ def verify_command(
     Sequences, snapshots, tool batches (judged like the provider-safe projection, on the raw
     log and on the resumed context), rows, sessions and SQLite's own integrity check; every
     finding has a stable code (see docs/verify.md).  Sessions with errors get a crash summary:
-    where the log ends, the open tool calls, what a resume would send.
+    where the log ends, the open tool calls, what a resume would send.  SESSIONs and the
+    filters of `list` limit the run to those sessions' rows (whole-database checks are skipped
+    and named in the summary).
 
-    Example: zett-sessions verify --severity error
+    Example: zett-sessions verify --since 1d --severity error
     """
     from ..errors import UsageError
     from ..queries.resolve import resolve_session
+    from ..queries.sessions import SessionFilter
+    from ..timeutil import utc_now
     from ..verify import CODES, Severity, verify_database
 
     unknown = sorted(set(codes or ()) - set(CODES))
@@ -83,12 +112,24 @@ def verify_command(
         )
     state = app_state(ctx)
     fmt = VerifyFormat.json if json_output else output_format
+    chosen = session_filter(
+        agent=agent,
+        session_type=session_type,
+        roots=roots,
+        since=since,
+        until=until,
+        now=utc_now(),
+    )
+    filtered = chosen != SessionFilter() or children_of is not None
 
     async def work(database: Database) -> VerifyReport:
         selected = None
         if sessions:
             selected = [await resolve_session(database, text) for text in sessions]
-        return await verify_database(database, selected, deep=deep)
+        filters = await with_parent(database, chosen, children_of) if filtered else None
+        return await verify_database(
+            database, selected, filters=filters, deep=deep, integrity=integrity or deep or None
+        )
 
     report = run_with(state.reader(db), work)
     minimum = Severity(severity.value) if severity is not None else None

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .complete import complete_session_id
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..database import Database
+    from ..queries.sessions import SessionFilter
 
 DbOption = Annotated[
     str | None,
@@ -83,6 +89,54 @@ SinceOption = Annotated[
         "--since", metavar="WHEN", help="Last activity at/after WHEN (2026-03-01, 30d, 12h)."
     ),
 ]
+UntilOption = Annotated[
+    str | None,
+    typer.Option("--until", metavar="WHEN", help="Last activity before WHEN (date or 30d)."),
+]
+ChildrenOfOption = Annotated[
+    str | None,
+    typer.Option("--children-of", metavar="SESSION", help="Only children of this session."),
+]
+
+
+def session_filter(
+    *,
+    agent: str | None,
+    session_type: list[int] | None,
+    roots: bool,
+    since: str | None,
+    until: str | None,
+    older_than: str | None = None,
+    title: str | None = None,
+    now: datetime,
+) -> SessionFilter:
+    """``list``'s filter options as a ``SessionFilter``; a bad value is a usage error before
+    the database is opened.  ``--children-of`` is resolved later, by ``with_parent``."""
+    from ..queries.sessions import SessionFilter
+    from ..timeutil import activity_cutoff, parse_moment
+
+    return SessionFilter(
+        agent=non_blank(agent, "--agent"),
+        types=tuple(session_type or ()),
+        roots=roots,
+        active_since=parse_moment(since, now=now) if since is not None else None,
+        active_before=activity_cutoff(until, older_than, now=now),
+        title=non_blank(title, "--title"),
+    )
+
+
+async def with_parent(
+    database: Database, filters: SessionFilter, children_of: str | None
+) -> SessionFilter:
+    """``filters`` narrowed to the children of the session ``children_of`` names (exit 3 when
+    it names none or is ambiguous)."""
+    if children_of is None:
+        return filters
+    from dataclasses import replace
+
+    from ..queries.resolve import resolve_session
+
+    return replace(filters, children_of=await resolve_session(database, children_of))
 
 
 def non_blank(value: str | None, option: str) -> str | None:

@@ -95,6 +95,9 @@ class SessionFilter:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
+NEWEST_FIRST = " ORDER BY updated_at DESC, id DESC"  # zett-agent's listing order
+
+
 def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -110,8 +113,8 @@ def _page_sql(db: Database, where: str, paged: bool) -> str:
         "(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = page.id) "
         "AS child_count "
         f"FROM (SELECT {layout.select_list('agent_sessions', SESSION_COLUMNS)} "
-        f"FROM agent_sessions{where} "
-        f"ORDER BY updated_at DESC, id DESC{limit}) AS page "
+        f"FROM agent_sessions{where}"
+        f"{NEWEST_FIRST}{limit}) AS page "
         "ORDER BY page.updated_at DESC, page.id DESC"
     )
 
@@ -142,6 +145,15 @@ def _listing(row: Any) -> SessionListing:
         row["snapshot_version"] or 0,
         row["child_count"] or 0,
     )
+
+
+def session_ids_sql(db: Database, filters: SessionFilter) -> tuple[str, list[Any]]:
+    """SQL selecting the ids of the sessions ``filters`` select, in one column named ``id``
+    (through the session table's indexes; layout A0 derives its sessions from the raw log)."""
+    where, params = filters.where(db)
+    if not db.layout.has_sessions_table:
+        return f"SELECT id FROM ({_A0_SQL}){where}", params
+    return f"SELECT id FROM agent_sessions{where}", params
 
 
 async def list_sessions(
@@ -177,7 +189,7 @@ async def _list_a0(
     db: Database, filters: SessionFilter, *, limit: int | None, offset: int
 ) -> SessionPage:
     where, params = filters.where(db)
-    rows = await db.fetchall(f"{_A0_SQL}{where} ORDER BY updated_at DESC, id DESC", params)
+    rows = await db.fetchall(f"{_A0_SQL}{where}{NEWEST_FIRST}", params)
     selected = [_listing(row) for row in rows]
     end = None if limit is None else offset + limit
     return SessionPage(

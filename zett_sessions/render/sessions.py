@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
@@ -17,6 +17,9 @@ from .common import count, moment_label, relative_time, safe_cell, short_ids
 from .fields import fields_table, fitted_tables
 from .jsonout import session_json
 from .sanitize import single_line
+
+if TYPE_CHECKING:
+    from ..verify.models import CrashSummary
 
 CSV_FIELDS = (
     "id",
@@ -42,21 +45,32 @@ def sessions_tables(
     full: bool = False,
     now: datetime | None = None,
     width: int = 100,
+    crashes: Mapping[str, CrashSummary] | None = None,
 ) -> Iterator[Table]:
     """The ``list`` table, in pieces of ``TABLE_CHUNK`` rows that line up; the title gets
-    whatever ``width`` the other columns leave."""
+    whatever ``width`` the other columns leave.  With ``crashes`` (``list --problems``) each
+    row ends with verify's crash summary in one line (the last durable message and the open
+    tool calls) in place of the type, snapshot and children columns."""
     ids = short_ids((s.id for s in sessions), full=full_ids or full)
     agent_cap = None if full else (16 if width >= 100 else 12)
-    show_created = width >= 110  # narrow terminals keep the title readable instead
+    problems = crashes is not None
+    show_created = width >= 110 and not problems  # narrow terminals keep the title instead
     table = Table(box=None, pad_edge=False, header_style="bold underline")
     table.add_column("ID", no_wrap=True, style="cyan")
     table.add_column("Title", no_wrap=not full, overflow="fold" if full else "ellipsis")
     table.add_column("Agent", no_wrap=not full, overflow="fold" if full else "ellipsis")
-    for header in ("Type", "Msgs", "Snap", "Kids"):
+    for header in ("Msgs",) if problems else ("Type", "Msgs", "Snap", "Kids"):
         table.add_column(header, justify="right", no_wrap=True)
     if show_created:
         table.add_column("Created", no_wrap=True)
     table.add_column("Updated", no_wrap=True)
+    shrink = [2]
+    if problems:
+        table.add_column("Last durable", no_wrap=True)
+        table.add_column(
+            "Open tool calls", no_wrap=not full, overflow="fold" if full else "ellipsis"
+        )
+        shrink.append(len(table.columns) - 1)
     rows: list[list[Text | str]] = []
     for session in sessions:
         parent = Text("↳ ", style="dim") if session.parent_session_id else Text("")
@@ -64,17 +78,26 @@ def sessions_tables(
             Text(ids[session.id]),
             parent + safe_cell(session.title, None if full else 200, "(untitled)"),
             safe_cell(session.agent_name, agent_cap, "—"),
-            str(session.session_type),
-            count(session.message_count),
-            f"v{session.snapshot_version}" if session.snapshot_version else "",
-            str(session.child_count) if session.child_count else "",
         ]
+        if crashes is None:
+            cells += [
+                str(session.session_type),
+                count(session.message_count),
+                f"v{session.snapshot_version}" if session.snapshot_version else "",
+                str(session.child_count) if session.child_count else "",
+            ]
+        else:
+            cells.append(count(session.message_count))
         if show_created:
             cells.append(relative_time(session.created_at, now))
         cells.append(relative_time(session.updated_at, now))
+        if crashes is not None:
+            from .problems import crash_cells  # verify's models: only for --problems
+
+            cells += crash_cells(crashes.get(session.id), now)
         rows.append(cells)
     return fitted_tables(
-        table, rows, chunk=TABLE_CHUNK, flex=1, width=width, shrink=(2,), shrink_cap=20
+        table, rows, chunk=TABLE_CHUNK, flex=1, width=width, shrink=shrink, shrink_cap=20
     )
 
 
@@ -91,20 +114,20 @@ def sessions_json(sessions: Iterable[SessionListing]) -> list[dict[str, Any]]:
     return [session_json(session) for session in sessions]
 
 
-def csv_header() -> str:
-    return _csv_line(CSV_FIELDS)
+def csv_header(extra: tuple[str, ...] = ()) -> str:
+    return csv_line(CSV_FIELDS + extra)
 
 
 def session_csv(session: SessionListing) -> str:
     document = session_json(session)
     values = [document.get(name) for name in CSV_FIELDS]
-    return _csv_line(
+    return csv_line(
         "" if value is None else single_line(value) if isinstance(value, str) else str(value)
         for value in values
     )
 
 
-def _csv_line(values: Iterable[Any]) -> str:
+def csv_line(values: Iterable[Any]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(list(values))
     return buffer.getvalue().rstrip("\n")

@@ -113,6 +113,11 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
             "snapshots": checked.snapshots,
             "selected_sessions": checked.selected_sessions,
             "seconds": checked.seconds,
+            "scope": checked.scope,
+            "skipped": [
+                {"check": skip.check, "codes": skip.codes, "how": skip.how}
+                for skip in checked.skipped
+            ],
         },
         "summary": summary_json(report),
         "findings": [finding_json(finding) for finding in report.findings],
@@ -124,16 +129,22 @@ def verify_json(report: VerifyReport) -> dict[str, Any]:
 
 
 def summary_line(report: VerifyReport) -> str:
-    """The ``--quiet`` line: verdict and counts (no database text, so nothing to sanitize)."""
+    """The ``--quiet`` line: verdict and counts, and what a scoped run skipped (no database
+    text, so nothing to sanitize)."""
     checked = report.checked
-    return (
+    database = report.database
+    line = (
         f"{plural(report.count(Severity.ERROR), 'error')}, "
         f"{plural(report.count(Severity.WARNING), 'warning')}, "
         f"{count(report.count(Severity.INFO))} info in "
         f"{plural(checked.sessions, 'session')} ({plural(checked.messages, 'message')}, "
-        f"{plural(checked.snapshots, 'snapshot')}); "
-        f"{report.database.integrity_check} {'ok' if report.database.integrity_ok else 'FAILED'}"
+        f"{plural(checked.snapshots, 'snapshot')})"
     )
+    if database.integrity_ok is not None:
+        line += f"; {database.integrity_check} {'ok' if database.integrity_ok else 'FAILED'}"
+    if checked.skipped:
+        line += "; skipped: " + ", ".join(f"{skip.check} ({skip.how})" for skip in checked.skipped)
+    return line
 
 
 def _header(report: VerifyReport) -> Text:

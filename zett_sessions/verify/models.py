@@ -134,11 +134,22 @@ class DatabaseInfo(BaseModel):
     layout: str
     layout_note: str
     integrity_check: Literal["quick_check", "integrity_check"]
-    integrity_ok: bool
+    integrity_ok: bool | None  # None: not run (a scoped run without --integrity)
+
+
+class SkippedCheck(BaseModel):
+    """A whole-database check a scoped run did not make, and how to make it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check: str
+    codes: list[str]
+    how: str
 
 
 class Checked(BaseModel):
-    """How much was verified (the selection when sessions were named)."""
+    """How much was verified: the whole database, or the sessions in scope (named sessions
+    and/or session filters) and the whole-database checks that were skipped."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -147,6 +158,8 @@ class Checked(BaseModel):
     snapshots: int = 0
     selected_sessions: list[str] | None = None
     seconds: float = 0.0
+    scope: Literal["database", "sessions"] = "database"
+    skipped: list[SkippedCheck] = Field(default_factory=list)
 
 
 class VerifyReport(BaseModel):

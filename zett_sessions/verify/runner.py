@@ -27,14 +27,15 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ..codec import decode_envelope
 from ..database import Database
 from ..errors import DatabaseUnreadable, ValidationError
-from ..schema import IN_IDS, Layout, json_ids
+from ..queries.sessions import SessionFilter, session_ids_sql
+from ..schema import Layout
 from ..timeutil import utc_now
 from ..values import text_or_none
 from .checks_batches import BatchVerdict, judge_batches, replay_entries, rescanned
@@ -56,6 +57,7 @@ from .findings import RowFindings
 from .models import Checked, CrashSummary, DatabaseInfo, Finding, VerifyReport
 from .reader import NotUtf8, Reader
 from .scan import raw_scan_sql, sessions_sql, snapshots_sql
+from .scope import Scope, parent_chains, skipped_checks
 from .walk import Resolve, Row, SessionScan, finish, walk
 
 PARALLEL_MIN_ROWS = 200_000  # below this, starting another process costs more than it saves
@@ -64,15 +66,16 @@ SCAN_BATCH = 4096
 
 @dataclass(frozen=True)
 class _Range:
-    """A slice of the session-id space: ``low <= id < high`` (open ends are ``None``)."""
+    """A slice of the session-id space: ``low <= id < high`` (open ends are ``None``), of
+    the sessions in ``scope`` when the run is scoped."""
 
     low: str | None = None
     high: str | None = None
-    selected: tuple[str, ...] | None = None
+    scope: Scope | None = None
 
     def where(self, column: str) -> tuple[str, list[Any]]:
-        if self.selected is not None:
-            return f" WHERE {column} {IN_IDS}", [json_ids(self.selected)]
+        if self.scope is not None:
+            return self.scope.where(column, self.low, self.high)
         clauses, params = [], []
         if self.low is not None:
             clauses.append(f"{column} >= ?")
@@ -90,6 +93,8 @@ class _Result:
     sessions: int = 0
     messages: int = 0
     snapshots: int = 0
+    links: dict[str, str] = field(default_factory=dict)  # scoped: child -> parent, up the chains
+    children: list[str] = field(default_factory=list)  # scoped: sessions in scope with a parent
 
 
 class _Peek:
@@ -149,6 +154,10 @@ class _RangeChecker:
             self.snapshots = _Peek(reader.rows(snapshots_sql(where), params), 1)
             self._walk(reader.batches(raw_scan_sql(self.layout, where), params, SCAN_BATCH))
             self._flush_before(None)
+            if self.span.scope is not None:
+                result = self.result
+                result.children = list(result.links)
+                parent_chains(reader, result.links)
         return self.result
 
     def _walk(self, batches: Iterator[list[Row]]) -> None:
@@ -195,7 +204,12 @@ class _RangeChecker:
 
     def _take_session(self, session_id: Any) -> sqlite3.Row | None:
         rows = self.sessions.take(session_id)
-        return rows[0] if rows else None
+        if not rows:
+            return None
+        parent = rows[0]["parent_session_id"]
+        if parent is not None and self.span.scope is not None:
+            self.result.links[str(session_id)] = str(parent)
+        return rows[0]
 
     def _flush_before(self, session_id: Any) -> None:
         """Judge sessions that have a session row or snapshots but no raw row before ``id``."""
@@ -322,21 +336,23 @@ def check_range(
             return _RangeChecker(reader, span, now, summarize).run()
 
 
-async def _split(db: Database, parts: int) -> list[_Range]:
-    """Cut the session-id space into ``parts`` ranges holding about as many raw rows each."""
-    total = await db.scalar("SELECT count(*) FROM raw_messages")
+async def _split(db: Database, parts: int, scope: Scope | None = None) -> list[_Range]:
+    """Cut the session-id space (of the sessions in ``scope``) into ``parts`` ranges holding
+    about as many raw rows each; counted through the ``session_id`` index."""
+    where, params = _Range(scope=scope).where("session_id")
+    total = await db.scalar(f"SELECT count(*) FROM raw_messages{where}", params)
     if parts < 2 or total < PARALLEL_MIN_ROWS:
-        return [_Range()]
+        return [_Range(scope=scope)]
     cuts: list[str] = []
     for index in range(1, parts):
         cut = await db.scalar(
-            "SELECT session_id FROM raw_messages ORDER BY session_id LIMIT 1 OFFSET ?",
-            (total * index // parts,),
+            f"SELECT session_id FROM raw_messages{where} ORDER BY session_id LIMIT 1 OFFSET ?",
+            (*params, total * index // parts),
         )
         if isinstance(cut, str) and (not cuts or cut > cuts[-1]):
             cuts.append(cut)
     bounds: list[str | None] = [None, *cuts, None]
-    return [_Range(low, high) for low, high in itertools.pairwise(bounds)]
+    return [_Range(low, high, scope) for low, high in itertools.pairwise(bounds)]
 
 
 async def _parent_links(db: Database) -> dict[str, str]:
@@ -390,36 +406,65 @@ async def verify_database(
     db: Database,
     session_ids: Sequence[str] | None = None,
     *,
+    filters: SessionFilter | None = None,
     deep: bool = False,
-    integrity: bool = True,
+    integrity: bool | None = None,
     parallel: int = 2,
     now: datetime | None = None,
 ) -> VerifyReport:
-    """Check ``db`` (or only ``session_ids``, already resolved) and return the report.
+    """Check ``db`` and return the report: the whole database, or only the sessions in scope.
+
+    The scope is ``session_ids`` (already resolved) and/or the sessions ``filters`` select
+    (``list``'s filters; with ids too, the ids they select).  A scoped run reads only the rows
+    of the sessions in scope, through indexes, and finds exactly what a whole-database run
+    finds for them; it leaves out the whole-database checks (``Checked.skipped``): SQLite's
+    integrity check unless ``integrity=True``, and rows of session ids that have no session
+    row.  Parent cycles are reported when they pass through a session in scope.
 
     Read-only: ``db`` should be opened with ``read_only=True``; nothing is written.
-    ``integrity=False`` skips SQLite's quick_check (``list --problems`` does); ``parallel`` is
-    how many ranges a large database is split into.
+    ``integrity`` defaults to True for the whole database and False for a scoped run (``list
+    --problems`` passes False); ``parallel`` is how many ranges a large run is split into.
     """
+    await db.open()
+    scope = _scope(db, session_ids, filters)
+    return await verify_scope(db, scope, deep=deep, integrity=integrity, parallel=parallel, now=now)
+
+
+async def verify_scope(
+    db: Database,
+    scope: Scope | None,
+    *,
+    deep: bool = False,
+    integrity: bool | None = None,
+    parallel: int = 2,
+    now: datetime | None = None,
+) -> VerifyReport:
+    """``verify_database`` of the sessions ``scope`` selects (``None``: the whole database)."""
     started = time.perf_counter()
     await db.open()
     if db.is_memory:
         raise ValidationError("verify needs a database file, not an in-memory database")
     now = now or utc_now()
+    integrity = scope is None if integrity is None else integrity
     checking = None
     if integrity:
         checking = asyncio.create_task(integrity_check(db.path, deep, db.busy_timeout_ms))
     try:
-        selected = tuple(dict.fromkeys(session_ids)) if session_ids is not None else None
-        spans = [_Range(selected=selected)] if selected is not None else await _split(db, parallel)
+        spans = await _split(db, parallel, scope)
         results = await _run_ranges(db, spans, now)
-        cycles = parent_cycles(await _parent_links(db), selected)
+        if scope is None:
+            cycles = parent_cycles(await _parent_links(db))
+        else:
+            links = {k: v for result in results for k, v in result.links.items()}
+            starts = {child for result in results for child in result.children}
+            cycles = [c for c in parent_cycles(links, starts) if not starts.isdisjoint(c)]
         summarized = {summary.session_id for result in results for summary in result.summaries}
         late = sorted({cycle[0] for cycle in cycles} - summarized)
         if late:
-            results += await _run_ranges(db, [_Range(selected=tuple(late))], now, frozenset(late))
+            span = _Range(scope=Scope.of_ids(late))
+            results += await _run_ranges(db, [span], now, frozenset(late))
             results[-1].findings.clear()  # already reported; only the summaries were wanted
-        lines = await checking if checking is not None else ["ok"]
+        lines = await checking if checking is not None else None
     except BaseException:
         if checking is not None:
             checking.cancel()
@@ -429,23 +474,27 @@ async def verify_database(
     findings = [finding for result in results for finding in result.findings]
     findings += cycle_findings(cycles)
     findings += layout_findings(db.layout)
-    findings += integrity_findings(lines, deep)
+    if lines is not None:
+        findings += integrity_findings(lines, deep)
     findings.sort(key=lambda finding: finding.sort_key)
     counted = results[: len(spans)]
+    pragma: Literal["quick_check", "integrity_check"] = "integrity_check" if deep else "quick_check"
     return VerifyReport(
         database=DatabaseInfo(
             path=db.path,
             layout=db.layout.name,
             layout_note=db.layout.note,
-            integrity_check="integrity_check" if deep else "quick_check",
-            integrity_ok=lines == ["ok"],
+            integrity_check=pragma,
+            integrity_ok=None if lines is None else lines == ["ok"],
         ),
         checked=Checked(
             sessions=sum(result.sessions for result in counted),
             messages=sum(result.messages for result in counted),
             snapshots=sum(result.snapshots for result in counted),
-            selected_sessions=list(selected) if selected is not None else None,
+            selected_sessions=list(scope.named) if scope and scope.named is not None else None,
             seconds=round(time.perf_counter() - started, 3),
+            scope="database" if scope is None else "sessions",
+            skipped=[] if scope is None else skipped_checks(integrity, pragma),
         ),
         findings=findings,
         sessions=sorted(
@@ -455,13 +504,14 @@ async def verify_database(
     )
 
 
-async def problem_session_ids(db: Database) -> list[str]:
-    """Ids of the sessions with at least one error finding (``list --problems``)."""
-    report = await verify_database(db, integrity=False)
-    return sorted(
-        {
-            finding.session_id
-            for finding in report.findings
-            if finding.session_id is not None and finding.severity is Severity.ERROR
-        }
-    )
+def _scope(
+    db: Database, session_ids: Sequence[str] | None, filters: SessionFilter | None
+) -> Scope | None:
+    """``None`` for the whole database."""
+    if filters is None:
+        return None if session_ids is None else Scope.of_ids(session_ids)
+    named = tuple(dict.fromkeys(session_ids)) if session_ids is not None else None
+    if named is not None:
+        filters = replace(filters, ids=named)
+    sql, params = session_ids_sql(db, filters)
+    return Scope(sql, tuple(params), named)

@@ -1,0 +1,69 @@
+"""Renderers for ``list --problems``: verify's crash summary beside each listed session."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from ..queries.sessions import SessionListing
+from ..timeutil import iso_utc
+from ..values import plural
+from ..verify.models import CrashSummary
+from ..verify.problems import ProblemPage
+from .common import relative_time
+from .jsonout import session_json
+from .sanitize import single_line
+from .sessions import csv_line, page_footer, session_csv
+from .verify import crash_json
+
+
+def crash_cells(summary: CrashSummary | None, now: datetime | None = None) -> list[Text | str]:
+    """verify's crash summary in one line: ``#31 5 min ago`` and the open calls' names."""
+    if summary is None:
+        return ["—", "—"]
+    last = summary.last_sequence
+    durable = "none" if last is None else f"#{last} {relative_time(summary.last_message_at, now)}"
+    names = [single_line(call.name or "?", 64) for call in summary.open_tool_calls]
+    return [durable, Text(", ".join(names)) if names else Text("none", style="dim")]
+
+
+def problems_footer(problems: ProblemPage) -> str:
+    """The ``list --problems`` footer; says how far the search went when it stopped early."""
+    page = problems.page
+    if problems.complete:
+        return page_footer(len(page.sessions), page.total, page.offset)
+    start = f" from #{page.offset + 1:,}" if page.offset else ""
+    return (
+        f"{plural(len(page.sessions), 'session')} with errors{start}, found among the newest "
+        f"{problems.examined:,} of {plural(problems.in_scope, 'session')} "
+        "(--all examines every one)"
+    )
+
+
+def problem_json(problems: ProblemPage, session: SessionListing) -> dict[str, Any]:
+    """A ``list --problems`` object: the listing keys, the error codes, the crash summary."""
+    summary = problems.summaries.get(session.id)
+    return {
+        **session_json(session),
+        "error_codes": problems.errors.get(session.id, []),
+        "crash_summary": crash_json(summary) if summary is not None else None,
+    }
+
+
+PROBLEM_CSV_FIELDS = ("error_codes", "last_sequence", "last_message_at", "open_tool_calls")
+
+
+def problem_csv(problems: ProblemPage, session: SessionListing) -> str:
+    """A CSV row with the ``list --problems`` columns after the listing's."""
+    summary = problems.summaries.get(session.id)
+    extra = [" ".join(problems.errors.get(session.id, [])), "", "", ""]
+    if summary is not None:
+        last = summary.last_sequence
+        extra[1:] = [
+            "" if last is None else str(last),
+            iso_utc(summary.last_message_at) or "",
+            " ".join(single_line(call.name or "?") for call in summary.open_tool_calls),
+        ]
+    return session_csv(session) + "," + csv_line(extra)
