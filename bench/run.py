@@ -24,6 +24,12 @@ Floors and targets, all measured in the same run:
   session's rows (both write to the same file, in ``/dev/shm`` when there is one).
 * ``show`` on a TTY: the first 2 kB of the transcript must reach the terminal within 0.5 s
   (measured through a pseudo-terminal, colours on, no pager).
+* triage (issue 16), each against ``list --limit 20`` on the same database, in the same run:
+  ``verify SESSION`` of a typical session (the newest of 20–40 messages) and ``list --problems
+  --since`` the window of the newest sessions holding 10,000 messages (1% of the 1M database,
+  the same work at every size) at most 2x, ``list --problems -n 20`` (the generated databases
+  have 1% crashed sessions) at most 5x; flat from 100k to 5M messages.  The window of the
+  newest 1% of the sessions is reported too (it grows with the database).
 * ``delete --older-than 180d`` beside an agent appending every 0.1 s (``bench/appender.py``,
   the storage core with the default 5 s busy timeout): no append waits longer than 1 s and
   none fails (issue 18).  The floor column is the delete's own time in that run.
@@ -219,6 +225,49 @@ def ensure_database(messages: int, seed: int) -> tuple[Path, dict]:  # type: ign
         )
         print(f"  built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return path, json.loads(truth_path.read_text())
+
+
+WINDOW_MESSAGES = 10_000  # the triage window: 1% of the 1M-message database (issue 16)
+
+
+@dataclass
+class Window:
+    """``--since`` text of the newest sessions' window, and what it holds."""
+
+    since: str
+    sessions: int
+    messages: int
+
+
+def triage_targets(db: Path) -> tuple[str, int, Window, Window]:
+    """A typical session (the newest with 20-40 messages: its id and size), the window of the
+    newest sessions holding ``WINDOW_MESSAGES`` messages (the same work at every size), and
+    the window of the newest 1% of the sessions (grows with the database); through indexes."""
+    count = "(SELECT count(*) FROM raw_messages r WHERE r.session_id = s.id)"
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        session_id, size = conn.execute(
+            f"SELECT id, {count} AS n FROM agent_sessions s WHERE {count} BETWEEN 20 AND 40 "
+            "ORDER BY updated_at DESC, id DESC LIMIT 1"
+        ).fetchone()
+        (total,) = conn.execute("SELECT count(*) FROM agent_sessions").fetchone()
+        newest = conn.execute(
+            f"SELECT updated_at, {count} FROM agent_sessions s ORDER BY updated_at DESC, id DESC"
+        )
+        fixed: Window | None = None
+        percent: Window | None = None
+        sessions = messages = 0
+        for updated_at, n in newest:
+            sessions, messages = sessions + 1, messages + n
+            here = Window(str(updated_at).replace(" ", "T"), sessions, messages)
+            if fixed is None and messages >= WINDOW_MESSAGES:
+                fixed = here
+            if percent is None and sessions >= max(1, total // 100):
+                percent = here
+            if fixed is not None and percent is not None:
+                break
+        newest.close()
+    assert fixed is not None and percent is not None, f"{db} holds too few messages"
+    return str(session_id), int(size), fixed, percent
 
 
 def sqlite_cli(db: Path, sql: str) -> list[str]:
@@ -595,6 +644,37 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
                 note=f"peak RSS {ours.peak_rss_mb:.0f} MB",
             )
         )
+    if want("triage"):
+        one, size, fixed, percent = triage_targets(db)
+        page, *triage = measure_together(
+            [
+                ("list --limit 20", [*base, "list", "--limit", "20"]),
+                ("verify SESSION", [*base, "verify", one, "--quiet"]),
+                ("list --problems --since", [*base, "list", "--problems", "--since", fixed.since]),
+                ("list --problems -n 20", [*base, "list", "--problems", "-n", "20"]),
+                ("1% window", [*base, "list", "--problems", "--since", percent.since]),
+            ],
+            runs,
+        )
+        target = "≤ {:g}× list --limit 20"
+        for label, timing, limit in (
+            (f"verify SESSION ({size} messages)", triage[0], 2.0),
+            (
+                f"list --problems --since (newest {fixed.sessions:,} sessions, "
+                f"{fixed.messages:,} messages)",
+                triage[1],
+                2.0,
+            ),
+            ("list --problems -n 20 (1% crashed)", triage[2], 5.0),
+            (
+                f"list --problems --since (newest 1%: {percent.sessions:,} sessions, "
+                f"{percent.messages:,} messages)",
+                triage[3],
+                None,
+            ),
+        ):
+            goal = target.format(limit) if limit else "(reported: grows with the window)"
+            rows.append(Row(label, timing, page, goal, limit))
     if want("delete"):
         with scratch_copy(db) as fresh:
             copy_path = fresh()
@@ -672,7 +752,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--only",
-        help="comma-separated: help,list,show,tail,verify,delete,delete-writer,tail-f",
+        help="comma-separated: help,list,show,tail,verify,triage,delete,delete-writer,tail-f",
     )
     args = parser.parse_args()
     if shutil.which("sqlite3") is None:
