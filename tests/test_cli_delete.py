@@ -135,9 +135,98 @@ def test_delete_by_id_and_prefix(db: Path) -> None:
 
 
 def test_ids_on_stdin_with_dash(db: Path) -> None:
-    r = delete(db, "-", "--yes", input="old-b\n\n  mid  \n")
+    r = delete(db, "-", "--yes", input="old-b\n\nmid\n")
     assert r.exit_code == 0, r.stderr
     assert ids_in(db) == ALL - {"old-b", "mid"}
+
+
+@pytest.mark.parametrize("line", ["bus", "  mid  ", "old-b\r", "mi"])
+def test_ids_on_stdin_name_sessions_only_exactly(db: Path, line: str) -> None:
+    """A pipe carries exact ids: a fragment is never a prefix of another session, and nothing
+    is stripped (a CRLF line names no session)."""
+    before = digest(db)
+    r = delete(db, "-", "--yes", "--skip-active", "0", input=f"old-a\n{line}\n")
+    assert r.exit_code == 3, r.stdout
+    assert r.stdout == ""
+    assert r.stderr.startswith("Error: no session matches") and r.stderr.count("\n") == 1
+    assert digest(db) == before
+    r = delete(db, "-", "--yes", "--missing-ok", "--json", "--skip-active", "0", input=line)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["plan"]["sessions"] == []
+    assert ids_in(db) == ALL
+
+
+# Every character ``str.splitlines`` breaks a line at, besides "\n".
+LINE_BREAKS = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r\n"]
+
+
+@pytest.mark.parametrize("separator", LINE_BREAKS, ids=repr)
+def test_list_q_into_delete_never_deletes_a_session_the_listing_did_not_select(
+    tmp_path: Path, separator: str
+) -> None:
+    """Issue 18, item 2: an old session whose id holds a line break must not turn into two ids
+    on the way through the pipe, the second a prefix of a session active an hour ago."""
+    path = seed_sessions(
+        tmp_path / "pipe.sqlite3",
+        [
+            SeedSession(f"stale{separator}busy", age=200 * DAY),
+            SeedSession("busy-agent-run", age=timedelta(hours=1)),
+            SeedSession("old-plain", age=200 * DAY),
+        ],
+    )
+    listed = run_cli(["--db", str(path), "list", "--older-than", "90d", "-q"])
+    assert listed.exit_code == 0, listed.stderr
+    assert listed.stdout == "old-plain\n"
+    assert listed.stderr.startswith("Warning: left out 1 id that cannot be written here exactly")
+    assert repr(f"stale{separator}busy") in listed.stderr and "-0" in listed.stderr
+    r = delete(path, "-", "--yes", input=listed.stdout)
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(path) == {f"stale{separator}busy", "busy-agent-run"}
+
+    listed = run_cli(["--db", str(path), "list", "--older-than", "90d", "-0"])
+    assert listed.exit_code == 0, listed.stderr
+    exact = listed.stdout_bytes.decode()  # Result.stdout turns "\r\n" into "\n"
+    assert (exact, listed.stderr) == (f"stale{separator}busy\0", "")
+    r = delete(path, "-0", "-", "--yes", input=exact)
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(path) == {"busy-agent-run"}
+
+
+def test_delete_reads_lines_split_at_newline_only(tmp_path: Path) -> None:
+    odd = "a\rb\x85c\u2028d"
+    path = seed_sessions(
+        tmp_path / "odd.sqlite3", [SeedSession(odd, age=200 * DAY), SeedSession("a", age=200 * DAY)]
+    )
+    r = delete(path, "-", "--yes", input=odd + "\n")
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(path) == {"a"}
+
+
+def test_null_separated_ids_need_dash_and_keep_every_character(tmp_path: Path) -> None:
+    ids = [" padded ", "line\nbreak", "tab\tand\x1b[2J"]
+    path = seed_sessions(
+        tmp_path / "null.sqlite3",
+        [*(SeedSession(sid, age=200 * DAY) for sid in ids), SeedSession("padded")],
+    )
+    r = delete(path, "-0", "padded", "--yes")
+    assert r.exit_code == 2, r.stdout
+    assert r.stderr.startswith("Error: -0/--null") and "`-`" in r.stderr
+    r = delete(path, "--null", "-", "--yes", input="\0".join(ids) + "\0\0")
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(path) == {"padded"}
+
+
+def test_ids_on_stdin_that_are_not_utf8_are_a_usage_error(db: Path) -> None:
+    from typer.testing import CliRunner
+
+    from zett_sessions.cli.main import app
+
+    before = digest(db)
+    r = CliRunner().invoke(app, ["--db", str(db), "delete", "-", "--yes"], input=b"old-a\n\xff\n")
+    assert r.exit_code == 2, r.stdout
+    assert r.stdout == ""
+    assert r.stderr.startswith("Error: the ids on stdin are not UTF-8 text (byte 7")
+    assert digest(db) == before
 
 
 def test_ids_with_surrounding_whitespace_are_found_as_typed_and_from_list_q(
@@ -577,3 +666,51 @@ def test_the_human_plan_lists_100_sessions_unless_full(tmp_path: Path) -> None:
     r = delete(path, "--older-than", "1d", "--keep-last", "5", "--dry-run", "--full")
     assert r.exit_code == 0, r.stderr
     assert "more (--full" not in r.stdout and "s129" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [1700000000, 20200101.5, "2020-01-01", "2020-01-01T00:00:00Z", " 2020-01-01 00:00:00.000000"],
+    ids=repr,
+)
+def test_a_time_not_in_the_stored_form_is_never_old_and_is_reported(
+    tmp_path: Path, stored: object
+) -> None:
+    """Issue 18, item 7: a number sorts before every text, so ``updated_at < cutoff`` picked a
+    damaged session as older than anything, and --skip-active did not protect it."""
+    path = seed_sessions(
+        tmp_path / "times.sqlite3",
+        [
+            SeedSession("damaged", age=timedelta(minutes=1)),
+            SeedSession("old", age=200 * DAY),
+            SeedSession("recent", age=DAY),
+        ],
+    )
+    execute_sql(
+        path, "UPDATE agent_sessions SET updated_at = ? WHERE id = 'damaged'", params=(stored,)
+    )
+    r = run_cli(["--db", str(path), "list", "--older-than", "90d", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert [s["id"] for s in json.loads(r.stdout)] == ["old"]
+    assert r.stderr.startswith("Warning: left out 1 session whose last activity (updated_at)")
+    assert "'damaged'" in r.stderr and r.stderr.count("\n") == 1
+
+    r = delete(path, "--older-than", "90d", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    plan = json.loads(r.stdout)["plan"]
+    assert [s["id"] for s in plan["sessions"]] == ["old"]
+    assert [(s["id"], s["reason"]) for s in plan["skipped"]] == [("damaged", "unknown-age")]
+    before = digest(path)
+    r = delete(path, "--older-than", "90d", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert "damaged" in r.stdout and "age is unknown" in r.stdout
+    assert ids_in(path) == {"damaged", "recent"}
+    assert digest(path) != before
+
+    # named by id, it is still not "inactive": --skip-active protects it unless turned off
+    r = delete(path, "damaged", "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    plan = json.loads(r.stdout)["plan"]
+    assert plan["sessions"] == []
+    assert [(s["id"], s["reason"]) for s in plan["skipped"]] == [("damaged", "unknown-age")]
+    assert planned(path, "damaged", "--skip-active", "0") == ["damaged"]

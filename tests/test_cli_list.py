@@ -345,6 +345,46 @@ def test_format_csv_has_a_header_and_one_sanitized_row_per_session(
     assert rows[ORDER.index("tools")]["title"] == ""
 
 
+FORMULAS = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "'quoted"]
+
+
+def test_format_csv_neutralises_formulas_and_keeps_ids_exact(tmp_path: Path) -> None:
+    """Issue 18, item 10 (OWASP CSV injection): no text cell begins with a character that
+    makes a spreadsheet run it; one leading ' gives back the exact text, so ids stay exact;
+    a session whose id or parent id CSV could only alter is left out, named on stderr."""
+    from support import SeedSession, seed_sessions
+
+    hostile = "ctl\x1b]52;c;eA==\x07id"
+    odd_ids = ['=HYPERLINK("http://evil.example","x")', 'comma,"quote" id', "-dash", hostile]
+    path = seed_sessions(
+        tmp_path / "csv.sqlite3",
+        [
+            *(SeedSession(f"s{n}", title=title, agent=title) for n, title in enumerate(FORMULAS)),
+            *(SeedSession(sid, title="plain") for sid in odd_ids),
+            SeedSession("kid", parent=hostile),
+        ],
+    )
+    r = run_cli(["--db", str(path), "list", "--format", "csv"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.startswith("Warning: left out 2 sessions whose id or parent id holds")
+    assert repr(hostile) in r.stderr and "'kid'" in r.stderr and "--json" in r.stderr
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert '"s0","\'=1+1","\'=1+1",0,"",2,' in r.stdout  # text quoted, numbers bare
+    rows = list(csv.reader(io.StringIO(r.stdout)))
+    assert set(rows[0]) == JSON_KEYS
+    cells = [cell for row in rows[1:] for cell in row]
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    exact = [
+        {k: v.removeprefix("'") for k, v in zip(rows[0], row, strict=True)} for row in rows[1:]
+    ]
+    assert {row["id"] for row in exact} == {f"s{n}" for n in range(5)} | set(odd_ids[:3])
+    assert {row["title"] for row in exact} == {*FORMULAS, "plain"}
+    assert {row["agent_name"] for row in exact} == {*FORMULAS, "agent"}
+    for row in exact:  # every id still names its session
+        r = run_cli(["--db", str(path), "show", "--json", "--", row["id"]])
+        assert r.exit_code == 0 and json.loads(r.stdout)["session"]["id"] == row["id"]
+
+
 def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     r = run_cli(["--db", str(copy_sample(tmp_path)), "list", "--format", "xml"])
     assert r.exit_code == 2

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from support import NEWEST_IDS, copy_sample, digest
+from support import NEWEST_IDS, copy_sample, digest, execute_sql
 from zett_sessions.cli.main import app
 
 COMPLETIONS = Path(__file__).parent.parent / "completions"
@@ -63,3 +64,50 @@ def test_session_id_completion_is_silent_for_a_missing_database(tmp_path: Path) 
     missing = tmp_path / "missing.sqlite3"
     assert complete("show", "019", missing) == []
     assert not missing.exists()
+
+
+HOSTILE_IDS = [
+    "evil-osc\x1b]52;c;ZXZpbA==\x07",
+    "evil-dcs\x1bPq#0;2;0;0;0\x1b\\",
+    "evil-c1\x9b31m",
+    "evil-cr\rfake",
+    "evil-nul\x00x",
+    "evil-sgr\x1b[31m",
+    "evil-newline\nx",
+    "evil-bidi\u202eexe",
+]
+TERMINAL_ACTIVE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_session_id_completion_never_offers_an_id_that_is_not_safe_to_show(
+    tmp_path: Path, shell: str
+) -> None:
+    """Issue 18, item 9: candidates reach the terminal through the shell; an id holding an
+    escape sequence, a C1 or any control character is left out, never offered altered."""
+    db = copy_sample(tmp_path)
+    for sid in [*HOSTILE_IDS, "evil-plain"]:
+        execute_sql(
+            db,
+            "INSERT INTO agent_sessions (id, session_type, title, created_at, updated_at) "
+            "VALUES (?, 0, 'title \x1b[2J', '2026-03-02 09:00:00.000000', "
+            "'2026-03-02 09:00:00.000000')",
+            params=(sid,),
+        )
+    env = {"_ZETT_SESSIONS_COMPLETE": f"complete_{shell}", "_TYPER_COMPLETE_ARGS": ""}
+    for incomplete, words in (("evil", "show evil"), ("", "show ")):
+        line = f"zett-sessions --db {db} {words}"
+        shell_env = {
+            "bash": {
+                "COMP_WORDS": line,
+                "COMP_CWORD": str(len(line.split()) - (0 if incomplete else -1) - 1),
+            },
+            "zsh": {"_TYPER_COMPLETE_ARGS": line},
+            "fish": {"_TYPER_COMPLETE_ARGS": line, "_TYPER_COMPLETE_FISH_ACTION": "get-args"},
+        }[shell]
+        result = CliRunner().invoke(app, [], env={**env, **shell_env}, prog_name="zett-sessions")
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr == ""
+        assert TERMINAL_ACTIVE.search(result.stdout.replace("\n", "")) is None, result.stdout
+        assert "evil-plain" in result.stdout
+        assert "evil-" not in result.stdout.replace("evil-plain", ""), result.stdout

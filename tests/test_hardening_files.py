@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from support import (
+    DATA,
     LEGACY,
     SAFETY_NET,
     assert_one_error_line,
@@ -607,3 +608,167 @@ def test_a_real_process_on_a_broken_file_prints_exactly_one_line(tmp_path: Path)
         r = cli_process(text, *command)
         assert r.returncode == 1
         assert_one_error_line(r.stderr, "is not an SQLite database")
+
+
+# --- issue 18: paths that are not a database file -------------------------------------------
+
+# One command of each kind (the FIFO cases run as real processes: a regression would block).
+EACH_COMMAND = [
+    ["list"],
+    ["info"],
+    ["verify"],
+    ["show", SESSION],
+    ["tail", SESSION],
+    ["snapshot-info", "--all"],
+    ["rename", SESSION, "New title"],
+    ["delete", SESSION, "--yes", "--skip-active", "0"],
+]
+
+
+def test_an_empty_db_is_a_usage_error_and_never_the_default_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18, item 3: a script whose variable came out empty deleted every session of
+    ~/.zett-agent/sessions.sqlite3."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    default = tmp_path / ".zett-agent" / "sessions.sqlite3"
+    default.parent.mkdir()
+    write_demo(default)
+    before = listing(tmp_path)
+    for global_db, env, command_db, source in [
+        ([], "", [], "$ZETT_SESSIONS_DB is set but empty"),
+        (["--db", ""], None, [], "--db is empty"),
+        (["--db", ""], "", [], "--db is empty"),
+        ([], None, ["--db", ""], "--db is empty"),
+    ]:
+        if env is None:
+            monkeypatch.delenv("ZETT_SESSIONS_DB", raising=False)
+        else:
+            monkeypatch.setenv("ZETT_SESSIONS_DB", env)
+        for command in [*EACH_COMMAND, ["delete", "--all", "--yes", "--skip-active", "0"]]:
+            r = run_cli([*global_db, *command, *command_db])
+            assert r.exit_code == 2, (command, r.stdout[-300:], r.stderr)
+            assert r.stdout == ""
+            assert_one_error_line(r.stderr, source, "name a database file")
+    assert listing(tmp_path) == before
+    monkeypatch.delenv("ZETT_SESSIONS_DB", raising=False)
+    assert run_cli(["list", "-q"]).stdout.count("\n") == 9  # unset: the default, as before
+
+
+def test_a_fifo_as_db_is_refused_before_it_is_opened(tmp_path: Path) -> None:
+    """Issue 18, item 5: SQLite's open of a FIFO blocks until a writer appears (forever, and
+    Ctrl-C did not stop it).  Every command runs as a real process, all at once; the one
+    deadline is only a safety net, so a regression costs one timeout, not one per command."""
+    fifo = tmp_path / "sessions.sqlite3"
+    os.mkfifo(fifo)
+    started = {
+        " ".join(command): subprocess.Popen(
+            [sys.executable, "-m", "zett_sessions", "--db", str(fifo), *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in EACH_COMMAND
+    }
+    deadline = time.monotonic() + 300
+    try:
+        for name, process in started.items():
+            stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
+            assert process.returncode == 1, (name, stdout, stderr)
+            assert stdout == "", name
+            assert_one_error_line(stderr, f"{fifo} is a FIFO (named pipe), not a database file")
+    finally:
+        for process in started.values():
+            process.kill()
+            process.communicate()
+    assert sorted(os.listdir(tmp_path)) == ["sessions.sqlite3"]
+
+
+def test_a_fifo_as_archive_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path, LEGACY, "sessions.sqlite3")
+    before = digest(db)
+    fifo = tmp_path / "archive.sqlite3"
+    os.mkfifo(fifo)
+    r = cli_process(db, "delete", SESSION, "--yes", "--archive-to", str(fifo), timeout=300)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert_one_error_line(r.stderr, f"--archive-to: {fifo} is a FIFO", "another --archive-to")
+    assert digest(db) == before
+
+
+def test_a_socket_or_a_device_as_db_is_refused(tmp_path: Path) -> None:
+    import socket
+
+    place = tempfile.mkdtemp()  # a socket path must be short (108 bytes)
+    try:
+        sock_path = Path(place) / "s"
+        with closing(socket.socket(socket.AF_UNIX)) as sock:
+            sock.bind(str(sock_path))
+            for path, kind in ((sock_path, "a socket"), (Path("/dev/null"), "a character device")):
+                for command in EACH_COMMAND:
+                    r = run_cli(["--db", str(path), *command])
+                    assert r.exit_code == 1, (command, r.stdout, r.stderr)
+                    assert_one_error_line(r.stderr, f"{path} is {kind}, not a database file")
+    finally:
+        shutil.rmtree(place)
+
+
+@pytest.mark.parametrize("suffix", ["/", "/.", "//"])
+def test_a_db_path_ending_in_a_slash_is_a_usage_error(tmp_path: Path, suffix: str) -> None:
+    """Issue 18, item 12: ``file.sqlite3/`` opened the file (pathlib drops the slash)."""
+    db = copy_sample(tmp_path, LEGACY, "sessions.sqlite3")
+    before = listing(tmp_path)
+    for command in EACH_COMMAND:
+        r = run_cli(["--db", f"{db}{suffix}", *command])
+        assert r.exit_code == 2, (command, r.stdout[-300:], r.stderr)
+        assert r.stdout == ""
+        assert_one_error_line(r.stderr, f"{db}{suffix} names a directory, not a database file")
+    r = run_cli(
+        ["--db", str(db), "delete", SESSION, "--yes", "--archive-to", f"{tmp_path}/a{suffix}"]
+    )
+    assert r.exit_code == 2, r.stderr
+    assert_one_error_line(r.stderr, "--archive-to:", "names a directory")
+    assert listing(tmp_path) == before
+
+
+def _bad_paths(tmp_path: Path) -> dict[str, tuple[str, int, str]]:
+    """name → (path, exit code, text of the error): each an ordinary mistake, none internal."""
+    non_utf8 = os.fsdecode(os.fsencode(tmp_path) + b"/\xfe.sqlite3")
+    shutil.copyfile(DATA / LEGACY, os.fsencode(non_utf8))
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    return {
+        "not UTF-8": (non_utf8, 2, "\\xfe.sqlite3 is not UTF-8 text"),
+        "a component over 255 bytes": (str(tmp_path / ("a" * 256)), 1, "file name too long"),
+        "a symlink loop": (str(tmp_path / "loop-a"), 1, "too many levels of symbolic links"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["not UTF-8", "a component over 255 bytes", "a symlink loop"])
+def test_an_ordinary_bad_path_is_one_clear_line_for_every_command(
+    tmp_path: Path, kind: str
+) -> None:
+    """Issue 18, item 8: these were "internal error" lines (or an archive's RuntimeError)."""
+    path, code, text = _bad_paths(tmp_path)[kind]
+    db = copy_sample(tmp_path, LEGACY, "sessions.sqlite3")
+    before = listing(tmp_path)
+    for command in ALL_COMMANDS:
+        r = run_cli(["--db", path, *command])
+        assert r.exit_code == code, (command, r.stdout[-300:], r.stderr)
+        assert r.stdout == ""
+        assert "internal error" not in assert_one_error_line(r.stderr, text)
+    r = run_cli(["--db", str(db), "delete", SESSION, "--yes", "--archive-to", path])
+    assert r.exit_code == code, r.stderr
+    assert_one_error_line(r.stderr, "--archive-to:", text)
+    r = run_cli(["demo", path])
+    assert r.exit_code == 2, r.stderr
+    assert_one_error_line(r.stderr, text)
+    assert listing(tmp_path) == before
+
+
+def test_a_non_utf8_path_fails_the_same_way_from_a_real_command_line(tmp_path: Path) -> None:
+    path, _, text = _bad_paths(tmp_path)["not UTF-8"]
+    r = cli_process(path, "list")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert_one_error_line(r.stderr, text)

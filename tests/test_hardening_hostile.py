@@ -276,23 +276,35 @@ def test_rename_stores_hostile_titles_exactly_and_prints_them_safely(
         assert (document["title"], document["agent_name"]) == (title.strip(), agent)
 
 
-def test_ids_only_output_is_exact_in_a_pipe_and_safe_on_a_terminal(
+def test_ids_only_output_is_exact_with_null_in_a_pipe_and_never_reaches_a_terminal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """``-q`` writes only ids that pass a line-based pipe exactly (a hostile one is left out,
+    named safely on stderr); ``-0`` in a pipe writes it exactly; a terminal never gets it."""
     hostile_id = "id \x1b]52;c;ZXZpbA==\x07 \x9b31m end"
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "ids.sqlite3"
         write_session(db, replace(PLAIN, session_id=hostile_id))
+        write_session(db, PLAIN)
         r = run_cli(["--db", str(db), "list", "-q"])
         assert r.exit_code == 0, r.stderr
-        assert r.stdout == hostile_id + "\n"  # a pipe gets the id to feed other commands
+        assert r.stdout == "plain\n"
+        assert r.stderr.startswith("Warning: left out 1 id") and repr(hostile_id) in r.stderr
+        assert TERMINAL_ACTIVE.search(r.stderr) is None
+        r = run_cli(["--db", str(db), "list", "-0"])
+        assert r.exit_code == 0, r.stderr
+        assert sorted(r.stdout.split("\0")) == ["", hostile_id, "plain"]  # for `delete -0 -`
+        assert r.stderr == ""
         from zett_sessions.cli.output import Output
 
         monkeypatch.setattr(Output, "is_terminal", property(lambda self: True))
-        r = run_cli(["--db", str(db), "list", "-q"])
-        assert r.exit_code == 0, r.stderr
-        assert TERMINAL_ACTIVE.search(r.stdout) is None
-        assert r.stdout.startswith("id ") and r.stdout.endswith(" end\n")
+        for flag in ("-q", "-0"):
+            r = run_cli(["--db", str(db), "list", flag])
+            assert r.exit_code == 0, r.stderr
+            assert r.stdout == ("plain\n" if flag == "-q" else "plain\0")
+            shown = r.stdout.rstrip("\0\n") + r.stderr.rstrip("\n")
+            assert TERMINAL_ACTIVE.search(shown) is None
+            assert repr(hostile_id) in r.stderr
 
 
 def test_messages_on_stderr_that_quote_a_hostile_id_are_sanitized() -> None:

@@ -2,6 +2,8 @@
 
 Rules this module enforces so no caller has to remember them:
 
+* The path is checked before anything opens it (``readonly.database_path``/``existing_file``):
+  only a regular file, or nothing yet, is ever handed to SQLite.
 * Read-only opens use ``file:…?mode=ro`` plus ``PRAGMA query_only``: they never create a file,
   never create tables, never change the journal mode.  A missing path is ``DatabaseNotFound``.
 * A writable open of a missing file creates it with user-only permissions (it holds personal
@@ -47,7 +49,7 @@ from .errors import (
     UnsupportedLayout,
     ValidationError,
 )
-from .readonly import DEFAULT_PATH
+from .readonly import DEFAULT_PATH, database_path, existing_file
 from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
 from .schema import INDEXES, TABLES, Layout, classify
 from .values import lenient_text
@@ -156,7 +158,7 @@ class Database:
         elif str(path) == MEMORY:
             self.path = MEMORY
         else:
-            self.path = str(Path(path).expanduser())
+            self.path = str(database_path(path))
         self.read_only = read_only
         self.create = create
         self.busy_timeout_ms = _checked_busy_timeout(busy_timeout_ms)
@@ -230,9 +232,7 @@ class Database:
         if self.is_memory:
             return "file::memory:", True
         path = Path(self.path)
-        if path.is_dir():
-            raise NotASessionDatabase(f"{path} is a directory, not a database file", self.path)
-        exists = path.exists()
+        exists = existing_file(path)  # never open a FIFO or device: SQLite would block on it
         if self.read_only:
             if not exists:
                 raise DatabaseNotFound(f"no database at {path}", self.path)

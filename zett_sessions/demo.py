@@ -50,7 +50,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import ValidationError
+from .errors import NotASessionDatabase, ValidationError
 from .ids import new_uuid7
 from .models import (
     AgentMessage,
@@ -69,6 +69,7 @@ from .models import (
     UserMessage,
 )
 from .persistence import RequestContext, SessionPersistence
+from .readonly import database_path, existing_file
 from .sqlite_storage import SQLiteSessionStorage
 from .timeutil import utc_now
 
@@ -569,23 +570,26 @@ def write_demo(
     """Write the demo database to ``path`` (a new file) and describe it.
 
     Raises ``IsADirectoryError`` when ``path`` is a directory, ``ValidationError`` when it is
-    another non-regular file (``/dev/null``: never replaced), ``FileExistsError`` when it
-    exists and ``overwrite`` is false, and ``FileNotFoundError`` when its directory does not
-    exist (none is created).  The database is
+    another non-regular file (``/dev/null``: never replaced) or a spelling no database path may
+    have (``readonly.database_path``), ``UnusablePath`` when the system cannot follow it (too
+    long, a symlink loop), ``FileExistsError`` when it exists and ``overwrite`` is false, and
+    ``FileNotFoundError`` when its directory does not exist (none is created).  The database is
     built in a temporary file beside ``path`` and moved into place only when complete, so a
     failure never leaves a half-written demo (nor destroys the file ``overwrite`` replaces).
     """
-    target = Path(path).expanduser()
-    if target.is_dir():
-        raise IsADirectoryError(f"{target} is a directory")
-    if not target.parent.is_dir():
-        raise FileNotFoundError(f"{target.parent} is not an existing directory")
-    if target.exists() and not target.is_file():
+    target = database_path(path)  # empty, ending in "/", not UTF-8: ValidationError
+    try:
+        exists = existing_file(target)  # too long, a symlink loop: UnusablePath
+    except NotASessionDatabase:
+        if target.is_dir():
+            raise IsADirectoryError(f"{target} is a directory") from None
         raise ValidationError(
             f"{target} is not a regular file (a device, pipe or socket); demo writes or "
             "replaces only regular files"
-        )
-    if target.exists() and not overwrite:
+        ) from None
+    if not target.parent.is_dir():
+        raise FileNotFoundError(f"{target.parent} is not an existing directory")
+    if exists and not overwrite:
         raise FileExistsError(f"{target} already exists")
     temporary = target.with_name(f".{target.name}.{new_uuid7()}.tmp")
     try:

@@ -28,6 +28,10 @@ class DatabaseNotFound(DatabaseError):
     """A read-only open found no file at the path (nothing was created)."""
 
 
+class UnusablePath(DatabaseError):
+    """The system cannot follow the path to any file: a name too long, a symlink loop."""
+
+
 class NotASessionDatabase(DatabaseError):
     """The file is not SQLite, is a directory, or lacks zett-agent's tables."""
 

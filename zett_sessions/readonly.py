@@ -3,15 +3,105 @@
 ``database.Database``, verify's workers and shell completion (which must not import aiosqlite)
 all inspect a file through the same URI and look up id prefixes with the same bound, so a file
 that one of them can read, all can, and a prefix completion offers is one ``show`` resolves.
+
+Every database path — ``--db``, ``$ZETT_SESSIONS_DB``, ``--archive-to``, a library caller's —
+passes ``database_path`` (its spelling) and, before anything opens it, ``existing_file`` (what
+is there): SQLite would block forever opening a FIFO, and a trailing ``/`` that ``pathlib``
+silently drops must not turn "a directory" into "that file".
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
+from .errors import (
+    DatabaseAccessDenied,
+    NotASessionDatabase,
+    UnusablePath,
+    ValidationError,
+)
+
 DEFAULT_PATH = Path("~/.zett-agent/sessions.sqlite3")
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as printable text: bytes that are not UTF-8 (``surrogateescape``) as ``\\xNN``."""
+    text = os.fspath(path)
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def database_path(path: str | os.PathLike[str]) -> Path:
+    """The path a database argument spells, ``~`` expanded; raise ``ValidationError`` for a
+    spelling that cannot name a database file, before the file system is asked anything.
+
+    Empty (a variable that came out empty must never mean "the default database"), ending in
+    ``/`` or ``/.`` (a directory; ``Path`` would drop the slash and open the file), or bytes that
+    are not UTF-8 (SQLite takes the name as UTF-8, and no output could name the file).
+    """
+    text = os.fspath(path)
+    if not text:
+        raise ValidationError("the database path is empty")
+    shown = shown_path(text)
+    if os.path.basename(text) in ("", "."):
+        raise ValidationError(f"{shown} names a directory, not a database file")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"the path {shown} is not UTF-8 text (rename the file, or link to it from a UTF-8 name)"
+        ) from None
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # ~user of a user that does not exist
+        raise ValidationError(f"cannot expand {shown}: no such user") from None
+
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def existing_file(path: Path) -> bool:
+    """Whether a regular file is at ``path`` (``False``: nothing is there); raise for anything
+    else, without opening it: a FIFO, socket, device or directory is ``NotASessionDatabase``, a
+    path the system cannot follow is ``UnusablePath`` (too long, a symlink loop) or
+    ``DatabaseAccessDenied``."""
+    shown = shown_path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as error:
+        if error.errno in (errno.EACCES, errno.EPERM):
+            raise DatabaseAccessDenied(
+                f"cannot reach {shown}: permission denied", str(path)
+            ) from None
+        reason = (error.strerror or str(error)).lower()
+        raise UnusablePath(f"cannot use {shown}: {reason}", str(path)) from None
+    if stat.S_ISREG(mode):
+        return True
+    kind = next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
+    raise NotASessionDatabase(f"{shown} is {kind}, not a database file", str(path))
+
+
+def database_file(path: str | os.PathLike[str]) -> Path:
+    """``database_path`` and ``existing_file`` together: a path that is a regular file or
+    nothing yet (for checks made before anything is opened, such as ``--archive-to``)."""
+    target = database_path(path)
+    existing_file(target)
+    return target
 
 
 def read_only_uri(path: Path) -> str:

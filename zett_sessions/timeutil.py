@@ -14,6 +14,18 @@ from datetime import UTC, datetime, timedelta
 from .errors import UsageError, ValidationError
 
 DB_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}")
+# The same form as an SQL GLOB pattern (text comparisons order only this form correctly).
+DB_TIME_GLOB = (
+    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] "
+    "[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]'"
+)
+
+
+def exact_time_sql(column: str) -> str:
+    """SQL that is true when ``column`` holds a time in exactly the stored text form.  Any other
+    value (a number from a damaged or foreign writer sorts before every text) has no age that a
+    text comparison could tell."""
+    return f"(typeof({column}) = 'text' AND {column} GLOB {DB_TIME_GLOB})"
 
 
 def utc_now() -> datetime:

@@ -49,21 +49,50 @@ def stdin_is_tty() -> bool:
         return False
 
 
-def read_ids(arguments: list[str]) -> tuple[tuple[str, ...], bool]:
-    """Arguments as ids, ``-`` replaced by stdin's lines (blank lines ignored, read once).
+def read_ids(arguments: list[str], *, null: bool = False) -> tuple[tuple[str, ...], frozenset[str]]:
+    """Arguments as ids, ``-`` replaced by the ids on stdin (read once); returns the ids and
+    the set of those read from stdin, which name a session only exactly.
 
-    Lines are kept as they are (only the line break goes): ``list -q`` writes ids exactly, and
-    an id may begin or end with whitespace; resolving tries the stripped text too.
+    Stdin holds one id per line (only ``\\n`` ends one: ``list -q`` never writes an id with a
+    line break or any other control character) or, with ``null``, ids each ended by a NUL byte
+    (``list -0``: any id).  Nothing is stripped; empty entries are ignored.
     """
+    from ..errors import UsageError
+
+    if "-" not in arguments:
+        if null:
+            raise UsageError("-0/--null says how ids on stdin are separated; give `-` to read them")
+        return tuple(arguments), frozenset()
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(
+            f"the ids on stdin are not UTF-8 text (byte {error.start + 1} is not); "
+            "no stored id could match them"
+        ) from None
+    piped = [entry for entry in text.split("\0" if null else "\n") if entry]
     ids: list[str] = []
-    used_stdin = False
-    for argument in arguments:
+    for position, argument in enumerate(arguments):
         if argument != "-":
             ids.append(argument)
-        elif not used_stdin:
-            used_stdin = True
-            ids.extend(line for line in sys.stdin.read().splitlines() if line.strip())
-    return tuple(ids), used_stdin
+        elif arguments.index("-") == position:  # stdin is read once
+            ids.extend(piped)
+    return tuple(ids), frozenset(piped)
+
+
+def check_archive_file(path: str) -> None:
+    """``--archive-to`` passes the same path checks as ``--db`` before anything is read (a FIFO
+    there would block the delete forever; a symlink loop is no file)."""
+    from ..errors import DatabaseError, NotAnArchive, UsageError, ValidationError
+    from ..readonly import database_file
+
+    try:
+        database_file(path)
+    except ValidationError as error:
+        raise UsageError(f"--archive-to: {error}") from None
+    except DatabaseError as error:
+        raise NotAnArchive(f"--archive-to: {error}", path) from None
 
 
 def parse_window(text: str) -> timedelta:
@@ -81,7 +110,7 @@ def delete_command(
         list[str] | None,
         typer.Argument(
             metavar="[SESSION]...",
-            help="Session ids or unique prefixes; `-` reads ids from stdin, one per line.",
+            help="Session ids or unique prefixes; `-` reads exact ids from stdin, one per line.",
             show_default=False,
             autocompletion=complete_session_id,
         ),
@@ -150,6 +179,10 @@ def delete_command(
     vacuum: Annotated[
         bool, typer.Option("--vacuum", help="Reclaim the freed space afterwards (VACUUM).")
     ] = False,
+    null: Annotated[
+        bool,
+        typer.Option("--null", "-0", help="Ids on stdin (`-`) each end with a NUL byte (list -0)."),
+    ] = False,
     dry_run: DryRunOption = False,
     yes: YesOption = False,
     json_output: JsonOption = False,
@@ -175,12 +208,16 @@ def delete_command(
 
     state = app_state(ctx)
     out = state.output()
-    ids, used_stdin = read_ids(sessions or [])
+    if archive_to is not None:
+        check_archive_file(archive_to)
+    ids, piped = read_ids(sessions or [], null=null)
+    used_stdin = "-" in (sessions or [])
     now = utc_now()
     cutoff = activity_cutoff(before, older_than, now=now)
     agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
     policy = RetentionPolicy(
         ids=ids if sessions else None,
+        exact_ids=piped,
         filters=SessionFilter(
             agent=agent,
             types=tuple(session_type or ()),

@@ -30,21 +30,22 @@ def demo_command(
 
     Example: zett-sessions demo /tmp/demo.sqlite3 && zett-sessions --db /tmp/demo.sqlite3 list
     """
-    from pathlib import Path
 
     from ..demo import write_demo
-    from ..errors import UsageError
+    from ..errors import UnusablePath, UsageError
     from ..render.demo import demo_json, demo_summary
 
     out = app_state(ctx).output()
     try:
-        result = write_demo(Path(path), overwrite=force)
+        result = write_demo(path, overwrite=force)
     except IsADirectoryError as error:
         raise UsageError(f"{error}; give a file name for the demo database") from None
     except FileExistsError as error:
         raise UsageError(f"{error}; pass --force to replace it") from None
     except FileNotFoundError as error:
         raise UsageError(f"{error}; create it first") from None
+    except UnusablePath as error:
+        raise UsageError(f"{error}; give another PATH") from None
     if json_output:
         out.json(demo_json(result))
         return

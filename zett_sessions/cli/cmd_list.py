@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING, Annotated
@@ -75,6 +76,14 @@ def list_command(
             "--ids", "-q", help="Only ids, one per line (all matches unless --limit is given)."
         ),
     ] = False,
+    null: Annotated[
+        bool,
+        typer.Option(
+            "--null",
+            "-0",
+            help="Only ids, each ended by a NUL byte, every id exactly (for `delete -0 -`).",
+        ),
+    ] = False,
     problems: Annotated[
         bool,
         typer.Option(
@@ -100,6 +109,7 @@ def list_command(
 
     state = app_state(ctx)
     fmt = ListFormat.json if json_output else output_format
+    ids_only = ids_only or null
     unpaged = show_all or (ids_only and limit is None)
     page_size = None if unpaged else (limit or DEFAULT_LIMIT)
     now = utc_now()
@@ -126,22 +136,58 @@ def list_command(
         return await find_problems(database, filters, limit=page_size, offset=offset, now=now)
 
     out = state.output()
-    if problems:
-        found = run_with(state.reader(db), problem_sessions)
-        render_page(
-            out, found.page, fmt, ids_only=ids_only, full_ids=full_ids, full=full, problems=found
-        )
+    found = run_with(state.reader(db), problem_sessions) if problems else None
+    page = found.page if found is not None else run_with(state.reader(db), listing)
+    if ids_only:
+        print_ids(out, page, null=null)
     else:
-        page = run_with(state.reader(db), listing)
-        render_page(out, page, fmt, ids_only=ids_only, full_ids=full_ids, full=full)
+        render_page(out, page, fmt, full_ids=full_ids, full=full, problems=found)
+    if page.unknown_age:
+        from ..values import plural
+
+        out.warn(
+            f"left out {plural(len(page.unknown_age), 'session')} whose last activity "
+            "(updated_at) is not a time in the stored form, so their age is unknown: "
+            f"{_named(page.unknown_age)} (`zett-sessions verify` reports them)"
+        )
+
+
+def print_ids(out: Output, page: SessionPage, *, null: bool) -> None:
+    """Every id exactly, so that ``delete -`` (``-0``: ``delete -0 -``) names the same sessions.
+
+    One per line, an id with a control character or a line separator could arrive split or
+    altered; it is left out (with a warning naming it) unless NUL ends each id (``-0``) and
+    stdout is no terminal.  An empty id would read as a blank line; it is left out too.
+    """
+    from ..render.sanitize import is_plain
+    from ..values import plural
+
+    exact_anything = null and not out.is_terminal
+    end = "\0" if null else "\n"
+    left_out: list[str] = []
+    for session in page.sessions:
+        sid = session.id
+        if sid and "\0" not in sid and (exact_anything or is_plain(sid)):
+            out.write(sid + end)
+        else:
+            left_out.append(sid)
+    if left_out:
+        out.warn(
+            f"left out {plural(len(left_out), 'id')} that cannot be written here exactly "
+            f"(empty, or holding a control character or line separator): {_named(left_out)}"
+            + ("" if null else "; list them with -0")
+        )
+
+
+def _named(ids: Sequence[str]) -> str:
+    return ", ".join(repr(sid) for sid in ids[:5]) + (", …" if len(ids) > 5 else "")
 
 
 def render_page(
-    out: object,
+    out: Output,
     page: SessionPage,
     fmt: ListFormat,
     *,
-    ids_only: bool,
     full_ids: bool,
     full: bool,
     problems: ProblemPage | None = None,
@@ -149,18 +195,9 @@ def render_page(
     """The page in ``fmt``; with ``problems`` (``list --problems``) each session also carries
     its error codes and crash summary (JSON, CSV) or its crash summary in one line (table)."""
     from ..render.jsonout import session_json
-    from ..render.sessions import csv_header, page_footer, session_csv
-    from .output import Output
+    from ..render.sessions import csv_header, csv_writable, page_footer, session_csv
+    from ..values import plural
 
-    assert isinstance(out, Output)
-    if ids_only:
-        from ..render.sanitize import single_line
-
-        # exact ids for pipes; a terminal never receives an id's control characters
-        terminal = out.is_terminal
-        for session in page.sessions:
-            out.line(single_line(session.id) if terminal else session.id)
-        return
     document, csv_row = session_json, session_csv
     extra: tuple[str, ...] = ()
     if problems is not None:
@@ -175,8 +212,18 @@ def render_page(
             out.jsonl(document(session))
     elif fmt is ListFormat.csv:
         out.line(csv_header(extra))
+        left_out = []
         for session in page.sessions:
-            out.line(csv_row(session))
+            if csv_writable(session):
+                out.line(csv_row(session))
+            else:
+                left_out.append(session.id)
+        if left_out:
+            out.warn(
+                f"left out {plural(len(left_out), 'session')} whose id or parent id holds a "
+                f"control character or line separator (CSV could only alter it): "
+                f"{_named(left_out)}; --json has every id"
+            )
     else:
         _table(out, page, full_ids=full_ids, full=full, problems=problems)
         if problems is None:

@@ -46,6 +46,7 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
         e.DatabaseNotFound: (error, _DB_HINT),
         e.NotAnArchive: (error, " (choose another --archive-to file)"),
         e.NotASessionDatabase: (error, _DB_HINT),
+        e.UnusablePath: (error, _DB_HINT),
         e.DatabaseLocked: (
             error,
             " (waited for the busy timeout; try again or raise --busy-timeout)",

@@ -97,7 +97,11 @@ class Output:
 
     def line(self, text: str) -> None:
         """A plain line of already-safe text (ids, numbers) without any rich processing."""
-        sys.stdout.write(text + "\n")
+        self.write(text + "\n")
+
+    def write(self, text: str) -> None:
+        """Already-safe text as it is (no line break added, no rich processing)."""
+        sys.stdout.write(text)
 
     def json(self, document: Any) -> None:
         sys.stdout.write(dumps(document) + "\n")

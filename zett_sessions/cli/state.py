@@ -9,11 +9,18 @@ from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
+from ..errors import UsageError
+
 if TYPE_CHECKING:
     from ..database import Database
     from .output import Output
 
 T = TypeVar("T")
+
+_NAME_A_FILE = (
+    "name a database file (unset $ZETT_SESSIONS_DB and leave out --db for the default, "
+    "~/.zett-agent/sessions.sqlite3)"
+)
 
 
 @dataclass
@@ -26,7 +33,18 @@ class AppState:
     busy_timeout_ms: int = 5000
 
     def db_path(self, override: str | None = None) -> str | None:
-        return override or self.db or os.environ.get("ZETT_SESSIONS_DB") or None
+        """The database the command's ``--db``, the global ``--db`` or ``$ZETT_SESSIONS_DB``
+        names (the first given); ``None`` for the default.  An empty value is a usage error:
+        a script whose variable came out empty must never reach the default database."""
+        for value in (override, self.db):
+            if value is not None:
+                if not value:
+                    raise UsageError(f"--db is empty; {_NAME_A_FILE}")
+                return value
+        configured = os.environ.get("ZETT_SESSIONS_DB")
+        if configured is not None and not configured:
+            raise UsageError(f"$ZETT_SESSIONS_DB is set but empty; {_NAME_A_FILE}")
+        return configured
 
     def output(self) -> Output:
         from .output import Output

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +45,7 @@ class SessionPage:
     total: int
     offset: int
     limit: int | None
+    unknown_age: tuple[str, ...] = ()  # left out by an age filter: see ``unknown_age_sessions``
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class SessionFilter:
     active_before: datetime | None = None  # last activity strictly before
     title: str | None = None
     ids: tuple[str, ...] | None = None
+    # Sessions ``active_before`` leaves out although their value sorts before the cutoff: a
+    # time not in the exact stored form (a number, another text form) has no known age.
+    unknown_age: bool = False
 
     def where(self, db: Queryable) -> tuple[str, list[Any]]:
         """SQL ``WHERE`` clause (or ``""``) and its ``?`` parameters for ``agent_sessions``, in
@@ -84,7 +88,9 @@ class SessionFilter:
             clauses.append("updated_at >= ?")
             params.append(dialect.time_param(self.active_since))
         if self.active_before is not None:
-            clauses.append("updated_at < ?")
+            # only a time in the exact stored form is ever "old" (a number sorts before it)
+            exact = dialect.exact_time("updated_at")
+            clauses.append(f"updated_at < ? AND {'NOT ' if self.unknown_age else ''}{exact}")
             params.append(dialect.time_param(self.active_before))
         if self.title is not None:
             clauses.append(f"title {dialect.contains}")
@@ -167,8 +173,13 @@ async def list_sessions(
         total = await db.scalar(f"SELECT count(*) FROM agent_sessions{where}", params)
         paged_params = [*params, limit if limit is not None else -1, offset]
         rows = await db.fetchall(_page_sql(db, where, True), paged_params)
+        ageless = await unknown_age_sessions(db, filters)
     return SessionPage(
-        sessions=[_listing(row) for row in rows], total=int(total), offset=offset, limit=limit
+        sessions=[_listing(row) for row in rows],
+        total=int(total),
+        offset=offset,
+        limit=limit,
+        unknown_age=tuple(ageless),
     )
 
 
@@ -193,8 +204,23 @@ async def _list_a0(
     selected = [_listing(row) for row in rows]
     end = None if limit is None else offset + limit
     return SessionPage(
-        sessions=selected[offset:end], total=len(selected), offset=offset, limit=limit
+        sessions=selected[offset:end],
+        total=len(selected),
+        offset=offset,
+        limit=limit,
+        unknown_age=tuple(await unknown_age_sessions(db, filters)),
     )
+
+
+async def unknown_age_sessions(db: Database, filters: SessionFilter) -> list[str]:
+    """Ids that ``filters`` would select by age but for a last-activity time that is not in
+    the stored text form (``SessionFilter.unknown_age``): an age filter leaves them out and
+    says so.  The same index range as the selection (``updated_at < cutoff``)."""
+    if filters.active_before is None:
+        return []
+    sql, params = session_ids_sql(db, replace(filters, unknown_age=True))
+    rows = await db.fetchall(f"{sql} ORDER BY id", params)
+    return [str(row[0]) for row in rows]
 
 
 async def get_listing(db: Database, session_id: str) -> SessionListing | None:

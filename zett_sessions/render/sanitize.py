@@ -24,6 +24,9 @@ _ESCAPE_SEQUENCE = re.compile(
 _C1_SEQUENCE = re.compile(r"\x9b[0-?]*[ -/]*[@-~]?|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*\x9c?")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CRLF = re.compile(r"\r\n")
+# What ``plain`` text never holds: every control character (tab and newline too), the
+# line/paragraph separators and the bidi controls.
+_NOT_PLAIN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 # What JSON output escapes as ``\uXXXX`` (a ``str.translate`` table): characters a terminal may
 # act on even inside JSON strings: DEL, C1 controls (0x9b is CSI on some terminals),
@@ -43,6 +46,14 @@ def sanitize(text: str) -> str:
     text = _ESCAPE_SEQUENCE.sub("", text)
     text = _C1_SEQUENCE.sub("", text)
     return _CONTROLS.sub("", text)
+
+
+def is_plain(text: str) -> bool:
+    """Whether ``text`` can be written exactly as it is anywhere: to a terminal (``sanitize``
+    would not change a character of it), one item per line in a pipe, or into a CSV cell.
+    Ids that are not plain are written only where they can be escaped (JSON) or separated
+    without ambiguity (``list -0``)."""
+    return _NOT_PLAIN.search(text) is None
 
 
 def single_line(text: str, limit: int | None = None) -> str:

@@ -16,7 +16,7 @@ from ..values import plural
 from .common import count, moment_label, relative_time, safe_cell, short_ids
 from .fields import fields_table, fitted_tables
 from .jsonout import session_json
-from .sanitize import single_line
+from .sanitize import is_plain, single_line
 
 if TYPE_CHECKING:
     from ..verify.models import CrashSummary
@@ -118,18 +118,45 @@ def csv_header(extra: tuple[str, ...] = ()) -> str:
     return csv_line(CSV_FIELDS + extra)
 
 
-def session_csv(session: SessionListing) -> str:
-    document = session_json(session)
-    values = [document.get(name) for name in CSV_FIELDS]
-    return csv_line(
-        "" if value is None else single_line(value) if isinstance(value, str) else str(value)
-        for value in values
+# OWASP's CSV-injection guidance: a spreadsheet runs a cell beginning with one of these as a
+# formula.  A quote is added in front of such a text cell, and of one that already begins with
+# a quote, so that dropping one leading quote always gives back the exact text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+CSV_ID_FIELDS = ("id", "parent_session_id")
+
+
+def csv_writable(session: SessionListing) -> bool:
+    """Whether the session's ids can be written exactly and safely into a CSV row (an id with
+    a control character could only be written altered, and would then name no session)."""
+    return is_plain(session.id) and (
+        session.parent_session_id is None or is_plain(session.parent_session_id)
     )
 
 
+def session_csv(session: SessionListing) -> str:
+    """One row (only for a ``csv_writable`` session): ids exact, other text single-lined and
+    sanitized; ``csv_line`` quotes and neutralises it."""
+    document = session_json(session)
+    cells: list[object] = []
+    for name in CSV_FIELDS:
+        value = document.get(name)
+        if value is None:
+            cells.append("")
+        elif isinstance(value, str):
+            cells.append(value if name in CSV_ID_FIELDS else single_line(value))
+        else:
+            cells.append(value)
+    return csv_line(cells)
+
+
 def csv_line(values: Iterable[Any]) -> str:
+    """One CSV line: numbers bare; text quoted, and neutralised (``FORMULA_STARTS``)."""
+    cells = [
+        "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+        for value in values
+    ]
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerow(list(values))
+    csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC).writerow(cells)
     return buffer.getvalue().rstrip("\n")
 
 

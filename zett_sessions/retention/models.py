@@ -23,9 +23,12 @@ DEFAULT_SKIP_ACTIVE = timedelta(minutes=10)
 @dataclass(frozen=True)
 class RetentionPolicy:
     """What to delete.  ``ids`` (as typed: full ids or prefixes) and the policy filters
-    combine as an *intersection*; with neither, ``select_all`` must be set explicitly."""
+    combine as an *intersection*; with neither, ``select_all`` must be set explicitly.
+    ``exact_ids`` are those of ``ids`` that name a session only exactly, never as a prefix nor
+    stripped of whitespace: ids read from a pipe, and the plan's resolved ids."""
 
     ids: tuple[str, ...] | None = None
+    exact_ids: frozenset[str] = frozenset()
     filters: SessionFilter = field(default_factory=SessionFilter)
     select_all: bool = False
     missing_ok: bool = False
@@ -55,7 +58,7 @@ class RetentionPolicy:
 
     def with_ids(self, ids: tuple[str, ...]) -> RetentionPolicy:
         """The same policy restricted to already resolved ids (used inside the transaction)."""
-        return replace(self, ids=ids, missing_ok=True)
+        return replace(self, ids=ids, exact_ids=frozenset(ids), missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,18 @@ the plan, or in ``Database.write()`` to re-evaluate it just before deleting.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
 from ..database import Database
 from ..errors import SessionNotFound, UsageError
-from ..queries.resolve import id_spellings, resolve_session
-from ..queries.sessions import SessionFilter, iter_sessions
+from ..queries.resolve import id_spellings, resolve_session, session_exists
+from ..queries.sessions import SessionFilter, iter_sessions, unknown_age_sessions
 from ..rows import session_select, text_or_none
 from ..schema import IN_IDS, json_ids
-from ..timeutil import parse_db_time, utc_now
+from ..timeutil import exact_time_sql, parse_db_time, utc_now
 from ..values import plural
 from .models import (
     BlockedChild,
@@ -48,6 +48,10 @@ SNAPSHOT_ROW_OVERHEAD = 300
 EXACT_BYTES_LIMIT = 100_000  # planned raw rows measured one by one; beyond, an average
 
 UNADDRESSABLE = "its id is not UTF-8 text; no text can name it"
+UNKNOWN_AGE = (
+    "its last activity (updated_at) is not a time in the stored form, so its age is unknown "
+    "(`zett-sessions verify` reports it)"
+)
 
 
 def nothing_selected() -> UsageError:
@@ -71,7 +75,7 @@ async def build_plan(
     skipped: list[SkippedSession] = []
     resolved: tuple[str, ...] | None = None
     if policy.ids is not None:
-        resolved, missing = await _resolve_ids(db, policy.ids, policy.missing_ok)
+        resolved, missing = await _resolve_ids(db, policy.ids, policy.exact_ids, policy.missing_ok)
         skipped.extend(missing)
     selection = await _evaluate(db, policy, resolved, now)
     skipped.extend(selection.skipped)
@@ -149,8 +153,12 @@ async def _evaluate(
     skipped: list[SkippedSession] = []
     filters = replace(policy.filters, ids=scope if scope is not None else resolved)
     candidates = await _select(db, filters)
+    ageless = await unknown_age_sessions(db, filters)
+    skipped.extend(
+        SkippedSession(id=sid, reason="unknown-age", detail=UNKNOWN_AGE) for sid in ageless
+    )
     if resolved is not None:
-        listed = {session.id for session in candidates}
+        listed = {session.id for session in candidates} | set(ageless)
         unlisted = [sid for sid in resolved if sid not in listed]
         if policy.has_filters:
             skipped.extend(
@@ -214,11 +222,12 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
 
 
 async def _resolve_ids(
-    db: Database, texts: Sequence[str], missing_ok: bool
+    db: Database, texts: Sequence[str], exact_only: Collection[str], missing_ok: bool
 ) -> tuple[tuple[str, ...], list[SkippedSession]]:
     """Full ids in one query; prefixes and rowless sessions one by one (they are rare).
 
-    A text is tried as typed, then stripped (``id_spellings``, as ``resolve_session`` does).
+    A text is tried as typed, then stripped (``id_spellings``, as ``resolve_session`` does),
+    then as a prefix; one in ``exact_only`` (read from a pipe) only as it is.
     """
     exact: set[str] = set()
     if db.layout.has_sessions_table and texts:
@@ -230,12 +239,15 @@ async def _resolve_ids(
     resolved: list[str] = []
     missing: list[SkippedSession] = []
     for text in texts:
-        found = next((t for t in id_spellings(text) if t in exact), None)
-        if found is not None:
-            resolved.append(found)
-            continue
+        only_exact = text in exact_only
+        spellings = (text,) if only_exact else id_spellings(text)
+        found = next((t for t in spellings if t in exact), None)
         try:
-            resolved.append(await resolve_session(db, text))
+            if found is None and only_exact:
+                if not await session_exists(db, text):  # a session with no session row
+                    raise SessionNotFound(text)
+                found = text
+            resolved.append(found if found is not None else await resolve_session(db, text))
         except SessionNotFound:
             if not missing_ok:
                 raise
@@ -258,20 +270,32 @@ class _Candidate:
     via: str = "selected"
     addressable: bool = True  # False: a damaged id that is not UTF-8 text (no text names it)
     rowless: bool = False  # raw rows or snapshots but no session row (a damaged file)
+    dated: bool = True  # False: updated_at is not a time in the stored form (age unknown)
 
 
 async def _select(db: Database, filters: SessionFilter, via: str = "selected") -> list[_Candidate]:
     """Sessions matching ``filters``, newest activity first, with their message counts."""
     if not db.layout.has_sessions_table:  # layout A0: sessions derived from the raw log
         return [
-            _Candidate(s.id, None, 0, None, None, s.created_at, s.updated_at, s.message_count, via)
+            _Candidate(
+                s.id,
+                None,
+                0,
+                None,
+                None,
+                s.created_at,
+                s.updated_at,
+                s.message_count,
+                via,
+                dated=s.updated_at is not None,
+            )
             async for s in iter_sessions(db, filters)
         ]
     where, params = filters.where(db)
     rows = await db.fetchall(
         f"SELECT {session_select(db.layout)}, (SELECT count(*) FROM raw_messages r "
         "WHERE r.session_id = agent_sessions.id) AS message_count, "
-        "CAST(id AS BLOB) AS stored_id "
+        f"CAST(id AS BLOB) AS stored_id, {exact_time_sql('updated_at')} AS dated "
         f"FROM agent_sessions{where} ORDER BY updated_at DESC, id DESC",
         params,
     )
@@ -287,6 +311,7 @@ async def _select(db: Database, filters: SessionFilter, via: str = "selected") -
             row["message_count"],
             via,
             isinstance(row["id"], str) and row["stored_id"] == row["id"].encode(),
+            dated=bool(row["dated"]),
         )
         for row in rows
     ]
@@ -318,6 +343,7 @@ async def _rowless_sessions(db: Database, ids: Sequence[str]) -> list[_Candidate
             parse_db_time(row["updated"]),
             row["message_count"],
             rowless=True,
+            dated=parse_db_time(row["updated"]) is not None,
         )
         for row in rows
     ]
@@ -364,15 +390,21 @@ def _protection(
         kept = session.id in recent.ids or (recent.rowless and session.rowless)
     if kept:
         return "keep-last", f"one of the {policy.keep_last} most recent (--keep-last)"
-    if _is_active(session.updated_at, policy, now):
+    return _maybe_active(session, policy, now)
+
+
+def _maybe_active(
+    session: _Candidate, policy: RetentionPolicy, now: datetime
+) -> tuple[str, str] | None:
+    """``--skip-active``: a session with recent activity, or whose activity time cannot be
+    read (it may be active now), is left alone."""
+    if not policy.skip_active:
+        return None
+    if not session.dated or session.updated_at is None:
+        return "unknown-age", f"{UNKNOWN_AGE}; it may be active (--skip-active 0 deletes it)"
+    if session.updated_at >= now - policy.skip_active:
         return "active", f"activity within the last {_window(policy)} (--skip-active)"
     return None
-
-
-def _is_active(updated_at: datetime | None, policy: RetentionPolicy, now: datetime) -> bool:
-    if not policy.skip_active or updated_at is None:
-        return False
-    return updated_at >= now - policy.skip_active
 
 
 def _window(policy: RetentionPolicy) -> str:
@@ -454,10 +486,8 @@ async def _add_subtrees(
             skipped.append(SkippedSession(id=kid, reason="unaddressable", detail=UNADDRESSABLE))
             kept.append((kid, fresh[kid]))
         for child in found:
-            if _is_active(child.updated_at, policy, now):
-                skipped.append(
-                    skipped_session(child, "active", f"activity within the last {_window(policy)}")
-                )
+            if (reason := _maybe_active(child, policy, now)) is not None:
+                skipped.append(skipped_session(child, *reason))
                 kept.append((child.id, fresh[child.id]))
                 continue
             planned[child.id] = child

@@ -59,9 +59,9 @@ class SessionsAppeared(Exception):
 
 class SQLiteEndpoint:
     def __init__(self, path: str, role: str) -> None:
-        from pathlib import Path
+        from ..readonly import database_path
 
-        self.path = str(Path(path).expanduser())
+        self.path = str(database_path(path))  # as every database path: "" or "x/" is refused
         self.shown = self.path
         self.role = role
         self.db: Any = None  # None: a destination file that does not exist (yet)

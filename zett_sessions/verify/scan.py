@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..readonly import prefix_upper_bound
 from ..schema import AGENT_NAME_MAX, TIMING_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
+from ..timeutil import exact_time_sql
 
 # --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
 
@@ -256,20 +257,12 @@ def raw_scan_sql(layout: Layout, where: str = "") -> str:
 
 # --- sessions and snapshots (small tables: exact checks in SQL, Python reads every row) ---
 
-EXACT_TIME = (
-    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] "
-    "[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]'"
-)
 
 # session flags
 TITLE = 1
 AGENT_NAME = 2
 PARENT_MISSING = 4
 SESSION_TIMES = 8
-
-
-def _exact_time(column: str) -> str:
-    return f"(typeof({column}) = 'text' AND {column} GLOB {EXACT_TIME})"
 
 
 def _label_flag(column: str, limit: int) -> str:
@@ -287,7 +280,7 @@ def sessions_sql(where: str = "") -> str:
             f"{_label_flag('agent_name', AGENT_NAME_MAX)} * {AGENT_NAME}",
             "(s.parent_session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM agent_sessions p "
             f"WHERE p.id = s.parent_session_id)) * {PARENT_MISSING}",
-            f"(NOT ({_exact_time('s.created_at')} AND {_exact_time('s.updated_at')})) "
+            f"(NOT ({exact_time_sql('s.created_at')} AND {exact_time_sql('s.updated_at')})) "
             f"* {SESSION_TIMES}",
         ]
     )
@@ -317,7 +310,7 @@ def snapshots_sql(where: str = "") -> str:
     ``(rowid, session_id, version, boundary, payload_ok, times_ok, created_at, updated_at)``;
     the payload itself is fetched by rowid only when ``payload_ok`` is false.
     """
-    times_ok = f"({_exact_time('created_at')} AND {_exact_time('updated_at')})"
+    times_ok = f"({exact_time_sql('created_at')} AND {exact_time_sql('updated_at')})"
     return (
         "SELECT rowid, session_id, version, compacted_through_sequence, "
         f"coalesce({_checkpoint_ok()}, 0) AS payload_ok, coalesce({times_ok}, 0) AS times_ok, "
