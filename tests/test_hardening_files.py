@@ -670,7 +670,7 @@ def test_a_fifo_as_db_is_refused_before_it_is_opened(tmp_path: Path) -> None:
         )
         for command in EACH_COMMAND
     }
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + SAFETY_NET
     try:
         for name, process in started.items():
             stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 1))
@@ -689,7 +689,7 @@ def test_a_fifo_as_archive_is_refused_before_anything_is_read(tmp_path: Path) ->
     before = digest(db)
     fifo = tmp_path / "archive.sqlite3"
     os.mkfifo(fifo)
-    r = cli_process(db, "delete", SESSION, "--yes", "--archive-to", str(fifo), timeout=300)
+    r = cli_process(db, "delete", SESSION, "--yes", "--archive-to", str(fifo), timeout=SAFETY_NET)
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert r.stdout == ""
     assert_one_error_line(r.stderr, f"--archive-to: {fifo} is a FIFO", "another --archive-to")
