@@ -6,6 +6,7 @@ The generic fixtures every test module relies on come first; fixtures specific t
 
 from __future__ import annotations
 
+import fnmatch
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,8 @@ settings.load_profile("zett-sessions")
 
 # --- generic fixtures (all tests) ---------------------------------------------------------
 
-DATA_DIR = Path(__file__).parent / "data"
+TESTS_DIR = Path(__file__).parent
+DATA_DIR = TESTS_DIR / "data"
 SAMPLES = {
     "newest": "zett-agent-newest.sqlite3",
     "legacy": "zett-agent-legacy.sqlite3",
@@ -61,6 +63,71 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 # --- layer-specific fixtures below --------------------------------------------------------
+
+
+# --- the fast loop: `pytest -m "not slow"` (CI runs everything) ----------------------------
+#
+# Marked here by path and name rather than in the test files, so that editing a test never
+# conflicts with this list.  Slow: whole files of sweeps and soaks, and the single tests that
+# start processes or run hypothesis for seconds (`--durations` finds them; each takes a second
+# or more on the 2-core development machine).  tests/test_slow_marks.py checks every name here
+# is still a test in its file.
+
+SLOW_FILES = ("test_hardening_*.py", "stress/*.py")
+SLOW_TESTS: dict[str, tuple[str, ...]] = {
+    # processes racing on one file or server
+    "test_storage_backends.py": ("test_eight_writer_processes_append_densely_to_four_sessions",),
+    "test_contract_backends.py": ("test_concurrent_processes_append_contiguously",),
+    "test_contract_sqlite.py": ("test_concurrent_processes_append_contiguously",),
+    "test_retention_execute.py": (
+        "test_deleting_while_another_process_appends_to_an_unrelated_session",
+    ),
+    "test_retention_archive.py": ("test_an_archive_that_cannot_grow_its_file_deletes_nothing",),
+    "test_verify_clean.py": ("test_ranges_checked_in_parallel_find_the_same_as_one_pass",),
+    "test_verify_children.py": (
+        "test_verify_children_end_when_the_parent_is_killed",
+        "test_a_finished_verify_leaves_no_child_and_reports_as_before",
+    ),
+    "test_extensions.py": (
+        "test_a_storage_never_closed_lets_the_interpreter_exit_without_a_traceback",
+    ),
+    "test_cli_copy.py": ("test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",),
+    "test_storage_postgres.py": ("test_pgpassword_and_pgpass_work_as_with_psql",),
+    # tail -f as a real process (the follow loop itself is tested poll by poll, fast)
+    "test_cli_tail.py": (
+        "test_tail_follow_prints_every_appended_record_exactly_once",
+        "test_tail_follow_ends_when_the_session_is_deleted_and_started_again_under_its_id",
+        "test_tail_follow_keeps_following_a_damaged_log_with_a_repeated_sequence",
+        "test_tail_follow_latest_stays_on_the_session_it_picked",
+        "test_tail_follow_never_blocks_the_writer",
+        "test_tail_follow_ctrl_c_exits_0_without_a_traceback",
+        "test_tail_follow_counts_polls_into_a_lock_as_nothing_new",
+        "test_tail_follow_counts_polls_into_a_hot_journal_as_nothing_new",
+        "test_sigterm_unwinds_like_ctrl_c_with_exit_143",
+    ),
+    # hypothesis properties with hundreds of examples, and big builds
+    "test_render_transcript.py": (
+        "test_live_annotator_reports_every_item_at_once_and_late_flags_agree",
+        "test_holding_annotator_flags_exactly_what_project_drops",
+    ),
+    "test_verify_batches.py": ("test_the_hot_loop_flags_every_session_the_projection_would_cut",),
+    "test_codec.py": ("test_encode_decode_encode_is_the_identity",),
+    "test_cli_list.py": ("test_a_long_listing_prints_in_pieces_that_look_like_one_table",),
+    "test_make_db.py": ("test_deterministic",),
+}
+
+
+def is_slow(item: pytest.Item) -> bool:
+    path = item.path.relative_to(TESTS_DIR).as_posix()
+    name = getattr(item, "originalname", item.name)
+    return any(fnmatch.fnmatch(path, pattern) for pattern in SLOW_FILES) or name in (
+        SLOW_TESTS.get(path, ())
+    )
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if is_slow(item):  # before `-m` deselects anything
+        item.add_marker(pytest.mark.slow)
 
 
 # --- ordering: checks that read what other tests recorded run after them ------------------

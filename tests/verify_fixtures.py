@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -158,8 +160,16 @@ async def _build(path: Path) -> None:
         await storage.create_session(session_id="s-empty", title="Draft", agent_name="zett")
 
 
+_TEMPLATE = tempfile.TemporaryDirectory(prefix="zs-verify-clean-")  # removed at exit
+
+
 def build_clean(path: Path) -> Path:
-    asyncio.run(_build(path))
+    """The clean database at ``path``: built once per test process, then copied (the file
+    alone: closing the storage checkpointed its WAL into it)."""
+    template = Path(_TEMPLATE.name) / "clean.sqlite3"
+    if not template.exists():
+        asyncio.run(_build(template))
+    shutil.copyfile(template, path)
     return path
 
 
