@@ -36,7 +36,7 @@ class Endpoint(Protocol):
     async def close(self) -> None: ...
     async def select_ids(self, filters: SessionFilter) -> list[str]: ...
     async def existing(self, ids: Sequence[str]) -> set[str]: ...
-    async def read(self, session_id: str) -> SessionRows | None: ...
+    async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]: ...
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]: ...
     def admit(self, session: SessionRows) -> SessionRows: ...
     async def write(self, sessions: Sequence[SessionRows]) -> None: ...
@@ -118,30 +118,31 @@ class SQLiteEndpoint:
             )
         return {str(row[0]) for row in rows}
 
-    async def read(self, session_id: str) -> SessionRows | None:
-        if self.db is None:
-            return None
+    async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]:
+        """The sessions among ``ids`` that have any rows, whole (three queries in all)."""
+        if self.db is None or not ids:
+            return {}
         layout = self.db.layout
+        dialect = self.db.dialect
         sessions = layout.select_list(
             "agent_sessions", SESSION_COLUMNS, defaults={"session_type": "0"}
         )
+        param = dialect.ids_param(ids)
         async with self.db.read():
-            head = await self.db.fetchone(
-                f"SELECT {sessions} FROM agent_sessions WHERE id = ?", (session_id,)
+            heads = await self.db.fetchall(
+                f"SELECT {sessions} FROM agent_sessions WHERE id {dialect.in_ids}", (param,)
             )
             raw = await self.db.fetchall(
-                f"SELECT {raw_select(layout)} FROM raw_messages WHERE session_id = ? "
-                "ORDER BY sequence",
-                (session_id,),
+                f"SELECT {raw_select(layout)} FROM raw_messages WHERE session_id "
+                f"{dialect.in_ids} ORDER BY session_id, sequence",
+                (param,),
             )
             snapshots = await self.db.fetchall(
-                f"SELECT {snapshot_select(layout)} FROM session_snapshots WHERE session_id = ? "
-                "ORDER BY version",
-                (session_id,),
+                f"SELECT {snapshot_select(layout)} FROM session_snapshots WHERE session_id "
+                f"{dialect.in_ids} ORDER BY session_id, version",
+                (param,),
             )
-        if head is None:
-            return None if not raw and not snapshots else _headless(session_id)
-        return session_rows(head, raw, snapshots)
+        return _assemble(heads, raw, snapshots)
 
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         if self.db is None or not ids:
@@ -248,31 +249,31 @@ class PostgresEndpoint:
         rows = await self._fetch(_PG_EXISTING, list(ids))
         return {row[0] for row in rows}
 
-    async def read(self, session_id: str) -> SessionRows | None:
-        if self.empty:
-            return None
+    async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]:
+        """The sessions among ``ids`` that have any rows, whole (one read transaction)."""
+        if self.empty or not ids:
+            return {}
         from ..postgres.dialect import LAYOUT
 
-        async def read(connection: Any) -> SessionRows | None:
-            head = await connection.fetchrow(
-                f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = $1",
-                session_id,
+        async def read(connection: Any) -> dict[str, SessionRows]:
+            heads = await connection.fetch(
+                f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions "
+                "WHERE id = ANY($1::text[])",
+                list(ids),
             )
             raw = await connection.fetch(
-                f"SELECT {raw_select(LAYOUT)} FROM raw_messages WHERE session_id = $1 "
-                "ORDER BY sequence",
-                session_id,
+                f"SELECT {raw_select(LAYOUT)} FROM raw_messages "
+                "WHERE session_id = ANY($1::text[]) ORDER BY session_id, sequence",
+                list(ids),
             )
             snapshots = await connection.fetch(
                 f"SELECT {snapshot_select(LAYOUT)} FROM session_snapshots "
-                "WHERE session_id = $1 ORDER BY version",
-                session_id,
+                "WHERE session_id = ANY($1::text[]) ORDER BY session_id, version",
+                list(ids),
             )
-            if head is None:
-                return None if not raw and not snapshots else _headless(session_id)
-            return session_rows(head, list(raw), list(snapshots))
+            return _assemble(heads, raw, snapshots)
 
-        result: SessionRows | None = await self.db.run(read, write=False)
+        result: dict[str, SessionRows] = await self.db.run(read, write=False)
         return result
 
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
@@ -345,10 +346,27 @@ _PG_EXISTING_IN_WRITE = (
 # --- shared --------------------------------------------------------------------------------
 
 
-def _headless(session_id: str) -> SessionRows:
-    """A session with rows but no session row: never equal to a whole one, so a copy onto it
-    is refused."""
-    return SessionRows(session=(session_id,))
+def _assemble(heads: list[Any], raw: list[Any], snapshots: list[Any]) -> dict[str, SessionRows]:
+    """Group rows (ordered by session) into whole sessions.  A session with rows but no session
+    row is headless: never equal to a whole one, so a copy onto it is refused.  A value that
+    cannot be carried over makes that session a ``Refusal`` placeholder (see ``rows``)."""
+    grouped: dict[str, tuple[Any, list[Any], list[Any]]] = {}
+    for head in heads:
+        grouped[str(head["id"])] = (head, [], [])
+    for rows, index in ((raw, 1), (snapshots, 2)):
+        for row in rows:
+            entry = grouped.setdefault(str(row["session_id"]), (None, [], []))
+            entry[index].append(row)
+    result: dict[str, SessionRows] = {}
+    for session_id, (head, raw_rows, snapshot_rows) in grouped.items():
+        if head is None:
+            result[session_id] = SessionRows(session=(session_id,))
+            continue
+        try:
+            result[session_id] = session_rows(head, raw_rows, snapshot_rows)
+        except CannotCopy as error:
+            result[session_id] = SessionRows(session=(session_id,), problem=str(error))
+    return result
 
 
 def _tables(sessions: Sequence[SessionRows]) -> list[tuple[str, list[Row]]]:

@@ -98,10 +98,9 @@ async def _copy(
     total = sum(raw for raw, _ in source_counts.values())
     done_messages = 0
     batch: list[SessionRows] = []
-    batch_size = 0
 
     async def flush() -> None:
-        nonlocal batch, batch_size
+        nonlocal batch
         if batch and not dry_run:
             try:
                 await dst.write(batch)
@@ -115,39 +114,69 @@ async def _copy(
             report.copied.append(session.session_id)
             report.copied_messages += len(session.raw)
             report.copied_snapshots += len(session.snapshots)
-        batch, batch_size = [], 0
+        batch = []
 
-    for done_sessions, session_id in enumerate(ids, start=1):
-        rows = await src.read(session_id)
-        if rows is not None:
-            try:
-                admitted = dst.admit(rows)
-            except CannotCopy as error:
-                report.refused.append(RefusedSession(session_id, str(error)))
-            else:
-                if session_id in present:
-                    there = await dst.read(session_id)
-                    if there == admitted:
-                        report.identical.append(session_id)
-                    else:
-                        reason = (
-                            "exists at the destination with different content ("
-                            + (describe_difference(admitted, there) if there else "no rows")
-                            + ")"
-                        )
-                        report.refused.append(RefusedSession(session_id, reason))
+    done_sessions = 0
+    for chunk in _chunks(ids, source_counts, batch_rows):
+        mine = await src.read(chunk)
+        theirs = await dst.read([sid for sid in chunk if sid in present])
+        for session_id in chunk:
+            rows = mine.get(session_id)
+            if rows is not None:
+                verdict = _judge(dst, rows, session_id in present, theirs.get(session_id))
+                if isinstance(verdict, RefusedSession):
+                    report.refused.append(verdict)
+                elif verdict is None:
+                    report.identical.append(session_id)
                 else:
-                    batch.append(admitted)
-                    batch_size += admitted.row_count
-                    if batch_size >= batch_rows:
-                        await flush()
-        done_messages += source_counts.get(session_id, (0, 0))[0]
+                    batch.append(verdict)
+            done_sessions += 1
+            done_messages += source_counts.get(session_id, (0, 0))[0]
+        await flush()
         if progress is not None:
             progress(CopyProgress(done_sessions, len(ids), done_messages, total))
     await flush()
     if not dry_run:
         await _verify(src, dst, report, source_counts)
     return report
+
+
+def _judge(
+    dst: Endpoint, rows: SessionRows, present: bool, there: SessionRows | None
+) -> SessionRows | RefusedSession | None:
+    """What to do with one source session: the rows to write, a refusal, or ``None`` when the
+    destination already holds exactly these rows."""
+    try:
+        if rows.problem is not None:
+            raise CannotCopy(rows.problem)
+        admitted = dst.admit(rows)
+    except CannotCopy as error:
+        return RefusedSession(rows.session_id, str(error))
+    if not present:
+        return admitted
+    if there == admitted:
+        return None
+    difference = describe_difference(admitted, there) if there else "no rows"
+    return RefusedSession(
+        rows.session_id, f"exists at the destination with different content ({difference})"
+    )
+
+
+def _chunks(ids: list[str], counts: dict[str, tuple[int, int]], batch_rows: int) -> list[list[str]]:
+    """``ids`` in order, cut into runs of whole sessions of about ``batch_rows`` rows each."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for session_id in ids:
+        raw, snapshots = counts.get(session_id, (0, 0))
+        current.append(session_id)
+        size += 1 + raw + snapshots
+        if size >= batch_rows:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 async def _verify(

@@ -55,6 +55,7 @@ class SessionRows:
     session: Row
     raw: list[Row] = field(default_factory=list)
     snapshots: list[Row] = field(default_factory=list)
+    problem: str | None = None  # why this session's rows cannot be carried over
 
     @property
     def session_id(self) -> str:
