@@ -22,6 +22,7 @@ if importlib.util.find_spec("asyncpg") is None and os.environ.get("CI") != "true
 
 import pgcluster
 from pgtest import admin
+from support import SAFETY_NET
 from zett_sessions import (
     DatabaseReadOnly,
     NotASessionDatabase,
@@ -412,3 +413,53 @@ def test_importing_the_package_or_running_help_does_not_import_asyncpg() -> None
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+async def _wait_until_blocked(observer: Any, application: str) -> None:
+    """Return once a backend of ``application`` waits for a lock (a handshake, not a sleep)."""
+    while not await observer.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 "
+        "AND wait_event_type = 'Lock'",
+        application,
+    ):
+        await asyncio.sleep(0.01)
+
+
+def test_a_delete_waits_for_an_append_in_flight_and_removes_its_row_too(pg_dsn: str) -> None:
+    """The append holds the session row's lock when delete starts: delete waits, then removes
+    the row that append committed, so no raw row outlives its session unseen."""
+    import asyncpg
+
+    async def scenario() -> tuple[int, int]:
+        async with PostgresSessionStorage(pg_dsn) as storage:
+            await storage.append("s", "r", UserMessage(content="1"))
+            in_flight = await asyncpg.connect(pg_dsn)
+            observer = await asyncpg.connect(pg_dsn)
+            try:
+                transaction = in_flight.transaction()
+                await transaction.start()
+                # What append does first: the session row, locked until commit.
+                await in_flight.execute(
+                    "UPDATE agent_sessions SET updated_at = clock_timestamp() WHERE id = 's'"
+                )
+                deleting = asyncio.ensure_future(storage.delete_session("s"))
+                await asyncio.wait_for(_wait_until_blocked(observer, "zett-sessions"), SAFETY_NET)
+                await in_flight.execute(
+                    "INSERT INTO raw_messages SELECT (id || '-2'), session_id, request_id, 2, "
+                    "role, content, tool_name, message_json, metadata_json, tags_json, "
+                    "started_at, completed_at, duration_ns, reasoning_started_at, "
+                    "reasoning_completed_at, reasoning_duration_ns, content_started_at, "
+                    "content_completed_at, content_duration_ns, input_tokens, output_tokens, "
+                    "cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at, "
+                    "updated_at FROM raw_messages WHERE session_id = 's'"
+                )
+                await transaction.commit()
+                assert await deleting is True
+                left = await observer.fetchval("SELECT count(*) FROM raw_messages")
+                sessions = await observer.fetchval("SELECT count(*) FROM agent_sessions")
+                return left, sessions
+            finally:
+                await in_flight.close()
+                await observer.close()
+
+    assert asyncio.run(scenario()) == (0, 0)
