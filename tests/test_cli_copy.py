@@ -222,3 +222,27 @@ def test_an_old_destination_file_is_refused(fixture_db: FixtureDb) -> None:
     result = run_cli(["copy", str(fixture_db("newest")), str(legacy)])
     assert result.exit_code == 1
     assert "older layout A1" in result.stderr
+
+
+def test_rows_without_a_session_row_at_the_destination_are_not_taken_for_the_session(
+    tmp_path: Path,
+) -> None:
+    source, destination = tmp_path / "a.sqlite3", tmp_path / "b.sqlite3"
+
+    async def write(path: Path) -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            await storage.append("s", "r", UserMessage(content="x"))
+
+    asyncio.run(write(source))
+    asyncio.run(write(destination))
+    with closing(sqlite3.connect(destination)) as conn, conn:
+        conn.execute("DELETE FROM agent_sessions")
+    result, report = copy(str(source), str(destination))
+    assert result.exit_code == ExitCode.REFUSED, result.stderr
+    assert report["refused"] == [
+        {
+            "session_id": "s",
+            "reason": "exists at the destination with different content (there it has rows "
+            "but no session row)",
+        }
+    ]

@@ -20,7 +20,7 @@ from typing import Any
 from ..rows import SNAPSHOT_COLUMNS
 from ..schema import RAW_COLUMNS, SESSION_COLUMNS, TIMING_COLUMNS, TOKEN_COLUMNS
 from ..schema import TIME_COLUMNS as ALL_TIME_COLUMNS
-from ..timeutil import parse_db_time
+from ..timeutil import format_db_time, parse_db_time
 from ..values import text_or_none
 
 TIME_COLUMNS = frozenset(ALL_TIME_COLUMNS)
@@ -103,6 +103,10 @@ def session_rows(session: Any, raw: list[Any], snapshots: list[Any]) -> SessionR
 
 def describe_difference(source: SessionRows, destination: SessionRows) -> str:
     """A short reason why the destination's session is not the source's."""
+    if destination.problem is not None:
+        return f"its rows there cannot be read: {destination.problem}"
+    if len(destination.session) != len(source.session):
+        return "there it has rows but no session row"
     if len(source.raw) != len(destination.raw):
         return f"{len(destination.raw)} raw messages there, {len(source.raw)} here"
     if len(source.snapshots) != len(destination.snapshots):
@@ -121,6 +125,4 @@ def describe_difference(source: SessionRows, destination: SessionRows) -> str:
 
 
 def as_text_time(moment: datetime | None) -> str | None:
-    from ..timeutil import format_db_time
-
     return None if moment is None else format_db_time(moment)
