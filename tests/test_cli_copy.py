@@ -96,7 +96,7 @@ def test_an_interrupted_copy_leaves_whole_sessions_and_the_next_run_finishes(
 
     async def counts() -> list[tuple[str, int]]:
         async with store.open() as storage:
-            return [(s.id, s.message_count) for s in await storage.list_sessions()]
+            return [(s.session_id, s.message_count) for s in await storage.list_sessions()]
 
     partial = asyncio.run(counts())
     assert len(partial) == 2  # two whole sessions, nothing of the third

@@ -410,7 +410,7 @@ def test_show_context_matches_what_storage_load_gives(tmp_path: Path) -> None:
         async with SQLiteSessionStorage(db, read_only=True) as storage:
             view = await storage.load(NEWEST_IDS["crashed"])
         kept = project(view.messages).kept
-        return [r.sequence for r in view.tail if any(r.message is m for m in kept)]
+        return [r.sequence for r in view.raw_tail if any(r.message is m for m in kept)]
 
     code, out, err = show(db, NEWEST_IDS["crashed"], "--context", "--json")
     assert code == 0, err

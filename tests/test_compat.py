@@ -106,20 +106,20 @@ def test_samples_have_their_layout_and_sessions_newest_first(sample: tuple[str, 
     async def body(s: SQLiteSessionStorage) -> None:
         assert s.database.layout.name == LAYOUTS[name]
         summaries = await s.list_sessions()
-        assert [summary.id for summary in summaries] == [ids[key] for key in ORDER]
+        assert [summary.session_id for summary in summaries] == [ids[key] for key in ORDER]
         counts = {key: len(kinds) for key, kinds in KINDS[name].items()}
-        assert {summary.id: summary.message_count for summary in summaries} == {
+        assert {summary.session_id: summary.message_count for summary in summaries} == {
             ids[key]: count for key, count in counts.items()
         }
-        types = {summary.id: summary.session_type for summary in summaries}
+        types = {summary.session_id: summary.session_type for summary in summaries}
         expected_automation = 1 if name == "newest" else 0  # legacy has no session_type column
         assert types == {ids[key]: expected_automation if key == "automation" else 0 for key in ids}
         for summary in summaries:
-            assert summary == await s.get_session(summary.id)
+            assert summary == await s.get_session(summary.session_id)
             assert summary.created_at is not None and summary.updated_at is not None
             assert summary.created_at.tzinfo is UTC
             assert summary.created_at <= summary.updated_at
-            assert await s.count_messages(summary.id) == summary.message_count
+            assert await s.count_messages(summary.session_id) == summary.message_count
 
     with_storage(path, body, read_only=True)
 
@@ -177,7 +177,7 @@ def test_the_plain_session_keeps_usage_a_reasoning_span_and_a_replay_block(
 ) -> None:
     name, path = sample
     view = load_all(path, {"plain": IDS[name]["plain"]})["plain"]
-    system, user, assistant = view.tail
+    system, user, assistant = view.raw_tail
     assert isinstance(system.message, SystemMessage)
     assert view.messages == [user.message, assistant.message]
     message = assistant.message
@@ -212,8 +212,8 @@ def test_the_compacted_session_has_two_snapshots_and_a_new_tail(sample: tuple[st
             (2, second),
         ]
         for snapshot in snapshots:
-            assert isinstance(snapshot.message, CompactedMessage)
-            assert snapshot.message.content.startswith(CHECKPOINT)
+            assert isinstance(snapshot.compacted_message, CompactedMessage)
+            assert snapshot.compacted_message.content.startswith(CHECKPOINT)
             assert snapshot.created_at == snapshot.updated_at
         # Each boundary is the last row of a run (its final assistant reply).
         records = await s.list_raw_messages(session_id)
@@ -223,9 +223,9 @@ def test_the_compacted_session_has_two_snapshots_and_a_new_tail(sample: tuple[st
         view = await s.load(session_id)
         assert view.snapshot == snapshots[1]
         assert (view.version, view.compacted_through_sequence) == (2, second)
-        assert [r.sequence for r in view.tail] == list(range(second + 1, len(records) + 1))
-        assert view.tail == tuple(records[second:])
-        assert view.messages[0] == snapshots[1].message
+        assert [r.sequence for r in view.raw_tail] == list(range(second + 1, len(records) + 1))
+        assert view.raw_tail == records[second:]
+        assert view.messages[0] == snapshots[1].compacted_message
         assert [m.kind for m in view.messages] == [5, 2, 3, 2, 3]
 
     with_storage(path, body, read_only=True)
@@ -236,7 +236,7 @@ def test_the_crashed_session_projects_without_the_broken_batch_and_the_orphan(
 ) -> None:
     name, path = sample
     view = load_all(path, {"crashed": IDS[name]["crashed"]})["crashed"]
-    projection = project(list(view.tail), lambda record: record.message)
+    projection = project(list(view.raw_tail), lambda record: record.message)
     incomplete = [d for d in projection.dropped if d.reason == "incomplete_batch"]
     orphans = [d for d in projection.dropped if d.reason == "orphan_result"]
     assert [d.item.kind for d in incomplete] == [3, 4]
@@ -251,7 +251,7 @@ def test_the_crashed_session_projects_without_the_broken_batch_and_the_orphan(
     assert isinstance(kept[-2], AssistantMessage)
     assert [call.id for call in kept[-2].tool_calls] == ["call_slow"]
     # The raw log itself keeps every row.
-    assert len(view.tail) == len(KINDS[name]["crashed"])
+    assert len(view.raw_tail) == len(KINDS[name]["crashed"])
 
 
 def test_the_unicode_session_keeps_images_and_hostile_text_verbatim(
@@ -259,7 +259,7 @@ def test_the_unicode_session_keeps_images_and_hostile_text_verbatim(
 ) -> None:
     name, path = sample
     view = load_all(path, {"unicode": IDS[name]["unicode"]})["unicode"]
-    users = [record for record in view.tail if record.kind == 2]
+    users = [record for record in view.raw_tail if record.kind == 2]
     blocks_record, hostile = users
     message = blocks_record.message
     assert isinstance(message, UserMessage) and not isinstance(message.content, str)
@@ -288,7 +288,7 @@ def test_the_unicode_session_keeps_images_and_hostile_text_verbatim(
     for fragment in ("\x1b[31mred", "\r\n", "[bold red]x[/]", "👩\u200d💻", "שלום", "\u200b"):
         assert fragment in hostile.content
     if name == "newest":
-        tool = next(record for record in view.tail if record.kind == 4)
+        tool = next(record for record in view.raw_tail if record.kind == 4)
         assert tool.tool_name == "view_image"
         assert isinstance(tool.message, ToolMessage) and not isinstance(tool.message.content, str)
         assert any(isinstance(block, ImageContent) for block in tool.message.content)
@@ -299,7 +299,7 @@ def test_the_automation_session_has_type_one_and_an_agent_row_only_in_newest(
 ) -> None:
     name, path = sample
     view = load_all(path, {"automation": IDS[name]["automation"]})["automation"]
-    agent_rows = [record for record in view.tail if isinstance(record.message, AgentMessage)]
+    agent_rows = [record for record in view.raw_tail if isinstance(record.message, AgentMessage)]
     if name == "newest":
         assert view.session_type == 1
         assert [record.sequence for record in agent_rows] == [4]
@@ -307,7 +307,7 @@ def test_the_automation_session_has_type_one_and_an_agent_row_only_in_newest(
     else:
         assert view.session_type == 0
         assert agent_rows == []
-    assert view.tail[0].metadata == {"schedule": "0 3 * * *", "trigger": "cron"}
+    assert view.raw_tail[0].metadata == {"schedule": "0 3 * * *", "trigger": "cron"}
 
 
 def test_loading_a_sample_read_only_leaves_it_byte_identical(sample: tuple[str, Path]) -> None:
@@ -529,7 +529,7 @@ def test_old_layouts_are_detected_and_read(old_layout: tuple[str, Path]) -> None
     async def body(s: SQLiteSessionStorage) -> None:
         assert s.database.layout.name == name
         summaries = await s.list_sessions()
-        assert [(x.id, x.message_count, x.session_type) for x in summaries] == [
+        assert [(x.session_id, x.message_count, x.session_type) for x in summaries] == [
             (OTHER_SESSION, 1, 0),
             (OLD_SESSION, 4, 0),
         ]
@@ -547,8 +547,8 @@ def test_old_layouts_are_detected_and_read(old_layout: tuple[str, Path]) -> None
         view = await s.load(OLD_SESSION)
         assert view.session_type == 0
         assert view.snapshot is not None and view.compacted_through_sequence == 2
-        assert isinstance(view.snapshot.message, CompactedMessage)
-        assert [r.sequence for r in view.tail] == [3, 4]
+        assert isinstance(view.snapshot.compacted_message, CompactedMessage)
+        assert [r.sequence for r in view.raw_tail] == [3, 4]
         records = await s.list_raw_messages(OLD_SESSION)
         assert [r.kind for r in records] == [2, 3, 4, 3]
         assert all(isinstance(r.message, Message) and r.defects == () for r in records)
@@ -621,11 +621,11 @@ def test_upgrade_brings_old_layouts_to_e_and_old_rows_still_read(
     assert statements
     assert any("session_type" in sql for sql in statements)
     assert any("ix_agent_sessions_activity" in sql for sql in statements) == (name != "C")
-    assert view.version == 2 and view.tail == ()
+    assert view.version == 2 and view.raw_tail == []
 
     async def reread(s: SQLiteSessionStorage) -> None:
         assert s.database.layout.name == "E"
-        summaries = {x.id: x for x in await s.list_sessions()}
+        summaries = {x.session_id: x for x in await s.list_sessions()}
         assert set(summaries) == {OLD_SESSION, OTHER_SESSION, "brand-new"}
         assert summaries[OLD_SESSION].message_count == 5
         records = await s.list_raw_messages(OLD_SESSION)
@@ -890,7 +890,7 @@ def write_with_core(path: Path) -> None:
 
     async def body(s: SQLiteSessionStorage) -> None:
         await s.create_session(session_id="untouched", title="Created only", session_type=1)
-        session = (await s.create_session(title="Drift check", agent_name="checker")).id
+        session = (await s.create_session(title="Drift check", agent_name="checker")).session_id
         await s.append(session, "req-1", SystemMessage(content="You are terse."), **context)
         await s.append(
             session,
@@ -1033,16 +1033,16 @@ def test_legacy_messages_copied_to_a_new_file_are_written_as_zett_agent_writes_t
 ) -> None:
     view = load_all(fixture_db("legacy"), {"tools": IDS["legacy"]["tools"]})["tools"]
     target = tmp_path / "copy.sqlite3"
-    edited_sequence = next(r.sequence for r in view.tail if r.kind == 3)
+    edited_sequence = next(r.sequence for r in view.raw_tail if r.kind == 3)
 
     async def copy(s: SQLiteSessionStorage) -> list[Any]:
-        for record in view.tail:
+        for record in view.raw_tail:
             message = record.message
             assert isinstance(message, Message)
             if record.sequence == edited_sequence:
                 message = message.model_copy(update={"model": "m-1", "include_in_messages": False})
             await s.append("copy", "r", message)
-        return list((await s.load("copy")).tail)
+        return list((await s.load("copy")).raw_tail)
 
     tail = with_storage(target, copy)
     conn = sqlite3.connect(target)
@@ -1050,11 +1050,11 @@ def test_legacy_messages_copied_to_a_new_file_are_written_as_zett_agent_writes_t
         stored = [text for (text,) in conn.execute("SELECT message_json FROM raw_messages")]
     finally:
         conn.close()
-    assert len(stored) == len(view.tail)
+    assert len(stored) == len(view.raw_tail)
     for text in stored:  # every row carries the newest era's keys, in zett-agent's order
         data = json.loads(text)[0]["data"]
         assert list(data)[:3] == ["attributes", "persist", "include_in_messages"]
-    edited = tail[[r.sequence for r in view.tail].index(edited_sequence)].message
+    edited = tail[[r.sequence for r in view.raw_tail].index(edited_sequence)].message
     assert (edited.model, edited.include_in_messages) == ("m-1", False)
 
 
@@ -1071,14 +1071,14 @@ def test_undecodable_rows_in_an_old_file_never_fail_a_listing_or_load(tmp_path: 
     async def body(s: SQLiteSessionStorage) -> None:
         assert len(await s.list_sessions()) == 2
         view = await s.load(OLD_SESSION)
-        broken, odd = view.tail
+        broken, odd = view.raw_tail
         assert isinstance(broken.message, UndecodableMessage)
         assert broken.message.reason == "unknown message kind 42"
         assert broken.kind == 42
         assert odd.defects == ("metadata is not a JSON object",)
         assert odd.metadata == {}
         assert view.snapshot is not None
-        assert view.messages == [view.snapshot.message, odd.message]
+        assert view.messages == [view.snapshot.compacted_message, odd.message]
 
     with_storage(path, body, read_only=True)
 
@@ -1093,8 +1093,8 @@ def test_a_corrupted_snapshot_payload_is_undecodable_not_fatal(fixture_db: Fixtu
     )
     view = load_all(path, {"compacted": session_id})["compacted"]
     assert view.snapshot is not None
-    assert isinstance(view.snapshot.message, UndecodableMessage)
-    assert "not a checkpoint" in view.snapshot.message.reason
+    assert isinstance(view.snapshot.compacted_message, UndecodableMessage)
+    assert "not a checkpoint" in view.snapshot.compacted_message.reason
     assert view.compacted_through_sequence == 14
     assert [m.kind for m in view.messages] == [2, 3, 2, 3]
 

@@ -96,8 +96,8 @@ def test_one_request_through_the_lifecycle_is_load_and_three_appends(db_path: Pa
     assert operations == ["load", "append:system", "append:user", "append:assistant"]
     assert "snapshot" not in operations
     assert view.snapshot is None
-    assert [record.request_id for record in view.tail] == ["request-1"] * 3
-    assert [record.role for record in view.tail] == [1, 2, 3]
+    assert [record.request_id for record in view.raw_tail] == ["request-1"] * 3
+    assert [record.role for record in view.raw_tail] == [1, 2, 3]
 
 
 def test_audited_storage_records_a_refused_call_too(db_path: Path) -> None:
@@ -139,9 +139,9 @@ def test_lifecycle_records_metadata_tags_parent_and_usage_on_every_row(db_path: 
 
     view = asyncio.run(scenario())
     assert view.parent_session_id == "root"
-    assert [record.metadata for record in view.tail] == [{"origin": "cli"}] * 2 + [{}]
-    assert [record.tags for record in view.tail] == [{"k": 1}] * 2 + [{}]
-    assert [record.usage is not None for record in view.tail] == [False, True, False]
+    assert [record.metadata for record in view.raw_tail] == [{"origin": "cli"}] * 2 + [{}]
+    assert [record.tags for record in view.raw_tail] == [{"k": 1}] * 2 + [{}]
+    assert [record.usage is not None for record in view.raw_tail] == [False, True, False]
 
 
 def test_record_after_finish_is_refused(db_path: Path) -> None:
@@ -197,7 +197,7 @@ def test_start_refuses_to_restore_a_context_from_undecodable_history(
     async def start() -> None:
         async with SQLiteSessionStorage(db_path) as storage:
             view = await storage.load("s")  # reading stays lenient
-            assert len(view.tail) == 1
+            assert len(view.raw_tail) == 1
             with pytest.raises(DamagedHistory, match=re.escape(damage)) as caught:
                 await SessionPersistence(storage).start("s")
             assert isinstance(caught.value, ValueError)  # what zett-agent's load raises
@@ -268,13 +268,13 @@ def test_compaction_boundary_is_the_last_real_sequence_of_the_summarized_positio
     snapshot, context, positions, view, operations = _compact_scenario(db_path, history, 4)
     assert snapshot.compacted_through_sequence == 6
     assert snapshot.version == 1
-    assert isinstance(snapshot.message, CompactedMessage)
-    assert snapshot.message.content == CHECKPOINT_PREFIX + "summary"
+    assert isinstance(snapshot.compacted_message, CompactedMessage)
+    assert snapshot.compacted_message.content == CHECKPOINT_PREFIX + "summary"
     assert operations == ["load", "append:system", "append:user", "snapshot"]
     assert [m.text for m in context] == [CHECKPOINT_PREFIX + "summary", "new question"]
     assert positions == [6, 8]
-    assert [record.sequence for record in view.tail] == [7, 8]
-    assert view.messages == [snapshot.message, UserMessage(content="new question")]
+    assert [record.sequence for record in view.raw_tail] == [7, 8]
+    assert view.messages == [snapshot.compacted_message, UserMessage(content="new question")]
 
 
 def test_compaction_after_a_dropped_incomplete_batch_does_not_land_early(db_path: Path) -> None:
@@ -294,7 +294,7 @@ def test_compaction_after_a_dropped_incomplete_batch_does_not_land_early(db_path
     snapshot, _, positions, view, _ = _compact_scenario(db_path, history, 2)
     assert snapshot.compacted_through_sequence == 4
     assert positions == [4, 6, 8]
-    assert [record.sequence for record in view.tail] == [5, 6, 7, 8]
+    assert [record.sequence for record in view.raw_tail] == [5, 6, 7, 8]
     assert [m.text for m in view.messages[1:]] == ["late", "a2", "new question"]
 
 
@@ -377,7 +377,7 @@ class _TailIncludesBoundary(_Wrapper):
         tail = await inner.list_raw_messages(
             session_id, after_sequence=view.compacted_through_sequence - 1
         )
-        return view.model_copy(update={"tail": tuple(tail)})
+        return view.model_copy(update={"raw_tail": tail})
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import pytest
 import zett_sessions
 from zett_sessions import (
     AgentMessage,
+    AnyMessage,
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -24,6 +25,7 @@ from zett_sessions import (
     MessageTiming,
     ModelUsage,
     RawMessageRecord,
+    SessionSummary,
     SessionView,
     SystemMessage,
     TextContent,
@@ -38,7 +40,9 @@ from zett_sessions.models import WIRE_CONTEXT
 MOMENT = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
 
 
-def record(sequence: int, message: Message | UndecodableMessage, role: int = 2) -> RawMessageRecord:
+def record(
+    sequence: int, message: AnyMessage | UndecodableMessage, role: int = 2
+) -> RawMessageRecord:
     return RawMessageRecord(
         id=f"id-{sequence}",
         session_id="s",
@@ -50,8 +54,6 @@ def record(sequence: int, message: Message | UndecodableMessage, role: int = 2) 
         message=message,
         metadata={},
         tags={},
-        timing=None,
-        usage=None,
         created_at=MOMENT,
         updated_at=MOMENT,
     )
@@ -259,20 +261,24 @@ def test_unknown_keys_are_kept_as_extras() -> None:
 def test_view_messages_are_checkpoint_then_tail_minus_context_only_and_undecodable() -> None:
     checkpoint = CompactedMessage(content="summary")
     snapshot = ContextSnapshot(
-        id="snap", session_id="s", version=3, compacted_through_sequence=4, message=checkpoint
+        id="snap",
+        session_id="s",
+        version=3,
+        compacted_message=checkpoint,
+        compacted_through_sequence=4,
     )
     user = UserMessage(content="u")
     assistant = AssistantMessage(content="a")
     view = SessionView(
         session_id="s",
         snapshot=snapshot,
-        tail=(
+        raw_tail=[
             record(5, SystemMessage(content="sys"), role=1),
             record(6, user),
             record(7, UserMessage(content="hidden", include_in_messages=False)),
             record(8, UndecodableMessage(raw="[", reason="broken JSON"), role=9),
             record(9, assistant, role=3),
-        ),
+        ],
     )
     assert view.messages == [checkpoint, user, assistant]
     assert (view.version, view.compacted_through_sequence) == (3, 4)
@@ -285,11 +291,13 @@ def test_an_undecodable_snapshot_contributes_no_checkpoint() -> None:
         id="snap",
         session_id="s",
         version=1,
+        compacted_message=UndecodableMessage(
+            raw="{}", reason="envelope is not a one-element array"
+        ),
         compacted_through_sequence=2,
-        message=UndecodableMessage(raw="{}", reason="envelope is not a one-element array"),
     )
     view = SessionView(
-        session_id="s", snapshot=snapshot, tail=(record(3, UserMessage(content="u")),)
+        session_id="s", snapshot=snapshot, raw_tail=[record(3, UserMessage(content="u"))]
     )
     assert view.messages == [UserMessage(content="u")]
     assert view.version == 1
@@ -436,3 +444,98 @@ def test_the_package_root_exports_zett_agents_type_names() -> None:
         assert getattr(zett_sessions, name) is not None
     assert zett_sessions.new_uuid7 is new_uuid7
     assert zett_sessions.MessageRole is MessageRole
+
+
+# --- zett-agent's read models: names, order, flat timing and usage, no silent extras --------
+
+ZETT_AGENT_RECORD_FIELDS = (
+    "id session_id request_id sequence message metadata tags started_at completed_at duration_ns "
+    "reasoning_started_at reasoning_completed_at reasoning_duration_ns content_started_at "
+    "content_completed_at content_duration_ns input_tokens output_tokens cache_read_tokens "
+    "cache_write_tokens reasoning_tokens created_at updated_at"
+).split()
+
+
+def test_raw_record_has_zett_agents_fields_in_zett_agents_order_then_ours() -> None:
+    fields = list(RawMessageRecord.model_fields)
+    assert fields[: len(ZETT_AGENT_RECORD_FIELDS)] == ZETT_AGENT_RECORD_FIELDS
+    assert fields[len(ZETT_AGENT_RECORD_FIELDS) :] == ["role", "content", "tool_name", "defects"]
+    assert "session_id" in SessionSummary.model_fields
+    assert "compacted_message" in ContextSnapshot.model_fields
+    assert "raw_tail" in SessionView.model_fields
+
+
+def test_raw_record_builds_positionally_like_zett_agents_dataclass() -> None:
+    later = MOMENT + timedelta(seconds=2)
+    tool = ToolMessage(tool_call_id="c", name="grep", content=[TextContent("a.py:3")])
+    values = ["id-1", "s", "r", 4, tool, {"m": 1}, {"t": True}, MOMENT, later, 2_000_000_000]
+    values += [None] * 6 + [None] * 5 + [MOMENT, MOMENT]
+    record = RawMessageRecord(*values)
+    assert [getattr(record, name) for name in ZETT_AGENT_RECORD_FIELDS] == values
+    # The stored columns follow from the message, as append writes them.
+    assert (record.role, record.content, record.tool_name) == (4, "a.py:3", "grep")
+    assert record.defects == ()
+    assert record.timing == MessageTiming(MOMENT, later, 2_000_000_000)
+    assert record.usage is None
+    assert (record.total_tokens, record.cache_hit_rate) == (None, None)
+
+
+def test_raw_record_usage_fields_follow_zett_agent() -> None:
+    usage = RawMessageRecord(
+        id="i",
+        session_id="s",
+        request_id="r",
+        sequence=1,
+        message=AssistantMessage(content="x"),
+        input_tokens=100,
+        output_tokens=20,
+        cache_read_tokens=40,
+    )
+    assert (usage.total_tokens, usage.cache_hit_rate) == (120, 0.4)
+    assert usage.usage == ModelUsage(100, 20, 40)  # a NULL counter beside others counts 0
+    half = usage.model_copy(update={"output_tokens": None, "input_tokens": 0})
+    assert (half.total_tokens, half.cache_hit_rate) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("build", "name"),
+    [
+        (lambda: SessionView(session_id="s", tail=[]), "tail"),
+        (lambda: SessionSummary(id="s"), "id"),
+        (
+            lambda: ContextSnapshot(
+                id="x", session_id="s", version=1, compacted_through_sequence=1, message=None
+            ),
+            "message",
+        ),
+        (
+            lambda: RawMessageRecord(
+                id="i",
+                session_id="s",
+                request_id="r",
+                sequence=1,
+                message=UserMessage(content="u"),
+                timing=None,
+            ),
+            "timing",
+        ),
+    ],
+)
+def test_read_models_refuse_unknown_keywords_instead_of_dropping_them(
+    build: Callable[[], object], name: str
+) -> None:
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{name}'"):
+        build()
+
+
+def test_read_models_refuse_unknown_keys_when_validated_from_data() -> None:
+    with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted"):
+        SessionView.model_validate({"session_id": "s", "tail": []})
+
+
+def test_raw_tail_is_an_ordered_list() -> None:
+    records = [record(1, UserMessage(content="a")), record(2, AssistantMessage(content="b"))]
+    view = SessionView(raw_tail=records)
+    assert view.raw_tail == records
+    assert view.session_id is None  # zett-agent's view has no id; load() sets ours
+    assert [m.text for m in view.messages] == ["a", "b"]

@@ -297,8 +297,6 @@ def _entry(message: Message, sequence: int = 5, **extra: object) -> Entry:
         message=message,
         metadata={"origin": "[bold]cli\x1b[2J"},
         tags={"t": 1},
-        timing=None,
-        usage=None,
         created_at=datetime(2026, 3, 2, 9, 15, tzinfo=UTC),
         updated_at=None,
         defects=(),

@@ -130,7 +130,7 @@ def test_a_session_keeps_its_parent_and_a_later_append_renames_it(store: Store) 
 
     view = run(store, body)
     assert (view.parent_session_id, view.title) == ("root", " T ")  # append stores unstripped
-    assert [record.sequence for record in view.tail] == [1, 2]
+    assert [record.sequence for record in view.raw_tail] == [1, 2]
 
 
 # --- snapshots ----------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_snapshot_refusals_have_the_same_types_and_messages(store: Store) -> Non
     assert (first.version, second.version) == (1, 2)
     assert first.created_at == first.updated_at and first.created_at.tzinfo is UTC
     assert view.snapshot == second
-    assert [record.sequence for record in view.tail] == [4]
+    assert [record.sequence for record in view.raw_tail] == [4]
 
 
 def test_errors_zett_agent_raises_as_value_error_are_value_errors_with_its_text(
@@ -206,14 +206,14 @@ def test_session_crud(store: Store) -> None:
         created = await s.create_session(
             session_id="s1", title="  Plan  ", agent_name=" bot ", session_type=7
         )
-        assert (created.id, created.title, created.agent_name) == ("s1", "Plan", "bot")
+        assert (created.session_id, created.title, created.agent_name) == ("s1", "Plan", "bot")
         assert (created.session_type, created.message_count) == (7, 0)
         assert created.created_at == created.updated_at
         assert await s.get_session("s1") == created
         with pytest.raises(SessionExists, match="Session already exists: s1"):
             await s.create_session(session_id="s1")
         generated = await s.create_session(session_id="")
-        assert len(generated.id) == 36 and generated.id[14] == "7"
+        assert len(generated.session_id) == 36 and generated.session_id[14] == "7"
         with pytest.raises(ValidationError, match="parent_session_id must differ from session_id"):
             await s.create_session(session_id="x", parent_session_id="x")
 
@@ -248,12 +248,14 @@ def test_listing_is_newest_first_paged_and_filtered_by_type(store: Store) -> Non
         await s.append("c", "r", UserMessage(content="y"))
         await s.update_session("a", title="renamed")  # moves a to the top
         everything = await s.list_sessions()
-        assert [x.id for x in everything] == ["a", "c", "e", "d", "b"]
-        assert {x.id: x.message_count for x in everything}["c"] == 2
+        assert [x.session_id for x in everything] == ["a", "c", "e", "d", "b"]
+        assert {x.session_id: x.message_count for x in everything}["c"] == 2
         pages = [await s.list_sessions(limit=2, offset=offset) for offset in (0, 2, 4, 6)]
-        assert [[x.id for x in page] for page in pages] == [["a", "c"], ["e", "d"], ["b"], []]
-        assert [x.id for x in await s.list_sessions(session_types=[1])] == ["e", "b"]
-        assert [x.id for x in await s.list_sessions(session_types=(0, 2))] == ["a", "c", "d"]
+        ids = [[x.session_id for x in page] for page in pages]
+        assert ids == [["a", "c"], ["e", "d"], ["b"], []]
+        assert [x.session_id for x in await s.list_sessions(session_types=[1])] == ["e", "b"]
+        two = await s.list_sessions(session_types=(0, 2))
+        assert [x.session_id for x in two] == ["a", "c", "d"]
         assert await s.list_sessions(session_types=[9]) == []
         with pytest.raises(ValidationError, match="limit must be positive"):
             await s.list_sessions(limit=0)
@@ -340,7 +342,7 @@ def test_a_nul_character_is_kept_in_the_message_and_defined_per_backend_elsewher
 
     async def body(s: Any) -> Any:
         await s.append("s", "r", message)
-        return (await s.load("s")).tail[0]
+        return (await s.load("s")).raw_tail[0]
 
     record = run(store, body)
     assert record.message == message  # the envelope escapes it: exact on both backends

@@ -61,7 +61,7 @@ async def tables(dsn: str) -> set[str]:
 def test_reads_never_create_tables_and_the_first_write_migrates(pg_dsn: str) -> None:
     async def scenario() -> None:
         async with PostgresSessionStorage(pg_dsn) as storage:
-            assert (await storage.load("s")).tail == ()
+            assert (await storage.load("s")).raw_tail == []
             assert await storage.list_sessions() == []
             assert await storage.get_session("s") is None
             assert await storage.count_messages("s") == 0
@@ -143,7 +143,7 @@ def test_read_only_storage_never_migrates_and_refuses_writes(pg_dsn: str) -> Non
         async with PostgresSessionStorage(pg_dsn) as storage:
             await storage.append("s", "r", UserMessage(content="x"))
         async with PostgresSessionStorage(pg_dsn, read_only=True) as storage:
-            assert [r.content for r in (await storage.load("s")).tail] == ["x"]
+            assert [r.content for r in (await storage.load("s")).raw_tail] == ["x"]
             with pytest.raises(DatabaseReadOnly):
                 await storage.delete_session("s")
 
@@ -182,8 +182,8 @@ def test_a_role_that_may_only_select_can_inspect_but_not_write(select_only_dsn: 
     async def scenario() -> None:
         for read_only in (True, False):
             async with PostgresSessionStorage(select_only_dsn, read_only=read_only) as storage:
-                assert [r.content for r in (await storage.load("s")).tail] == ["visible"]
-                assert [s.id for s in await storage.list_sessions()] == ["s"]
+                assert [r.content for r in (await storage.load("s")).raw_tail] == ["visible"]
+                assert [s.session_id for s in await storage.list_sessions()] == ["s"]
                 with pytest.raises(DatabaseReadOnly):
                     await storage.append("s", "r", UserMessage(content="x"))
 
@@ -255,7 +255,7 @@ def _load_in_child(dsn: str, env: dict[str, str]) -> subprocess.CompletedProcess
         "from zett_sessions import PostgresSessionStorage\n"
         "async def main():\n"
         "    async with PostgresSessionStorage(sys.argv[1]) as s:\n"
-        "        print(len((await s.load('s')).tail))\n"
+        "        print(len((await s.load('s')).raw_tail))\n"
         "asyncio.run(main())\n"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
@@ -313,7 +313,7 @@ def test_sslmode_is_honoured(pg_dsn: str) -> None:
 
     async def load(mode: str) -> int:
         async with PostgresSessionStorage(f"{pg_dsn}&sslmode={mode}") as storage:
-            return len((await storage.load("s")).tail)
+            return len((await storage.load("s")).raw_tail)
 
     assert asyncio.run(load("prefer")) == 0
     with pytest.raises(ServerUnavailable):

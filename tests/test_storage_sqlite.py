@@ -332,16 +332,16 @@ def test_create_session_persists_an_empty_session(db: Path) -> None:
         created = await s.create_session(
             session_id="s1", title="  Plan  ", agent_name=" bot ", session_type=7
         )
-        assert (created.id, created.title, created.agent_name) == ("s1", "Plan", "bot")
+        assert (created.session_id, created.title, created.agent_name) == ("s1", "Plan", "bot")
         assert (created.session_type, created.message_count) == (7, 0)
         assert created.created_at == created.updated_at
         assert await s.get_session("s1") == created
         generated = await s.create_session()
         also_generated = await s.create_session(session_id="")
         for summary in (generated, also_generated):
-            assert len(summary.id) == 36 and summary.id[14] == "7"
+            assert len(summary.session_id) == 36 and summary.session_id[14] == "7"
         view = await s.load("s1")
-        assert (view.title, view.session_type, view.tail) == ("Plan", 7, ())
+        assert (view.title, view.session_type, view.raw_tail) == ("Plan", 7, [])
 
     with_storage(db, body)
 
@@ -408,11 +408,11 @@ def test_update_session_strips_validates_and_moves_the_session_to_the_top(db: Pa
     async def body(s: SQLiteSessionStorage) -> None:
         await s.append("old", "r", UserMessage(content="x"))
         await s.append("new", "r", UserMessage(content="x"))
-        assert [summary.id for summary in await s.list_sessions()] == ["new", "old"]
+        assert [summary.session_id for summary in await s.list_sessions()] == ["new", "old"]
         updated = await s.update_session("old", title="  Renamed ")
         assert updated is not None
         assert (updated.title, updated.agent_name, updated.message_count) == ("Renamed", None, 1)
-        assert [summary.id for summary in await s.list_sessions()] == ["old", "new"]
+        assert [summary.session_id for summary in await s.list_sessions()] == ["old", "new"]
         assert await s.update_session("missing", title="x") is None
         with pytest.raises(ValidationError, match="At least one session field must be supplied"):
             await s.update_session("old")
@@ -479,8 +479,8 @@ def test_list_sessions_is_newest_first_with_id_as_tie_breaker_and_paginates(db: 
 
     async def listing(s: SQLiteSessionStorage) -> None:
         everything = await s.list_sessions()
-        assert [x.id for x in everything] == ["d", "b", "c", "a", "e"]
-        assert {x.id: x.message_count for x in everything} == {
+        assert [x.session_id for x in everything] == ["d", "b", "c", "a", "e"]
+        assert {x.session_id: x.message_count for x in everything} == {
             "a": 0,
             "b": 0,
             "c": 2,
@@ -488,9 +488,11 @@ def test_list_sessions_is_newest_first_with_id_as_tie_breaker_and_paginates(db: 
             "e": 0,
         }
         pages = [await s.list_sessions(limit=2, offset=offset) for offset in (0, 2, 4, 6)]
-        assert [[x.id for x in page] for page in pages] == [["d", "b"], ["c", "a"], ["e"], []]
-        assert [x.id for x in await s.list_sessions(session_types=[1])] == ["b", "e"]
-        assert [x.id for x in await s.list_sessions(session_types=(0, 2))] == ["d", "c", "a"]
+        ids = [[x.session_id for x in page] for page in pages]
+        assert ids == [["d", "b"], ["c", "a"], ["e"], []]
+        assert [x.session_id for x in await s.list_sessions(session_types=[1])] == ["b", "e"]
+        two = await s.list_sessions(session_types=(0, 2))
+        assert [x.session_id for x in two] == ["d", "c", "a"]
         assert len(await s.list_sessions(session_types=[])) == 5
         assert await s.list_sessions(session_types=[9]) == []
         assert everything[0].updated_at == datetime(2026, 1, 3, tzinfo=UTC)
@@ -566,7 +568,7 @@ def test_memory_database_lives_until_close_and_creates_no_file(
         storage = SQLiteSessionStorage(":memory:")
         await storage.append("s", "r", UserMessage(content="kept"))
         assert await storage.count_messages("s") == 1
-        assert [r.message.text for r in (await storage.load("s")).tail] == ["kept"]
+        assert [r.message.text for r in (await storage.load("s")).raw_tail] == ["kept"]
         await storage.close()
         with pytest.raises(DatabaseError, match="storage is closed"):
             await storage.load("s")
@@ -895,7 +897,7 @@ def test_times_before_year_1000_are_written_fixed_width_and_read_back(db: Path) 
 
     async def body(s: SQLiteSessionStorage) -> Any:
         await s.append("s", "r", UserMessage(content="old"), timing=timing)
-        return (await s.load("s")).tail[0]
+        return (await s.load("s")).raw_tail[0]
 
     record = with_storage(db, body)
     assert record.timing is not None and record.timing.started_at == early
@@ -984,7 +986,7 @@ def test_read_only_reads_and_refuses_every_write(fixture_db: FixtureDb) -> None:
 
     async def body(s: SQLiteSessionStorage) -> None:
         view = await s.load("project-notes")
-        assert len(view.tail) == 3
+        assert len(view.raw_tail) == 3
         assert len(await s.list_sessions()) == 8
         writes: list[Callable[[], Awaitable[object]]] = [
             lambda: s.append("project-notes", "r", UserMessage(content="x")),

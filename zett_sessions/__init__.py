@@ -61,61 +61,66 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
-    from .database import Database
+    # (``X as X``: an explicit re-export, which mypy --strict requires of a package)
+    from .database import Database as Database
     from .errors import (
-        AmbiguousSessionId,
-        DamagedHistory,
-        DatabaseError,
-        DatabaseLocked,
-        DatabaseNotFound,
-        DatabaseReadOnly,
-        DatabaseUnreadable,
-        InvalidBoundary,
-        NotASessionDatabase,
-        ParentMismatch,
-        ServerUnavailable,
-        SessionExists,
-        SessionNotFound,
-        SnapshotConflict,
-        UnsupportedLayout,
-        UnsupportedValue,
-        ValidationError,
-        ZettSessionsError,
+        AmbiguousSessionId as AmbiguousSessionId,
+        DamagedHistory as DamagedHistory,
+        DatabaseError as DatabaseError,
+        DatabaseLocked as DatabaseLocked,
+        DatabaseNotFound as DatabaseNotFound,
+        DatabaseReadOnly as DatabaseReadOnly,
+        DatabaseUnreadable as DatabaseUnreadable,
+        InvalidBoundary as InvalidBoundary,
+        NotASessionDatabase as NotASessionDatabase,
+        ParentMismatch as ParentMismatch,
+        ServerUnavailable as ServerUnavailable,
+        SessionExists as SessionExists,
+        SessionNotFound as SessionNotFound,
+        SnapshotConflict as SnapshotConflict,
+        UnsupportedLayout as UnsupportedLayout,
+        UnsupportedValue as UnsupportedValue,
+        ValidationError as ValidationError,
+        ZettSessionsError as ZettSessionsError,
     )
-    from .extensions.sqlite import SQLiteSessionExtension
-    from .ids import new_uuid7
-    from .json_types import JsonValue
+    from .extensions.sqlite import SQLiteSessionExtension as SQLiteSessionExtension
+    from .ids import new_uuid7 as new_uuid7
+    from .json_types import JsonValue as JsonValue
     from .models import (
-        AgentMessage,
-        AnyMessage,
-        AssistantMessage,
-        CompactedMessage,
-        ContextSnapshot,
-        ImageBytesSource,
-        ImageContent,
-        ImageDetail,
-        ImageSource,
-        ImageUrlSource,
-        Message,
-        MessageKind,
-        MessageRole,
-        MessageTiming,
-        ModelUsage,
-        RawMessageRecord,
-        SessionSummary,
-        SessionView,
-        SystemMessage,
-        TextContent,
-        ToolCall,
-        ToolMessage,
-        UndecodableMessage,
-        UserContent,
-        UserContentPart,
-        UserMessage,
+        AgentMessage as AgentMessage,
+        AnyMessage as AnyMessage,
+        AssistantMessage as AssistantMessage,
+        CompactedMessage as CompactedMessage,
+        ContextSnapshot as ContextSnapshot,
+        ImageBytesSource as ImageBytesSource,
+        ImageContent as ImageContent,
+        ImageDetail as ImageDetail,
+        ImageSource as ImageSource,
+        ImageUrlSource as ImageUrlSource,
+        Message as Message,
+        MessageKind as MessageKind,
+        MessageRole as MessageRole,
+        MessageTiming as MessageTiming,
+        ModelUsage as ModelUsage,
+        RawMessageRecord as RawMessageRecord,
+        SessionSummary as SessionSummary,
+        SessionView as SessionView,
+        SystemMessage as SystemMessage,
+        TextContent as TextContent,
+        ToolCall as ToolCall,
+        ToolMessage as ToolMessage,
+        UndecodableMessage as UndecodableMessage,
+        UserContent as UserContent,
+        UserContentPart as UserContentPart,
+        UserMessage as UserMessage,
     )
-    from .persistence import BaseSessionPersistenceExtension, RequestContext, SessionPersistence
-    from .postgres.storage import PostgresSessionStorage
-    from .projection import Projection, project
-    from .schema import Layout
-    from .sqlite_storage import SQLiteSessionStorage
-    from .storage import SessionStorage
+    from .persistence import (
+        BaseSessionPersistenceExtension as BaseSessionPersistenceExtension,
+        RequestContext as RequestContext,
+        SessionPersistence as SessionPersistence,
+    )
+    from .postgres.storage import PostgresSessionStorage as PostgresSessionStorage
+    from .projection import Projection as Projection, project as project
+    from .schema import Layout as Layout
+    from .sqlite_storage import SQLiteSessionStorage as SQLiteSessionStorage
+    from .storage import SessionStorage as SessionStorage

@@ -216,7 +216,7 @@ def _assistant(content: str = "", *calls: ToolCall, **extra: Any) -> AssistantMe
 
 async def _empty(w: _Writer) -> str:
     summary = await w.storage.create_session(title="Untitled draft", agent_name="zett")
-    return summary.id
+    return summary.session_id
 
 
 async def _plain(w: _Writer) -> str:
@@ -243,7 +243,7 @@ async def _plain(w: _Writer) -> str:
 
 async def _tools(w: _Writer) -> tuple[str, str]:
     summary = await w.storage.create_session(title="Find the slow tests", agent_name="coding-agent")
-    session_id = summary.id
+    session_id = summary.session_id
     meta = {"origin": "cli", "cwd": "/home/dev/shop"}
     run = await w.run(session_id, meta, {"ticket": "PERF-12"})
     await w.add(run, SystemMessage(content=CODING_PROMPT))
@@ -313,7 +313,7 @@ async def _child(w: _Writer, parent: str) -> str:
     summary = await w.storage.create_session(
         parent_session_id=parent, title="Trace the slow fixture", agent_name="explore"
     )
-    run = await w.run(summary.id, {"origin": "delegate"}, None, parent=parent)
+    run = await w.run(summary.session_id, {"origin": "delegate"}, None, parent=parent)
     await w.add(run, SystemMessage(content="You explore code and report facts briefly."))
     await w.add(run, UserMessage(content="Why is tests/test_db.py::test_migrate slow?"))
     call = ToolCall(id="call_grep", name="grep", arguments={"pattern": "def db", "path": "tests"})
@@ -334,14 +334,14 @@ async def _child(w: _Writer, parent: str) -> str:
         usage=_usage(950, 25),
     )
     w.done(run)
-    return summary.id
+    return summary.session_id
 
 
 async def _compacted(w: _Writer) -> str:
     summary = await w.storage.create_session(
         title="Refactor the storage layer", agent_name="coding-agent"
     )
-    session_id = summary.id
+    session_id = summary.session_id
     turns = [
         ("Split storage.py into a codec and an ORM module.", "Done: codec.py and orm.py."),
         ("Add type hints to the codec.", "Added; mypy is clean."),
@@ -373,7 +373,7 @@ async def _cancelled(w: _Writer) -> str:
     summary = await w.storage.create_session(
         title="Cancelled integration run", agent_name="coding-agent"
     )
-    session_id = summary.id
+    session_id = summary.session_id
     run = await w.run(session_id, {"origin": "cli"}, None)
     await w.add(run, SystemMessage(content=CODING_PROMPT))
     await w.add(run, UserMessage(content="Run the slow integration tests."))
@@ -397,7 +397,7 @@ async def _cancelled(w: _Writer) -> str:
 
 async def _crashed(w: _Writer) -> tuple[str, tuple[PlantedFault, ...]]:
     summary = await w.storage.create_session(title=CRASHED_TITLE, agent_name="coding-agent")
-    session_id = summary.id
+    session_id = summary.session_id
     tags = {"kind": "crash"}
     run = await w.run(session_id, {"origin": "cli"}, tags)
     await w.add(run, SystemMessage(content=CODING_PROMPT))
@@ -484,7 +484,7 @@ async def _automation(w: _Writer) -> str:
 
 async def _unicode(w: _Writer) -> str:
     summary = await w.storage.create_session(title=UNICODE_TITLE, agent_name="vision [beta]")
-    session_id = summary.id
+    session_id = summary.session_id
     meta = {"café": "crème brûlée", "list": [1, "two", True], "nothing": None, "ratio": 0.25}
     tags = {"lang": "日本語", "[bold]tag[/]": "\x1b[31mred\x1b[0m"}
     run = await w.run(session_id, meta, tags)

@@ -513,26 +513,103 @@ class ModelUsage(ValueModel):
 # --- records, sessions, snapshots --------------------------------------------------------
 
 
-class RawMessageRecord(BaseModel):
-    """One row of the raw log.  ``defects`` lists what could not be read as the format says."""
+class RawMessageRecord(ValueModel):
+    """One row of the raw log, with zett-agent's fields in zett-agent's order (so it may be
+    built positionally, as zett-agent's dataclass), then what this library adds.
 
-    model_config = ConfigDict(frozen=True, defer_build=True, arbitrary_types_allowed=True)
+    Timing and usage are flat, as in zett-agent: ``started_at`` … ``content_duration_ns`` and
+    the five token counters.  A row without timing (layout A0, or damaged times: see
+    ``defects``) has every timing field ``None``; one without usage has every counter ``None``.
+    ``timing`` and ``usage`` give them back as a ``MessageTiming``/``ModelUsage`` (or ``None``),
+    the values ``append`` takes.
+
+    Beyond zett-agent: ``role``, ``content`` and ``tool_name`` are the stored columns (the
+    integer kind, the searchable text, the tool name; derived from ``message`` when not given)
+    and ``defects`` lists what could not be read as the format says.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, defer_build=True, arbitrary_types_allowed=True, extra="forbid"
+    )
+    _by_position = True
 
     id: str
     session_id: str
     request_id: str
     sequence: int
-    role: int
-    content: str
-    tool_name: str | None
     message: AnyMessage | UndecodableMessage
-    metadata: dict[str, Any]
-    tags: dict[str, Any]
-    timing: MessageTiming | None
-    usage: ModelUsage | None
-    created_at: datetime | None
-    updated_at: datetime | None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    duration_ns: int | None = None
+    reasoning_started_at: datetime | None = None
+    reasoning_completed_at: datetime | None = None
+    reasoning_duration_ns: int | None = None
+    content_started_at: datetime | None = None
+    content_completed_at: datetime | None = None
+    content_duration_ns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    role: int = 0
+    content: str = ""
+    tool_name: str | None = None
     defects: tuple[str, ...] = ()
+
+    if TYPE_CHECKING:  # pragma: no cover
+
+        def __init__(
+            self,
+            id: str,
+            session_id: str,
+            request_id: str,
+            sequence: int,
+            message: AnyMessage | UndecodableMessage,
+            metadata: dict[str, Any] = ...,
+            tags: dict[str, Any] = ...,
+            started_at: datetime | None = None,
+            completed_at: datetime | None = None,
+            duration_ns: int | None = None,
+            reasoning_started_at: datetime | None = None,
+            reasoning_completed_at: datetime | None = None,
+            reasoning_duration_ns: int | None = None,
+            content_started_at: datetime | None = None,
+            content_completed_at: datetime | None = None,
+            content_duration_ns: int | None = None,
+            input_tokens: int | None = None,
+            output_tokens: int | None = None,
+            cache_read_tokens: int | None = None,
+            cache_write_tokens: int | None = None,
+            reasoning_tokens: int | None = None,
+            created_at: datetime | None = None,
+            updated_at: datetime | None = None,
+            role: int = ...,
+            content: str = ...,
+            tool_name: str | None = ...,
+            defects: tuple[str, ...] = (),
+        ) -> None: ...
+
+    @model_validator(mode="before")
+    @classmethod
+    def _columns_from_message(cls, data: Any) -> Any:
+        """The stored columns a caller did not give follow from the message, as ``append``
+        writes them."""
+        if not isinstance(data, dict) or "message" not in data:
+            return data
+        data = dict(data)  # the caller's dict stays as it was
+        message = data["message"]
+        if isinstance(message, Message):
+            data.setdefault("role", int(message.kind))
+            data.setdefault("content", message.text)
+            data.setdefault("tool_name", message.name if isinstance(message, ToolMessage) else None)
+        elif isinstance(message, UndecodableMessage) and message.kind is not None:
+            data.setdefault("role", message.kind)
+        return data
 
     @property
     def kind(self) -> int:
@@ -541,13 +618,66 @@ class RawMessageRecord(BaseModel):
             return int(self.message.kind)
         return self.message.kind if self.message.kind is not None else self.role
 
+    @property
+    def timing(self) -> MessageTiming | None:
+        """The timing fields as the ``MessageTiming`` ``append`` took (``None`` without)."""
+        if self.started_at is None or self.completed_at is None:
+            return None
+        return MessageTiming.model_construct(
+            started_at=self.started_at,
+            completed_at=self.completed_at,
+            duration_ns=self.duration_ns or 0,
+            reasoning_started_at=self.reasoning_started_at,
+            reasoning_completed_at=self.reasoning_completed_at,
+            reasoning_duration_ns=self.reasoning_duration_ns,
+            content_started_at=self.content_started_at,
+            content_completed_at=self.content_completed_at,
+            content_duration_ns=self.content_duration_ns,
+        )
 
-class SessionSummary(BaseModel):
+    @property
+    def usage(self) -> ModelUsage | None:
+        """The token counters as the ``ModelUsage`` ``append`` took (``None`` without; a NULL
+        counter beside others counts 0).  Not validated: a hand-edited row may break its
+        invariants, which ``verify`` reports."""
+        counters = (
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.reasoning_tokens,
+        )
+        if all(value is None for value in counters):
+            return None
+        return ModelUsage.model_construct(
+            input_tokens=self.input_tokens or 0,
+            output_tokens=self.output_tokens or 0,
+            cache_read_tokens=self.cache_read_tokens or 0,
+            cache_write_tokens=self.cache_write_tokens or 0,
+            reasoning_tokens=self.reasoning_tokens or 0,
+        )
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Input plus output tokens, or ``None`` unless both were recorded (zett-agent)."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """Cache reads over input tokens, or ``None`` without input usage (zett-agent)."""
+        if not self.input_tokens or self.cache_read_tokens is None:
+            return None
+        return self.cache_read_tokens / self.input_tokens
+
+
+class SessionSummary(ValueModel):
     """A session row plus its raw message count (times are UTC-aware)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
-    id: str
+    session_id: str
     parent_session_id: str | None = None
     session_type: int = 0
     title: str | None = None
@@ -557,42 +687,46 @@ class SessionSummary(BaseModel):
     message_count: int = 0
 
 
-class ContextSnapshot(BaseModel):
-    """A compaction checkpoint: ``message`` stands for raw sequences 1..boundary inclusive."""
+class ContextSnapshot(ValueModel):
+    """A compaction checkpoint: ``compacted_message`` stands for raw sequences 1..boundary
+    inclusive (an ``UndecodableMessage`` when the stored payload cannot be read)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     id: str
     session_id: str
     version: int
+    compacted_message: CompactedMessage | UndecodableMessage
     compacted_through_sequence: int
-    message: CompactedMessage | UndecodableMessage
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
 
-class SessionView(BaseModel):
-    """What ``load`` returns: session identity, latest snapshot and the raw tail after it."""
+class SessionView(ValueModel):
+    """What ``load`` returns: session identity, latest snapshot and ``raw_tail``, the raw
+    records after its boundary in sequence order.  ``session_id`` (beyond zett-agent) is the
+    id that was loaded; a view built by hand may leave it ``None``."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
-    session_id: str
+    session_id: str | None = None
     parent_session_id: str | None = None
     session_type: int = 0
     title: str | None = None
     agent_name: str | None = None
     snapshot: ContextSnapshot | None = None
-    tail: tuple[RawMessageRecord, ...] = ()
+    raw_tail: list[RawMessageRecord] = Field(default_factory=list)
 
     @property
-    def messages(self) -> list[Message]:
+    def messages(self) -> list[AnyMessage]:
         """Checkpoint + tail messages that belong in model context (not yet projected)."""
-        result: list[Message] = []
-        if self.snapshot is not None and isinstance(self.snapshot.message, CompactedMessage):
-            result.append(self.snapshot.message)
-        for record in self.tail:
+        result: list[AnyMessage] = []
+        checkpoint = self.snapshot.compacted_message if self.snapshot is not None else None
+        if isinstance(checkpoint, CompactedMessage):
+            result.append(checkpoint)
+        for record in self.raw_tail:
             message = record.message
-            if isinstance(message, Message) and message.include_in_messages:
+            if not isinstance(message, UndecodableMessage) and message.include_in_messages:
                 result.append(message)
         return result
 

@@ -66,10 +66,12 @@ def _record_message(record: RawMessageRecord) -> Any:
 def _damage(view: SessionView, shown: int = 3) -> str:
     """What in ``view`` cannot be decoded, as one line ("" when nothing)."""
     problems = []
-    if view.snapshot is not None and isinstance(view.snapshot.message, UndecodableMessage):
-        reason = view.snapshot.message.reason
+    if view.snapshot is not None and isinstance(
+        view.snapshot.compacted_message, UndecodableMessage
+    ):
+        reason = view.snapshot.compacted_message.reason
         problems.append(f"snapshot v{view.snapshot.version} cannot be decoded ({reason})")
-    broken = [r for r in view.tail if isinstance(r.message, UndecodableMessage)]
+    broken = [r for r in view.raw_tail if isinstance(r.message, UndecodableMessage)]
     for record in broken[:shown]:
         assert isinstance(record.message, UndecodableMessage)
         problems.append(f"sequence {record.sequence} cannot be decoded ({record.message.reason})")
@@ -112,7 +114,7 @@ class BaseSessionPersistenceExtension(Generic[StorageT]):
         damage = _damage(view)
         if damage:
             raise DamagedHistory(f"session {session_id!r} cannot be restored: {damage}")
-        has_history = view.snapshot is not None or bool(view.tail)
+        has_history = view.snapshot is not None or bool(view.raw_tail)
         if (
             parent_session_id is not None
             and has_history
@@ -127,10 +129,12 @@ class BaseSessionPersistenceExtension(Generic[StorageT]):
             tags=tags,
             version=view.version,
         )
-        if view.snapshot is not None and isinstance(view.snapshot.message, CompactedMessage):
-            request.context.append(view.snapshot.message)
+        if view.snapshot is not None and isinstance(
+            view.snapshot.compacted_message, CompactedMessage
+        ):
+            request.context.append(view.snapshot.compacted_message)
             request.positions.append(view.snapshot.compacted_through_sequence)
-        request.restored = project(list(view.tail), _record_message)
+        request.restored = project(view.raw_tail, _record_message)
         for record in request.restored.kept:
             assert not isinstance(record.message, UndecodableMessage)
             request.context.append(record.message)

@@ -16,14 +16,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from .codec import decode_checkpoint, decode_envelope, decode_json_object
-from .models import (
-    ContextSnapshot,
-    MessageTiming,
-    ModelUsage,
-    RawMessageRecord,
-    SessionSummary,
-)
-from .schema import RAW_COLUMNS, SESSION_COLUMNS, TOKEN_COLUMNS, Layout
+from .models import ContextSnapshot, RawMessageRecord, SessionSummary
+from .schema import RAW_COLUMNS, SESSION_COLUMNS, TIMING_COLUMNS, TOKEN_COLUMNS, Layout
 from .timeutil import parse_db_time
 from .values import text_or_none as text_or_none  # re-exported: the row readers' helper
 
@@ -67,7 +61,7 @@ def _construct_is_plain(cls: type[BaseModel]) -> bool:
 
 
 _PLAIN_MODELS: dict[type[BaseModel], bool] = {
-    cls: _construct_is_plain(cls) for cls in (RawMessageRecord, MessageTiming, ModelUsage)
+    RawMessageRecord: _construct_is_plain(RawMessageRecord)
 }
 _setattr = object.__setattr__
 
@@ -77,7 +71,7 @@ def _construct(cls: type[M], values: dict[str, Any]) -> M:
 
     For a model without aliases, private attributes, post-init or extras, ``model_construct``
     sets exactly these four attributes after a loop over all fields that looks up aliases and
-    defaults: ~5 µs per record and ~30% of ``record_from_row`` with three models per row.
+    defaults: ~5 µs per model (about 30% of ``record_from_row`` when a row made three models).
     ``tests/test_rows_construct.py`` checks the instances are the same.
     """
     if not _PLAIN_MODELS[cls]:
@@ -111,48 +105,30 @@ class _Times:
             return parse_db_time(value)
 
 
-def _timing(row: sqlite3.Row, defects: list[str], times: _Times) -> MessageTiming | None:
+_NO_TIMING: dict[str, Any] = dict.fromkeys(TIMING_COLUMNS)
+
+
+def _timing(row: sqlite3.Row, defects: list[str], times: _Times) -> dict[str, Any]:
+    """The record's flat timing fields: all ``None`` without timing columns (layout A0) or
+    when the start or completion time cannot be read (a defect)."""
     started = times(row["started_at"])
     completed = times(row["completed_at"])
     if started is None and completed is None and row["started_at"] is None:
-        return None  # layout A0: no timing columns at all
+        return _NO_TIMING
     if started is None or completed is None:
         defects.append("timing timestamps are not valid times")
-        return None
-    return _construct(
-        MessageTiming,
-        {
-            "started_at": started,
-            "completed_at": completed,
-            "duration_ns": _int_or_none(row["duration_ns"]) or 0,
-            "reasoning_started_at": times(row["reasoning_started_at"]),
-            "reasoning_completed_at": times(row["reasoning_completed_at"]),
-            "reasoning_duration_ns": _int_or_none(row["reasoning_duration_ns"]),
-            "content_started_at": times(row["content_started_at"]),
-            "content_completed_at": times(row["content_completed_at"]),
-            "content_duration_ns": _int_or_none(row["content_duration_ns"]),
-        },
-    )
-
-
-def _usage(row: sqlite3.Row) -> ModelUsage | None:
-    values = [_int_or_none(row[name]) for name in TOKEN_COLUMNS]
-    if values == _NO_TOKENS:
-        return None
-    input_tokens, output_tokens, cache_read, cache_write, reasoning = (v or 0 for v in values)
-    return _construct(
-        ModelUsage,
-        {
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "cache_read_tokens": cache_read,
-            "cache_write_tokens": cache_write,
-            "reasoning_tokens": reasoning,
-        },
-    )
-
-
-_NO_TOKENS = [None] * len(TOKEN_COLUMNS)
+        return _NO_TIMING
+    return {
+        "started_at": started,
+        "completed_at": completed,
+        "duration_ns": _int_or_none(row["duration_ns"]) or 0,
+        "reasoning_started_at": times(row["reasoning_started_at"]),
+        "reasoning_completed_at": times(row["reasoning_completed_at"]),
+        "reasoning_duration_ns": _int_or_none(row["reasoning_duration_ns"]),
+        "content_started_at": times(row["content_started_at"]),
+        "content_completed_at": times(row["content_completed_at"]),
+        "content_duration_ns": _int_or_none(row["content_duration_ns"]),
+    }
 
 
 def record_from_row(row: sqlite3.Row) -> RawMessageRecord:
@@ -170,7 +146,6 @@ def record_from_row(row: sqlite3.Row) -> RawMessageRecord:
         defects.append("created_at is not a valid time")
     message = decode_envelope(row["message_json"])
     content = row["content"]
-    timing = _timing(row, defects, times)
     return _construct(
         RawMessageRecord,
         {
@@ -178,16 +153,16 @@ def record_from_row(row: sqlite3.Row) -> RawMessageRecord:
             "session_id": str(row["session_id"]),
             "request_id": str(row["request_id"]),
             "sequence": _int_or_none(row["sequence"]) or 0,
-            "role": _int_or_none(row["role"]) or 0,
-            "content": text_or_none(content) or "",
-            "tool_name": text_or_none(row["tool_name"]),
             "message": message,
             "metadata": metadata,
             "tags": tags,
-            "timing": timing,
-            "usage": _usage(row),
+            **_timing(row, defects, times),
+            **{name: _int_or_none(row[name]) for name in TOKEN_COLUMNS},
             "created_at": created,
             "updated_at": times(row["updated_at"]),
+            "role": _int_or_none(row["role"]) or 0,
+            "content": text_or_none(content) or "",
+            "tool_name": text_or_none(row["tool_name"]),
             "defects": tuple(defects),
         },
     )
@@ -198,7 +173,7 @@ def summary_from_row(row: sqlite3.Row, message_count: int | None = None) -> Sess
     count = message_count if message_count is not None else row["message_count"]
     session_type = _int_or_none(row["session_type"])
     return SessionSummary.model_construct(
-        id=str(row["id"]),
+        session_id=str(row["id"]),
         parent_session_id=text_or_none(row["parent_session_id"]),
         session_type=session_type if session_type is not None else 0,
         title=text_or_none(row["title"]),
@@ -214,8 +189,8 @@ def snapshot_from_row(row: sqlite3.Row) -> ContextSnapshot:
         id=str(row["id"]),
         session_id=str(row["session_id"]),
         version=_int_or_none(row["version"]) or 0,
+        compacted_message=decode_checkpoint(row["message_json"]),
         compacted_through_sequence=_int_or_none(row["compacted_through_sequence"]) or 0,
-        message=decode_checkpoint(row["message_json"]),
         created_at=parse_db_time(row["created_at"]),
         updated_at=parse_db_time(row["updated_at"]),
     )

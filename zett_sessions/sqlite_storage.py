@@ -202,7 +202,7 @@ class SQLiteSessionStorage:
             title=summary.title if summary else None,
             agent_name=summary.agent_name if summary else None,
             snapshot=snapshot,
-            tail=tuple(record_from_row(row) for row in rows),
+            raw_tail=[record_from_row(row) for row in rows],
         )
 
     async def append(
@@ -367,8 +367,8 @@ class SQLiteSessionStorage:
             id=snapshot_id,
             session_id=session_id,
             version=version + 1,
+            compacted_message=compacted_message,
             compacted_through_sequence=compacted_through_sequence,
-            message=compacted_message,
             created_at=created,
             updated_at=created,
         )
@@ -409,7 +409,7 @@ class SQLiteSessionStorage:
             )
         created = _parse_back(now_text)
         return SessionSummary(
-            id=new_id,
+            session_id=new_id,
             parent_session_id=parent_session_id,
             session_type=session_type,
             title=title,

@@ -166,7 +166,7 @@ def print_ids(out: Output, page: SessionPage, *, null: bool) -> None:
     end = "\0" if null else "\n"
     left_out: list[str] = []
     for session in page.sessions:
-        sid = session.id
+        sid = session.session_id
         if sid and "\0" not in sid and (exact_anything or is_plain(sid)):
             out.write(sid + end)
         else:
@@ -217,7 +217,7 @@ def render_page(
             if csv_writable(session):
                 out.line(csv_row(session))
             else:
-                left_out.append(session.id)
+                left_out.append(session.session_id)
         if left_out:
             out.warn(
                 f"left out {plural(len(left_out), 'session')} whose id or parent id holds a "

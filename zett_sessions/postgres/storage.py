@@ -332,8 +332,8 @@ class PostgresSessionStorage:
                 id=snapshot_id,
                 session_id=session_id,
                 version=version,
+                compacted_message=compacted_message,
                 compacted_through_sequence=compacted_through_sequence,
-                message=compacted_message,
                 created_at=as_utc(created),
                 updated_at=as_utc(created),
             )
@@ -376,7 +376,7 @@ class PostgresSessionStorage:
             if created is None:
                 raise SessionExists(f"Session already exists: {new.session_id}")
             return SessionSummary(
-                id=new.session_id,
+                session_id=new.session_id,
                 parent_session_id=new.parent_session_id,
                 session_type=new.session_type,
                 title=new.title,
@@ -532,7 +532,7 @@ def _view(
         title=summary.title if summary else None,
         agent_name=summary.agent_name if summary else None,
         snapshot=snapshot,
-        tail=tuple(record_from_row(row) for row in rows),
+        raw_tail=[record_from_row(row) for row in rows],
     )
 
 

@@ -27,7 +27,7 @@ class SessionListing:
     """A listed session: the fields of ``models.SessionSummary`` plus what the table shows
     beside them.  A plain dataclass: ``list`` must not pay for building pydantic models."""
 
-    id: str
+    session_id: str
     parent_session_id: str | None = None
     session_type: int = 0
     title: str | None = None

@@ -56,7 +56,7 @@ class SnapshotReport(BaseModel):
     @property
     def summary(self) -> str | None:
         """The checkpoint text, or ``None`` when the stored payload cannot be decoded."""
-        message = self.snapshot.message
+        message = self.snapshot.compacted_message
         return message.text if isinstance(message, CompactedMessage) else None
 
     @property

@@ -253,7 +253,7 @@ async def read_header(db: Database, session_id: str) -> TranscriptHeader:
         )
         assert span is not None
         summary = SessionSummary.model_construct(
-            id=session_id,
+            session_id=session_id,
             parent_session_id=None,
             session_type=0,
             title=None,

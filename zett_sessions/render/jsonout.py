@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # imported where used: ``list`` renders sessions without buil
 
 def session_json(session: SessionSummary | SessionListing) -> dict[str, Any]:
     document: dict[str, Any] = {
-        "id": session.id,
+        "id": session.session_id,
         "title": session.title,
         "agent_name": session.agent_name,
         "session_type": session.session_type,
@@ -113,7 +113,7 @@ def record_json(record: RawMessageRecord) -> dict[str, Any]:
 def snapshot_json(snapshot: ContextSnapshot) -> dict[str, Any]:
     from ..models import UndecodableMessage
 
-    message = snapshot.message
+    message = snapshot.compacted_message
     return {
         "id": snapshot.id,
         "session_id": snapshot.session_id,

@@ -75,9 +75,9 @@ def block(text: str, options: TranscriptOptions, info: str = "text") -> str:
 def header_markdown(header: TranscriptHeader) -> str:
     session = header.session
     lines = [
-        f"# Session {code(session.title) if session.title else code(session.id)}",
+        f"# Session {code(session.title) if session.title else code(session.session_id)}",
         "",
-        f"- **Id:** {code(session.id, None)}",
+        f"- **Id:** {code(session.session_id, None)}",
         f"- **Agent:** {code(session.agent_name)}",
         f"- **Type:** {session.session_type}",
     ]
@@ -138,10 +138,10 @@ def _title(record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> str:
         status = "✓" if message.success else "✗ failed"
         answers = f" answers #{entry.call.sequence}" if entry.call is not None else ""
         parts.append(f"{status} {code(name, 80)} {code(message.tool_call_id, 80)}{answers}")
-    moment = record.timing.started_at if record.timing else record.created_at
-    parts.append(exact_time(moment))
-    if record.timing is not None and record.timing.duration_ns:
-        parts.append(human_duration_ns(record.timing.duration_ns))
+    started = record.started_at
+    parts.append(exact_time(started if started is not None else record.created_at))
+    if record.duration_ns:
+        parts.append(human_duration_ns(record.duration_ns))
     tokens = tokens_label(record)
     if tokens:
         parts.append(tokens)

@@ -44,10 +44,10 @@ def problems_footer(problems: ProblemPage) -> str:
 
 def problem_json(problems: ProblemPage, session: SessionListing) -> dict[str, Any]:
     """A ``list --problems`` object: the listing keys, the error codes, the crash summary."""
-    summary = problems.summaries.get(session.id)
+    summary = problems.summaries.get(session.session_id)
     return {
         **session_json(session),
-        "error_codes": problems.errors.get(session.id, []),
+        "error_codes": problems.errors.get(session.session_id, []),
         "crash_summary": crash_json(summary) if summary is not None else None,
     }
 
@@ -57,8 +57,8 @@ PROBLEM_CSV_FIELDS = ("error_codes", "last_sequence", "last_message_at", "open_t
 
 def problem_csv(problems: ProblemPage, session: SessionListing) -> str:
     """A CSV row with the ``list --problems`` columns after the listing's."""
-    summary = problems.summaries.get(session.id)
-    extra = [" ".join(problems.errors.get(session.id, [])), "", "", ""]
+    summary = problems.summaries.get(session.session_id)
+    extra = [" ".join(problems.errors.get(session.session_id, [])), "", "", ""]
     if summary is not None:
         last = summary.last_sequence
         extra[1:] = [

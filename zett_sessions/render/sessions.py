@@ -51,7 +51,7 @@ def sessions_tables(
     whatever ``width`` the other columns leave.  With ``crashes`` (``list --problems``) each
     row ends with verify's crash summary in one line (the last durable message and the open
     tool calls) in place of the type, snapshot and children columns."""
-    ids = short_ids((s.id for s in sessions), full=full_ids or full)
+    ids = short_ids((s.session_id for s in sessions), full=full_ids or full)
     agent_cap = None if full else (16 if width >= 100 else 12)
     problems = crashes is not None
     show_created = width >= 110 and not problems  # narrow terminals keep the title instead
@@ -75,7 +75,7 @@ def sessions_tables(
     for session in sessions:
         parent = Text("↳ ", style="dim") if session.parent_session_id else Text("")
         cells: list[Text | str] = [
-            Text(ids[session.id]),
+            Text(ids[session.session_id]),
             parent + safe_cell(session.title, None if full else 200, "(untitled)"),
             safe_cell(session.agent_name, agent_cap, "—"),
         ]
@@ -94,7 +94,7 @@ def sessions_tables(
         if crashes is not None:
             from .problems import crash_cells  # verify's models: only for --problems
 
-            cells += crash_cells(crashes.get(session.id), now)
+            cells += crash_cells(crashes.get(session.session_id), now)
         rows.append(cells)
     return fitted_tables(
         table, rows, chunk=TABLE_CHUNK, flex=1, width=width, shrink=shrink, shrink_cap=20
@@ -128,7 +128,7 @@ CSV_ID_FIELDS = ("id", "parent_session_id")
 def csv_writable(session: SessionListing) -> bool:
     """Whether the session's ids can be written exactly and safely into a CSV row (an id with
     a control character could only be written altered, and would then name no session)."""
-    return is_plain(session.id) and (
+    return is_plain(session.session_id) and (
         session.parent_session_id is None or is_plain(session.parent_session_id)
     )
 
@@ -165,7 +165,7 @@ def session_card(session: SessionListing, now: datetime | None = None) -> Table:
     snapshot = f"v{session.snapshot_version}" if session.snapshot_version else "none"
     return fields_table(
         [
-            ("ID", safe_cell(session.id)),
+            ("ID", safe_cell(session.session_id)),
             ("Title", safe_cell(session.title, None, "(untitled)")),
             ("Agent", safe_cell(session.agent_name, None, "—")),
             ("Type", str(session.session_type)),

@@ -228,11 +228,11 @@ class TranscriptRenderer:
         pieces = [(f"#{record.sequence} ", "bold"), (role, ROLE_STYLES.get(role, "bold red"))]
         if isinstance(message, ToolMessage):
             pieces.extend(result_label(message, entry))
-        timing = record.timing
-        clock, self._day = when(timing.started_at if timing else record.created_at, self._day)
+        started = record.started_at
+        clock, self._day = when(started if started is not None else record.created_at, self._day)
         pieces.append((f"  {clock}", "dim"))
-        if timing is not None and timing.duration_ns:
-            pieces.append((f"  {human_duration_ns(timing.duration_ns)}", "dim"))
+        if record.duration_ns:
+            pieces.append((f"  {human_duration_ns(record.duration_ns)}", "dim"))
         tokens = tokens_label(record)
         if tokens:
             pieces.append((f"  {tokens}", "dim"))
@@ -391,7 +391,7 @@ def header_table(header: TranscriptHeader, *, now: datetime | None = None) -> Re
     """Id, title, agent, type, parent/children, times, counts, snapshot, tokens, durations."""
     session = header.session
     rows: list[tuple[str, Text | str]] = [
-        ("Session", Text(single_line(session.id), style="bold cyan")),
+        ("Session", Text(single_line(session.session_id), style="bold cyan")),
         ("Title", Text(single_line(session.title, 200)) if session.title else Text("—", "dim")),
         (
             "Agent",
@@ -434,7 +434,7 @@ def snapshot_status(header: TranscriptHeader) -> Text:
     )
     if header.snapshot_count > 1:
         text.append(f" ({header.snapshot_count:,} versions)", style="dim")
-    if isinstance(snapshot.message, UndecodableMessage):
+    if isinstance(snapshot.compacted_message, UndecodableMessage):
         text.append(" ⚠ checkpoint cannot be decoded", style=FLAG_STYLE)
     if (
         header.last_sequence is not None
@@ -493,7 +493,7 @@ def checkpoint_text(context: ResumeContext[Any], options: TranscriptOptions) -> 
     result.append(f"  covers 1–{snapshot.compacted_through_sequence}", style="dim")
     clock, _ = when(snapshot.created_at, None)
     result.append(f"  {clock}\n", style="dim")
-    message = snapshot.message
+    message = snapshot.compacted_message
     if isinstance(message, UndecodableMessage):
         result.append(
             f"{INDENT}⚠ cannot decode the checkpoint: {single_line(message.reason, 400)}\n",

@@ -278,7 +278,7 @@ async def _select(db: Database, filters: SessionFilter, via: str = "selected") -
     if not db.layout.has_sessions_table:  # layout A0: sessions derived from the raw log
         return [
             _Candidate(
-                s.id,
+                s.session_id,
                 None,
                 0,
                 None,
