@@ -73,12 +73,17 @@ def test_show_prints_header_and_every_record_in_sequence_order(
     assert f"#{result + 1} tool ✓ read_file [toolu_01B of #{call}]" in out
 
 
-def test_show_header_has_tokens_durations_and_snapshot_status(tmp_path: Path) -> None:
+def test_show_header_has_the_snapshot_status_and_the_totals_come_after_the_log(
+    tmp_path: Path,
+) -> None:
     code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["compacted"])
     assert code == 0, err
     assert "Snapshot  v2 covers 1–14, 6 messages after it (2 versions)" in out
-    assert re.search(r"Tokens    [\d,]+ total: [\d,]+ in \([\d,]+ cached\)", out)
-    assert re.search(r"Time      model [\d.]+ s · tools \d+ ms · wall", out)
+    header, log = out.split("\n#1 ", 1)
+    assert "Tokens" not in header  # summed over every row: the first screen does not wait
+    footer = log.rsplit("\n#20 ", 1)[1]
+    assert re.search(r"\nTokens  [\d,]+ total: [\d,]+ in \([\d,]+ cached\)", footer)
+    assert re.search(r"\nTime    model [\d.]+ s · tools \d+ ms · wall", footer)
 
 
 def test_show_header_counts_one_of_a_thing_in_the_singular(tmp_path: Path) -> None:

@@ -77,9 +77,10 @@ async def show(db: Database, request: Request, out: Output) -> None:
     """``show``: resolve, read the header, then stream the transcript in the chosen format."""
     from ..queries.transcript import read_header
 
+    text = not request.context and request.fmt is Format.text
     async with db.read():
         session_id = await _session(db, request)
-        header = await read_header(db, session_id)
+        header = await read_header(db, session_id, totals=not text)  # text: after the log
         if request.context:
             await _show_context(db, session_id, header, request, out)
         elif request.fmt is Format.json:
@@ -110,8 +111,8 @@ def _records(
 async def _show_text(
     db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..queries.transcript import TranscriptState, annotator_for
-    from ..render.transcript import TranscriptRenderer, header_table
+    from ..queries.transcript import TranscriptState, annotator_for, read_totals
+    from ..render.transcript import TranscriptRenderer, header_table, totals_table
     from ..rows import record_from_row
 
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
@@ -120,6 +121,8 @@ async def _show_text(
         console.file.write("\n")
         stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
         await print_entries(console, stream, TranscriptRenderer(request.options))
+        console.file.write("\n")
+        write_renderable(console, totals_table(await read_totals(db, session_id)))
     if state.shown == 0:
         out.hint("No records match." if header.session.message_count else "No messages yet.")
 

@@ -91,9 +91,10 @@ def header_markdown(header: TranscriptHeader) -> str:
         f"- **Updated:** {exact_time(session.updated_at)}",
         f"- **Messages:** {count(session.message_count)}",
         f"- **Snapshot:** {snapshot_status(header).plain}",
-        f"- **Tokens:** {tokens_status(header).plain}",
-        f"- **Time:** {time_status(header)}",
     ]
+    if header.totals is not None:
+        lines.append(f"- **Tokens:** {tokens_status(header.totals).plain}")
+        lines.append(f"- **Time:** {time_status(header.totals)}")
     return "\n".join(lines) + "\n"
 
 

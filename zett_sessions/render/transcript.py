@@ -36,7 +36,7 @@ from ..models import (
 from ..projection import Dropped
 from ..queries.annotate import Entry
 from ..queries.follow import Stale
-from ..queries.transcript import Boundary, ResumeContext, TranscriptHeader
+from ..queries.transcript import Boundary, ResumeContext, Totals, TranscriptHeader
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import count, exact_time, human_bytes, human_duration_ns, moment_label
@@ -417,8 +417,8 @@ def header_table(header: TranscriptHeader, *, now: datetime | None = None) -> Re
         messages += f" (sequences {header.first_sequence}–{header.last_sequence})"
     rows.append(("Messages", messages))
     rows.append(("Snapshot", snapshot_status(header)))
-    rows.append(("Tokens", tokens_status(header)))
-    rows.append(("Time", time_status(header)))
+    if header.totals is not None:
+        rows += totals_rows(header.totals)
     if not header.has_session_row:
         rows.append(("Note", Text("no agent_sessions row: raw rows only", style="yellow")))
     return fields_table(rows)
@@ -444,8 +444,17 @@ def snapshot_status(header: TranscriptHeader) -> Text:
     return text
 
 
-def tokens_status(header: TranscriptHeader) -> Text:
-    totals = header.totals
+def totals_rows(totals: Totals) -> list[tuple[str, Text | str]]:
+    """The token and time rows of the header (or, for ``show``, of the footer)."""
+    return [("Tokens", tokens_status(totals)), ("Time", time_status(totals))]
+
+
+def totals_table(totals: Totals) -> RenderableType:
+    """The totals after ``show``'s transcript: summing them would delay its first screen."""
+    return fields_table(totals_rows(totals))
+
+
+def tokens_status(totals: Totals) -> Text:
     if not totals.responses_with_usage:
         return Text("no usage recorded", style="dim")
     text = Text(
@@ -457,8 +466,7 @@ def tokens_status(header: TranscriptHeader) -> Text:
     return text
 
 
-def time_status(header: TranscriptHeader) -> str:
-    totals = header.totals
+def time_status(totals: Totals) -> str:
     parts = [
         f"model {human_duration_ns(totals.assistant_ns) or '0 ms'}",
         f"tools {human_duration_ns(totals.tool_ns) or '0 ms'}",
@@ -532,6 +540,7 @@ def dropped_lines(context: ResumeContext[Any]) -> Iterable[Text]:
 def header_json(header: TranscriptHeader) -> dict[str, Any]:
     """``session_json`` plus the header facts (documented in docs/show.md)."""
     totals = header.totals
+    assert totals is not None, "the JSON header is read with its totals"
     snapshot = header.snapshot
     return {
         **session_json(header.session),
