@@ -111,6 +111,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_holding_annotator_flags_exactly_what_project_drops",
     ),
     "test_verify_batches.py": ("test_the_hot_loop_flags_every_session_the_projection_would_cut",),
+    "test_verify_scope.py": (
+        "test_a_scoped_run_finds_what_the_whole_run_finds_for_every_session_in_scope",
+        "test_list_problems_pages_are_the_whole_runs_error_sessions_newest_first",
+    ),
     "test_codec.py": ("test_encode_decode_encode_is_the_identity",),
     "test_cli_list.py": ("test_a_long_listing_prints_in_pieces_that_look_like_one_table",),
     "test_make_db.py": ("test_deterministic",),
