@@ -14,26 +14,19 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .codec import content_column, encode_json_object, encode_message, tool_name_column
 from .database import MEMORY, Database
 from .errors import (
     DatabaseDamaged,
     DatabaseError,
-    InvalidBoundary,
-    ParentMismatch,
     SessionExists,
-    SnapshotConflict,
     UnsupportedLayout,
-    ValidationError,
 )
 from .ids import new_uuid7
 from .json_types import JsonValue
 from .models import (
     AnyMessage,
-    AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
-    Message,
     MessageTiming,
     ModelUsage,
     RawMessageRecord,
@@ -48,43 +41,22 @@ from .rows import (
     snapshot_select,
     summary_from_row,
 )
-from .schema import AGENT_NAME_MAX, TITLE_MAX
+from .rules import (
+    check_page,
+    check_parent,
+    check_raw_range,
+    check_session_type,
+    check_text,
+    prepare_append,
+    prepare_rename,
+    prepare_session,
+    prepare_snapshot,
+    snapshot_version,
+)
 from .timeutil import format_db_time, parse_db_time, utc_now
 
 if TYPE_CHECKING:
     from .blocking import BlockingStorage
-
-
-def check_label(value: str | None, what: str, limit: int, *, strip: bool) -> str | None:
-    """zett-agent's rule for titles and agent names: non-blank, at most ``limit`` characters."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValidationError(f"{what} must be a string")
-    if not value.strip():
-        raise ValidationError(f"{what} must not be blank")
-    checked = value.strip() if strip else value
-    if len(checked) > limit:
-        raise ValidationError(f"{what} must be at most {limit} characters")
-    return checked
-
-
-def check_session_type(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError("session_type must be a non-negative integer")
-    return value
-
-
-def _check_id(value: str, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{what} must not be blank")
-    return value
-
-
-def _check_text(value: object, what: str) -> None:
-    """An id a lookup is given must be text (``5`` or ``None`` would match nothing, silently)."""
-    if not isinstance(value, str):
-        raise ValidationError(f"{what} must be a string, not {type(value).__name__}")
 
 
 class SQLiteSessionStorage:
@@ -172,7 +144,7 @@ class SQLiteSessionStorage:
     # --- the runtime contract --------------------------------------------------------------
 
     async def load(self, session_id: str) -> SessionView:
-        _check_text(session_id, "session_id")
+        check_text(session_id, "session_id")
         db = await self._db()
         layout = db.layout
         async with db.read():
@@ -219,22 +191,18 @@ class SQLiteSessionStorage:
         usage: ModelUsage | None = None,
     ) -> int:
         """Append one message and return its sequence (``format.md`` §3, append)."""
-        _check_id(session_id, "session_id")
-        _check_id(request_id, "request_id")
-        if parent_session_id is not None:
-            _check_id(parent_session_id, "parent_session_id")
-        title = check_label(title, "title", TITLE_MAX, strip=False)
-        agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=False)
-        if usage is not None and not isinstance(message, AssistantMessage):
-            raise ValidationError("Model usage belongs only to assistant messages")
-        if isinstance(message, CompactedMessage):
-            raise ValidationError("Checkpoints belong in snapshots, not raw logs")
-        if not isinstance(message, Message):
-            raise ValidationError("message must be a zett-agent message")
-        metadata_json = encode_json_object(metadata, "metadata")
-        tags_json = encode_json_object(tags, "tags")
-        message_json = encode_message(message)
-
+        row = prepare_append(
+            session_id,
+            request_id,
+            message,
+            timing,
+            parent_session_id,
+            title,
+            agent_name,
+            metadata,
+            tags,
+            usage,
+        )
         db = await self._writer("append messages")
         async with db.write():
             now = utc_now()
@@ -253,17 +221,23 @@ class SQLiteSessionStorage:
                 await db.execute(
                     "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
                     "agent_name, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?)",
-                    (session_id, parent_session_id, title, agent_name, now_text, now_text),
+                    (
+                        session_id,
+                        row.parent_session_id,
+                        row.title,
+                        row.agent_name,
+                        now_text,
+                        now_text,
+                    ),
                 )
             else:
-                if existing["parent_session_id"] != parent_session_id:
-                    raise ParentMismatch("Session parent cannot change after creation")
+                check_parent(existing["parent_session_id"], row.parent_session_id)
                 await db.execute(
                     "UPDATE agent_sessions SET title = coalesce(?, title), "
                     "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
-                    (title, agent_name, now_text, session_id),
+                    (row.title, row.agent_name, now_text, session_id),
                 )
-            timing = timing or MessageTiming.instant(now)
+            timing = row.timing or MessageTiming.instant(now)
             await db.execute(
                 "INSERT INTO raw_messages (id, session_id, request_id, sequence, role, content, "
                 "tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
@@ -278,12 +252,12 @@ class SQLiteSessionStorage:
                     session_id,
                     request_id,
                     sequence,
-                    int(message.kind),
-                    content_column(message),
-                    tool_name_column(message),
-                    message_json,
-                    metadata_json,
-                    tags_json,
+                    row.role,
+                    row.content,
+                    row.tool_name,
+                    row.message_json,
+                    row.metadata_json,
+                    row.tags_json,
                     format_db_time(timing.started_at),
                     format_db_time(timing.completed_at),
                     timing.duration_ns,
@@ -293,17 +267,7 @@ class SQLiteSessionStorage:
                     _time_or_none(timing.content_started_at),
                     _time_or_none(timing.content_completed_at),
                     timing.content_duration_ns,
-                    *(
-                        (
-                            usage.input_tokens,
-                            usage.output_tokens,
-                            usage.cache_read_tokens,
-                            usage.cache_write_tokens,
-                            usage.reasoning_tokens,
-                        )
-                        if usage is not None
-                        else (None,) * 5
-                    ),
+                    *row.tokens,
                     now_text,
                     now_text,
                 ),
@@ -318,14 +282,7 @@ class SQLiteSessionStorage:
         expected_version: int,
     ) -> ContextSnapshot:
         """Record a checkpoint for raw sequences ``1..compacted_through_sequence``."""
-        _check_text(session_id, "session_id")
-        if type(compacted_message) is not CompactedMessage:
-            raise ValidationError("a snapshot holds exactly one CompactedMessage")
-        if isinstance(compacted_through_sequence, bool) or not isinstance(
-            compacted_through_sequence, int
-        ):
-            raise ValidationError("compacted_through_sequence must be an integer")
-        message_json = encode_message(compacted_message)
+        message_json = prepare_snapshot(session_id, compacted_message, compacted_through_sequence)
         db = await self._writer("write snapshots")
         async with db.write():
             latest = await db.fetchone(
@@ -333,19 +290,16 @@ class SQLiteSessionStorage:
                 "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
                 (session_id,),
             )
-            version = latest["version"] if latest is not None else 0
-            if version != expected_version:
-                raise SnapshotConflict("Snapshot conflict; reload the session")
             highest = await db.scalar(
                 "SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = ?",
                 (session_id,),
             )
-            if not 1 <= compacted_through_sequence <= highest:
-                raise InvalidBoundary("Snapshot boundary must identify an existing Raw Log message")
-            if latest is not None and compacted_through_sequence <= latest[1]:
-                raise InvalidBoundary(
-                    "Snapshot boundary must advance beyond the previous checkpoint"
-                )
+            version = snapshot_version(
+                (latest[0], latest[1]) if latest is not None else None,
+                highest,
+                expected_version,
+                compacted_through_sequence,
+            )
             now_text = format_db_time(utc_now())
             snapshot_id = new_uuid7()
             await db.execute(
@@ -355,7 +309,7 @@ class SQLiteSessionStorage:
                 (
                     snapshot_id,
                     session_id,
-                    version + 1,
+                    version,
                     compacted_through_sequence,
                     message_json,
                     now_text,
@@ -366,7 +320,7 @@ class SQLiteSessionStorage:
         return ContextSnapshot(
             id=snapshot_id,
             session_id=session_id,
-            version=version + 1,
+            version=version,
             compacted_message=compacted_message,
             compacted_through_sequence=compacted_through_sequence,
             created_at=created,
@@ -384,19 +338,8 @@ class SQLiteSessionStorage:
         agent_name: str | None = None,
         session_type: int = 0,
     ) -> SessionSummary:
-        for value, what in ((session_id, "session_id"), (parent_session_id, "parent_session_id")):
-            if value is not None:
-                _check_text(value, what)
-        if session_id is not None and session_id != "" and not session_id.strip():
-            raise ValidationError("session_id must not be blank")
-        if parent_session_id is not None and not parent_session_id.strip():
-            raise ValidationError("parent_session_id must not be blank")
-        new_id = session_id or new_uuid7()
-        if parent_session_id == new_id:
-            raise ValidationError("parent_session_id must differ from session_id")
-        title = check_label(title, "title", TITLE_MAX, strip=True)
-        agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True)
-        session_type = check_session_type(session_type)
+        new = prepare_session(session_id, parent_session_id, title, agent_name, session_type)
+        new_id = new.session_id
         db = await self._writer("create sessions")
         async with db.write():
             if await db.fetchone("SELECT 1 FROM agent_sessions WHERE id = ?", (new_id,)):
@@ -405,22 +348,30 @@ class SQLiteSessionStorage:
             await db.execute(
                 "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
                 "agent_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (new_id, parent_session_id, session_type, title, agent_name, now_text, now_text),
+                (
+                    new_id,
+                    new.parent_session_id,
+                    new.session_type,
+                    new.title,
+                    new.agent_name,
+                    now_text,
+                    now_text,
+                ),
             )
         created = _parse_back(now_text)
         return SessionSummary(
             session_id=new_id,
-            parent_session_id=parent_session_id,
-            session_type=session_type,
-            title=title,
-            agent_name=agent_name,
+            parent_session_id=new.parent_session_id,
+            session_type=new.session_type,
+            title=new.title,
+            agent_name=new.agent_name,
             created_at=created,
             updated_at=created,
             message_count=0,
         )
 
     async def get_session(self, session_id: str) -> SessionSummary | None:
-        _check_text(session_id, "session_id")
+        check_text(session_id, "session_id")
         db = await self._db()
         layout = db.layout
         async with db.read():
@@ -449,11 +400,8 @@ class SQLiteSessionStorage:
         self, session_id: str, *, title: str | None = None, agent_name: str | None = None
     ) -> SessionSummary | None:
         """Rename; works on every layout with session rows (it changes no row shape)."""
-        _check_text(session_id, "session_id")
-        if title is None and agent_name is None:
-            raise ValidationError("At least one session field must be supplied")
-        title = check_label(title, "title", TITLE_MAX, strip=True)
-        agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True)
+        check_text(session_id, "session_id")
+        title, agent_name = prepare_rename(title, agent_name)
         db = await self._db()
         if not db.layout.has_sessions_table:
             raise UnsupportedLayout(
@@ -473,7 +421,7 @@ class SQLiteSessionStorage:
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete raw rows, snapshots and the session row together; children are untouched."""
-        _check_text(session_id, "session_id")
+        check_text(session_id, "session_id")
         db = await self._db()
         async with db.write():
             removed = await db.execute(
@@ -489,7 +437,7 @@ class SQLiteSessionStorage:
         return removed > 0
 
     async def count_messages(self, session_id: str) -> int:
-        _check_text(session_id, "session_id")
+        check_text(session_id, "session_id")
         db = await self._db()
         async with db.read():
             count = await db.scalar(
@@ -505,7 +453,7 @@ class SQLiteSessionStorage:
         offset: int = 0,
     ) -> list[SessionSummary]:
         """Newest activity first; pages by the activity index, counts only the page's rows."""
-        _check_page(limit, offset)
+        check_page(limit, offset)
         types = [check_session_type(code) for code in session_types or ()]
         db = await self._db()
         layout = db.layout
@@ -548,12 +496,9 @@ class SQLiteSessionStorage:
         offset: int = 0,
     ) -> list[RawMessageRecord]:
         """The full raw history (snapshots ignored), ascending, filtered then paged."""
-        _check_text(session_id, "session_id")
-        if after_sequence < 0:
-            raise ValidationError("after_sequence cannot be negative")
-        if through_sequence is not None and through_sequence < 1:
-            raise ValidationError("through_sequence must be positive")
-        _check_page(limit, offset)
+        check_text(session_id, "session_id")
+        check_raw_range(after_sequence, through_sequence)
+        check_page(limit, offset)
         db = await self._db()
         upper = "" if through_sequence is None else "AND sequence <= ?"
         params: tuple[Any, ...] = (session_id, after_sequence)
@@ -566,13 +511,6 @@ class SQLiteSessionStorage:
                 (*params, limit, offset),
             )
         return [record_from_row(row) for row in rows]
-
-
-def _check_page(limit: int, offset: int) -> None:
-    if limit < 1:
-        raise ValidationError("limit must be positive")
-    if offset < 0:
-        raise ValidationError("offset cannot be negative")
 
 
 def _time_or_none(moment: datetime | None) -> str | None:
