@@ -324,15 +324,17 @@ def test_list_problems_pages_are_the_whole_runs_error_sessions_newest_first(
         found = _problems(planted.path, filters, limit, offset)
 
     end = None if limit is None else offset + limit
-    assert [session.id for session in found.page.sessions] == expected[offset:end]
+    assert [session.session_id for session in found.page.sessions] == expected[offset:end]
     for session in found.page.sessions:
-        summary = found.summaries[session.id]
-        assert summary == next(s for s in planted.full.sessions if s.session_id == session.id)
-        assert found.errors[session.id] == list(
+        summary = found.summaries[session.session_id]
+        assert summary == next(
+            s for s in planted.full.sessions if s.session_id == session.session_id
+        )
+        assert found.errors[session.session_id] == list(
             dict.fromkeys(
                 f.code
                 for f in planted.full.findings
-                if f.session_id == session.id and f.severity == "error"
+                if f.session_id == session.session_id and f.severity == "error"
             )
         )
     assert found.complete == (found.examined == len(_selects(planted, filters)))
