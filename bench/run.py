@@ -410,7 +410,8 @@ def writer_wait_row(db: Path, runs: int, interval: float = 0.1) -> Row:
             failed += sum(line.startswith("failed") for line in lines)
             longest.runs.append(max(waits, default=0.0))
     return Row(
-        f"longest append every {interval:g} s beside delete --older-than 180d",
+        f"longest append every {interval:g} s beside delete --older-than 180d "
+        f"({appends} appends, {failed} failed)",
         longest,
         whole,
         "≤ 1 s, none fails",
