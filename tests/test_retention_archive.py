@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sqlite3
 import stat
@@ -17,6 +18,7 @@ import pytest
 
 from support import (
     LEGACY_IDS,
+    SAFETY_NET,
     SeedSession,
     assert_one_error_line,
     busiest_session,
@@ -186,6 +188,37 @@ def test_a_foreign_archive_file_is_named_as_the_archive_on_the_command_line(
     assert "--archive-to file" in r.stderr and "--db" not in r.stderr
     assert archive.read_bytes() == before
     assert table_rows(db, "agent_sessions", ["young"])  # nothing was deleted
+
+
+LOCK_A_FIFO = """
+import asyncio, sys
+from pathlib import Path
+from zett_sessions.errors import NotASessionDatabase
+from zett_sessions.retention.archive_file import lock_archive
+
+try:
+    asyncio.run(lock_archive(Path(sys.argv[1]), 1000))
+except NotASessionDatabase as error:
+    print(error)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_an_archive_that_became_a_fifo_is_refused_without_waiting_for_a_writer(
+    tmp_path: Path,
+) -> None:
+    """The CLI refuses a FIFO as --archive-to up front; one put there after that check must
+    not make the archive's lock wait forever for a writer of the pipe."""
+    fifo = tmp_path / "archive.fifo"
+    os.mkfifo(fifo)
+    r = subprocess.run(
+        [sys.executable, "-c", LOCK_A_FIFO, str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_NET,
+    )
+    assert (r.returncode, r.stderr) == (0, "")
+    assert "FIFO" in r.stdout
 
 
 def test_the_archive_cannot_be_the_database_itself(db: Path) -> None:

@@ -25,11 +25,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import DatabaseError, DatabaseLocked, DatabaseReadOnly, DatabaseUnreadable
+from ..errors import (
+    DatabaseError,
+    DatabaseLocked,
+    DatabaseReadOnly,
+    DatabaseUnreadable,
+    NotAnArchive,
+)
+from ..readonly import existing_file
 
 fcntl: ModuleType | None
 try:
@@ -127,9 +135,16 @@ def _open(path: Path) -> tuple[int, bool] | None:
         except FileExistsError:
             pass
         try:
-            return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)), False
+            # O_NONBLOCK: opening a FIFO for reading would wait for a writer forever
+            flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+            fd = os.open(path, flags)
         except FileNotFoundError:
             return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # made so since the path was checked
+            os.close(fd)
+            existing_file(path)  # names what it is
+            raise NotAnArchive(f"--archive-to {path} is not a regular file", str(path))
+        return fd, False
     except PermissionError as error:
         raise DatabaseReadOnly(f"cannot create {path}: {error.strerror}", str(path)) from None
     except OSError as error:
