@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,21 @@ def test_an_unreachable_server_is_one_error_line(fixture_db: FixtureDb, tmp_path
     assert result.stdout == ""
     assert result.stderr.startswith("Error: cannot connect to postgresql://u:***@127.0.0.1:1/x")
     assert result.stderr.count("\n") == 1 and ":pw@" not in result.stderr
+
+
+def test_postgresql_without_asyncpg_is_one_error_line_naming_the_extra(
+    fixture_db: FixtureDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "asyncpg", None)  # what an install without the extra sees
+    for module in ("zett_sessions.postgres.connection", "zett_sessions.postgres.storage"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    result = run_cli(["copy", str(fixture_db("newest")), "postgresql://u:pw@127.0.0.1:1/x"])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: PostgreSQL support needs asyncpg, which is not installed: "
+        "pip install 'zett-sessions[postgres]'\n"
+    )
 
 
 def test_an_old_destination_file_is_refused(fixture_db: FixtureDb) -> None:

@@ -60,6 +60,10 @@ class ServerUnavailable(DatabaseUnreadable):
     """A database server could not be reached, or dropped the connection (PostgreSQL)."""
 
 
+class BackendMissing(DatabaseError, ImportError):
+    """The database needs a driver this installation lacks (asyncpg for PostgreSQL)."""
+
+
 class UnfinishedTransaction(DatabaseUnreadable):
     """A crashed writer left a hot rollback journal: only a writer can roll it back."""
 

@@ -25,7 +25,15 @@ import random
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
-import asyncpg
+from ..errors import BackendMissing
+
+try:
+    import asyncpg
+except ImportError as missing:  # the optional extra is not installed
+    raise BackendMissing(
+        "PostgreSQL support needs asyncpg, which is not installed: "
+        "pip install 'zett-sessions[postgres]'"
+    ) from missing
 
 from ..dialect import POSTGRES
 from ..errors import (
