@@ -118,6 +118,11 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_codec.py": ("test_encode_decode_encode_is_the_identity",),
     "test_cli_list.py": ("test_a_long_listing_prints_in_pieces_that_look_like_one_table",),
     "test_make_db.py": ("test_deterministic",),
+    # every value of four sessions read as a large one; peak RSS of real processes
+    "test_large_values.py": (
+        "test_values_read_on_their_own_and_bodies_written_in_pieces_change_no_output",
+        "test_peak_memory_of_show_and_tail_stays_near_twice_the_largest_message",
+    ),
 }
 
 

@@ -25,7 +25,7 @@ import contextlib
 import contextvars
 import os
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -392,19 +392,31 @@ class Database:
         return None if row is None else row[0]
 
     async def stream(
-        self, sql: str, params: Params = (), batch: int = 512
+        self,
+        sql: str,
+        params: Params = (),
+        batch: int = 512,
+        *,
+        heavy: Callable[[sqlite3.Row], bool] | None = None,
     ) -> AsyncGenerator[sqlite3.Row, None]:
         """Yield rows in batches so huge results never sit in memory at once.
 
         Use it as ``async with contextlib.aclosing(db.stream(...)) as rows`` so the cursor
-        is closed when the caller stops early.
+        is closed when the caller stops early.  ``heavy`` names rows for which SQLite loaded a
+        large value (e.g. to measure it): SQLite keeps the last row's loaded values until its
+        next step, so a batch never ends on such a row while the statement goes on.
         """
         with self.errors():
             cursor = await self._connection().execute(sql, params)
         try:
             while True:
                 with self.errors():
-                    rows = await cursor.fetchmany(batch)
+                    rows = list(await cursor.fetchmany(batch))
+                    while heavy is not None and rows and heavy(rows[-1]):
+                        more = await cursor.fetchmany(1)
+                        if not more:
+                            break
+                        rows += more
                 if not rows:
                     return
                 for row in rows:

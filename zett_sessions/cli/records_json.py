@@ -7,7 +7,9 @@ envelopes' structure (``queries.classify``), ``RecordWriter.text`` writes each r
 its columns with the stored envelope spliced in, ``FlagScan`` keeps only what flags need, and
 the text goes out in blocks.  Rows SQLite cannot vouch for go through ``row_item`` and
 ``RecordWriter`` as before, so every record is what the general path writes for it
-(``tests/test_records_json.py`` compares the two on both samples and on damaged rows).
+(``tests/test_records_json.py`` compares the two on both samples and on damaged rows).  A row
+with a value left out for its size (``queries.large_values``) goes the general way too, and its
+record is written between two blocks, the large values copied from the database in pieces.
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..queries.classify import needs_python, records_sql
 from ..queries.flagscan import FlagScan
+from ..queries.large_values import EXTRA_COLUMNS, has_large, with_message
 from ..queries.transcript import row_item
 from ..render.jsonout import kind_name
-from ..render.jsonrows import MESSAGE, SEQUENCE, RecordWriter
+from ..render.jsonrows import CONTENT, MESSAGE, SEQUENCE, RecordWriter
 from ..render.transcript import dropped_json
 from ..schema import RAW_COLUMNS
+from .transcript_io import write_record
 
 if TYPE_CHECKING:
     from ..database import Database
 
-_CODE = len(RAW_COLUMNS)
+_CODE = len(RAW_COLUMNS) + len(EXTRA_COLUMNS)
 _BLOCK = 256  # records per write
 
 
@@ -48,17 +52,27 @@ async def write_session_records(db: Database, session_id: str, *, indent: str) -
 
     def flush() -> None:
         nonlocal count
-        opening = separator if count else f'{indent}"records": [\n{prefix}'
-        write(opening + separator.join(block))
-        count += len(block)
-        block.clear()
+        if block:
+            opening = separator if count else f'{indent}"records": [\n{prefix}'
+            write(opening + separator.join(block))
+            count += len(block)
+            block.clear()
 
-    async with aclosing(db.stream(records_sql(db.layout), (session_id, 0))) as rows:
+    sql = records_sql(db.layout)
+    async with aclosing(db.stream(sql, (session_id, 0), heavy=has_large)) as rows:
         async for row in rows:
             code = row[_CODE]
             message = row[MESSAGE]
+            if (message is None or row[CONTENT] is None) and has_large(row):  # read in pieces
+                item = row_item(await with_message(db, row))
+                scan.message(item.sequence, item.kind, item.message)
+                flush()
+                write(separator if count else f'{indent}"records": [\n{prefix}')
+                count += 1
+                await write_record(db, writer.parts(item))
+                continue
             if code is None or needs_python(message):
-                item = row_item(row[:_CODE])
+                item = row_item(row)
                 block.append(writer(item))
                 scan.message(item.sequence, item.kind, item.message)
             else:
@@ -77,8 +91,7 @@ async def write_session_records(db: Database, session_id: str, *, indent: str) -
             if len(block) == _BLOCK:
                 flush()
     scan.finish()
-    if block:
-        flush()
+    flush()
     write(f"\n{indent}],\n" if count else f'{indent}"records": [],\n')
     return scan
 

@@ -73,10 +73,29 @@ def _boundary(header: TranscriptHeader) -> Boundary | None:
 # --- show ------------------------------------------------------------------------------------
 
 
+def return_freed_memory() -> None:
+    """Ask glibc to serve every block of 1 MiB or more from ``mmap``, so it goes back to the
+    system as soon as it is freed.  By default glibc raises that threshold (up to 32 MB) after
+    a large block is freed, and the copies a large message needs on its way (SQLite's, the
+    bytes, the text) then stay in the heap: 3-4x a 30 MB message instead of 2x (measured with
+    ``bench/big_message.py``).  A no-op elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD (fixing it also ends glibc's raising it)
+    mallopt(-1, 32 << 20)  # M_TRIM_THRESHOLD, else fixed at 128 kB: the heap shrinks and grows
+
+
 async def show(db: Database, request: Request, out: Output) -> None:
     """``show``: resolve, read the header, then stream the transcript in the chosen format."""
     from ..queries.transcript import read_header
 
+    return_freed_memory()
     text = not request.context and request.fmt is Format.text
     async with db.read():
         session_id = await _session(db, request)
@@ -141,7 +160,8 @@ async def print_entries(
             if isinstance(event, Boundary):
                 write_text(console, boundary_text(event).append("\n"))
             else:
-                write_text(console, renderer.entry(event))
+                for part in renderer.parts(event):
+                    write_text(console, part)
     console.file.flush()
 
 
@@ -173,7 +193,7 @@ async def _show_markdown(
     db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
     from ..queries.transcript import Boundary, TranscriptState, annotator_for
-    from ..render.markdown import boundary_markdown, entry_markdown, header_markdown
+    from ..render.markdown import boundary_markdown, entry_markdown_parts, header_markdown
     from ..rows import record_from_row
 
     out.line(header_markdown(header))
@@ -184,7 +204,9 @@ async def _show_markdown(
             if isinstance(event, Boundary):
                 out.line(boundary_markdown(event))
             else:
-                out.line(entry_markdown(event, request.options))
+                for part in entry_markdown_parts(event, request.options):
+                    sys.stdout.write(part)
+                sys.stdout.write("\n")
 
 
 async def _show_json(
@@ -207,7 +229,7 @@ async def _show_json(
         return
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
     stream = _records(db, session_id, request, row_item, state, None)
-    await write_json_records(out, stream, indent="    ", opening='  "records": [', closing="  ],")
+    await write_json_records(db, stream, indent="    ", opening='  "records": [', closing="  ],")
     out.line(f'  "flags": {dumps(flags_json(state), indent=None)}')
     out.line("}")
 
@@ -224,28 +246,51 @@ def flags_json(state: TranscriptState[Any]) -> list[dict[str, Any]]:
 
 
 async def write_json_records(
-    out: Output, stream: AsyncGenerator[Any, None], *, indent: str, opening: str, closing: str
+    db: Database,
+    stream: AsyncGenerator[Any, None],
+    *,
+    indent: str,
+    opening: str,
+    closing: str,
 ) -> None:
     """A JSON array of records, one per line, written as they arrive (``[]`` when none)."""
     from ..queries.transcript import Boundary
     from ..render.jsonrows import RecordWriter
 
-    record_text = RecordWriter()
-    pending: str | None = None
+    writer = RecordWriter()
+    write = sys.stdout.write
+    written = 0
     async with aclosing(stream) as entries:
         async for event in entries:
             if isinstance(event, Boundary) or event.late:
                 continue
-            if pending is None:
-                out.line(opening)
-            else:
-                out.line(pending + ",")
-            pending = indent + record_text(event.item)
-    if pending is None:
-        out.line(opening + closing.strip())
-    else:
-        out.line(pending)
-        out.line(closing)
+            write(f",\n{indent}" if written else f"{opening}\n{indent}")
+            written += 1
+            await write_record(db, writer.parts(event.item))
+    write(f"\n{closing}\n" if written else f"{opening}{closing.strip()}\n")
+
+
+async def write_record(db: Database, parts: list[Any]) -> None:
+    """Write one record's ``RecordWriter.parts``, reading each left-out value in pieces."""
+    from ..queries.large_values import text_chunks
+    from ..render.jsonrows import ElementPieces, string_piece
+
+    write = sys.stdout.write
+    for part in parts:
+        if isinstance(part, str):
+            write(part)
+            continue
+        pieces = text_chunks(db, part.column, part.ref)
+        if part.as_string:
+            write('"')
+            async for piece in pieces:
+                write(string_piece(piece))
+            write('"')
+        else:
+            element = ElementPieces()
+            async for piece in pieces:
+                write(element(piece))
+            write(element.end())
 
 
 async def _show_context(
@@ -272,9 +317,11 @@ async def _show_context(
         out.line("{")
         out.line(f'  "session": {dumps(header_json(header), indent=None)},')
         out.line(f'  "snapshot": {dumps(snapshot, indent=None)},')
-        record_text = RecordWriter()
-        records = ",\n".join("    " + record_text(item) for item in context.kept)
-        out.line('  "records": [' + (f"\n{records}\n  ]," if records else "],"))
+        writer = RecordWriter()
+        for index, item in enumerate(context.kept):
+            sys.stdout.write(",\n    " if index else '  "records": [\n    ')
+            await write_record(db, writer.parts(item))
+        out.line("\n  ]," if context.kept else '  "records": [],')
         dropped = [
             dropped_json(d, d.item.sequence, kind_name(d.item.kind)) for d in context.dropped
         ]
@@ -296,7 +343,8 @@ async def _show_context(
         if checkpoint is not None:
             write_text(console, checkpoint)
         for entry in entries:
-            write_text(console, renderer.entry(entry))
+            for part in renderer.parts(entry):
+                write_text(console, part)
         console.file.write("\n")
         for line in dropped_lines(resume):
             write_renderable(console, line, soft_wrap=True)
@@ -311,6 +359,7 @@ async def tail(db: Database, request: Request, out: Output) -> None:
     from ..render.transcript import TranscriptRenderer
     from ..rows import record_from_row
 
+    return_freed_memory()
     json_mode = request.fmt is Format.json
     build: Callable[[sqlite3.Row], Any] = row_item if json_mode else record_from_row
     # The history holds batches so flags sit in place; ``live`` releases an open one at its end.
@@ -321,9 +370,9 @@ async def tail(db: Database, request: Request, out: Output) -> None:
         boundary = await latest_boundary(db, session_id)
         stream = _records(db, session_id, request, build, state, boundary, live=request.follow)
         if json_mode and not request.follow:
-            await write_json_records(out, stream, indent="  ", opening="[", closing="]")
+            await write_json_records(db, stream, indent="  ", opening="[", closing="]")
         elif json_mode:
-            await _write_ndjson(out, stream)
+            await _write_ndjson(db, stream)
         elif request.follow:
             await print_entries(out.out, stream, renderer)
         else:
@@ -334,14 +383,15 @@ async def tail(db: Database, request: Request, out: Output) -> None:
         await _follow(db, session_id, build, state, request, out, renderer)
 
 
-async def _write_ndjson(out: Output, stream: AsyncGenerator[Any, None]) -> None:
+async def _write_ndjson(db: Database, stream: AsyncGenerator[Any, None]) -> None:
     from ..render.jsonrows import RecordWriter
 
-    record_text = RecordWriter()
+    writer = RecordWriter()
     async with aclosing(stream) as entries:
         async for event in entries:
             if hasattr(event, "item") and not event.late:
-                out.line(record_text(event.item))
+                await write_record(db, writer.parts(event.item))
+                sys.stdout.write("\n")
     sys.stdout.flush()
 
 
@@ -376,7 +426,8 @@ async def _follow(
             if isinstance(event, Stale):
                 raise StaleRun(stale_message(event))
             if request.fmt is not Format.json:
-                write_text(out.out, renderer.entry(event))
+                for part in renderer.parts(event):
+                    write_text(out.out, part)
             elif not event.late:
                 out.line(record_text(event.item))
             sys.stdout.flush()

@@ -25,8 +25,8 @@ deeper than Python's recursion limit.
 from __future__ import annotations
 
 from ..codec import BYTES_MARKER
-from ..rows import raw_select
 from ..schema import Layout
+from .large_values import rows_sql
 
 _M = "message_json"
 _CALLS = f"json_extract({_M}, '$[0].data.tool_calls')"
@@ -79,14 +79,12 @@ CODE = (
 
 
 def records_sql(layout: Layout) -> str:
-    """A session's rows (``raw_select`` columns + the code), in sequence order.
+    """A session's rows (``large_values.rows_sql``: large values left out) + the code, in
+    sequence order.  A left-out envelope has no code (it reads as NULL).
 
     Parameters: ``(session_id, first_sequence)``.
     """
-    return (
-        f"SELECT {raw_select(layout)}, {CODE} AS envelope_code FROM raw_messages "
-        "WHERE session_id = ? AND sequence >= ? ORDER BY sequence"
-    )
+    return rows_sql(layout, "session_id = ? AND sequence >= ?", f", {CODE} AS envelope_code")
 
 
 def needs_python(message_json: str) -> bool:

@@ -18,6 +18,7 @@ the last one until its batch closes, so flags are the same as in a full read.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
@@ -41,11 +42,12 @@ from ..models import (
     UndecodableMessage,
 )
 from ..projection import Dropped, project
-from ..rows import raw_select, session_select, snapshot_from_row, snapshot_select, summary_from_row
+from ..rows import session_select, snapshot_from_row, snapshot_select, summary_from_row
 from ..schema import RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from ..values import text_or_none, whole_number
 from .annotate import Annotator, Entry, is_head
+from .large_values import CompletedRow, has_large, row_select, rows_sql, with_message
 
 ROLE_KINDS: dict[str, int] = {
     "system": MessageKind.SYSTEM,
@@ -86,6 +88,11 @@ class RowItem:
     values: tuple[Any, ...]
     message: Message | UndecodableMessage
     data: dict[str, Any] | None = None
+    # A row whose envelope was too large to keep (``large_values``): ``values`` hold ``None`` in
+    # its place (read again when written), ``data`` is dropped and an undecodable message has
+    # no ``raw``; ``strict`` says whether the stored text is strict JSON (no NaN/Infinity).
+    large: bool = False
+    strict: bool = True
 
     @property
     def sequence(self) -> int:
@@ -109,14 +116,17 @@ _PLAIN: dict[tuple[int, bool], Message] = {}
 _EMPTY: dict[str, Any] = {}  # shared by light messages, never mutated
 
 
-def row_item(row: Sequence[Any]) -> RowItem:
-    """Parse a row (selected with ``raw_select``) for the JSON fast path; never raises.
+def row_item(row: Sequence[Any] | CompletedRow) -> RowItem:
+    """Parse a row (selected with ``raw_select`` or ``large_values.rows_sql``, its envelope
+    read back in if it was left out) for the JSON fast path; never raises.
 
     Only the envelope's JSON is parsed; the few fields the stream needs are checked by hand.
     A row where one of them is missing or of the wrong type goes through the full
     ``decode_envelope``, so its verdict (usually "undecodable", with pydantic's reason) is the
     same as in the human view.
     """
+    if isinstance(row, CompletedRow):
+        return _large_item(row)
     values = tuple(row)
     text = values[_MESSAGE_JSON]
     parsed = parse_envelope(text)
@@ -125,6 +135,40 @@ def row_item(row: Sequence[Any]) -> RowItem:
     kind, data = parsed
     message = light_message(kind, data)
     return RowItem(values, message if message is not None else decode_envelope(text), data)
+
+
+def _large_item(row: CompletedRow) -> RowItem:
+    """``row_item`` of a row whose envelope was left out: nothing as large as it is kept."""
+    values = list(row)
+    text = values[_MESSAGE_JSON]
+    values[_MESSAGE_JSON] = None  # as in the row: the writer reads it again, in pieces
+    parsed = parse_envelope(text)
+    if isinstance(parsed, UndecodableMessage):
+        message: Message | UndecodableMessage = parsed.model_copy(update={"raw": ""})
+    else:
+        light = light_message(*parsed)
+        del parsed  # the decoded text: the strict check below parses it again
+        message = light if light is not None else decode_envelope(text)
+        if isinstance(message, UndecodableMessage):
+            message = message.model_copy(update={"raw": ""})
+    return RowItem(tuple(values), message, large=True, strict=strict_json(text))
+
+
+def strict_json(text: str) -> bool:
+    """Whether a text Python's parser took is strict JSON: without its NaN/Infinity extension
+    (which JSON output cannot carry).  Only a text that holds one of those words is parsed
+    again."""
+    if not any(token in text for token in ("NaN", "Infinity")):
+        return True
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def light_message(kind: int, data: dict[str, Any]) -> Message | None:
@@ -416,14 +460,14 @@ async def start_sequence(db: Database, session_id: str, first: int) -> int:
     bound = first
     while bound > 0:
         row = await db.fetchone(
-            "SELECT sequence, message_json FROM raw_messages WHERE session_id = ? "
+            f"SELECT {row_select(db.layout)} FROM raw_messages WHERE session_id = ? "
             f"AND sequence <= ? AND role IN ({', '.join(str(int(k)) for k in _HEAD_ROLES)}) "
             "ORDER BY sequence DESC LIMIT 1",
             (session_id, bound),
         )
         if row is None:
             break
-        if is_head(decode_envelope(row["message_json"])):
+        if is_head(decode_envelope((await with_message(db, row))["message_json"])):
             return int(row["sequence"])
         bound = int(row["sequence"]) - 1
     return 0
@@ -457,7 +501,7 @@ async def stream_transcript(
     db: Database,
     session_id: str,
     selection: Selection,
-    build: Callable[[sqlite3.Row], ItemT],
+    build: Callable[[Any], ItemT],
     state: TranscriptState[ItemT],
     *,
     boundary: Boundary | None = None,
@@ -484,14 +528,10 @@ async def stream_transcript(
         low <= marker.through and (high is None or marker.through <= high)
     ):
         marker = None
-    sql = (
-        f"SELECT {raw_select(db.layout)} FROM raw_messages "
-        "WHERE session_id = ? AND sequence >= ? ORDER BY sequence"
-    )
     annotator = state.annotator
-    async with aclosing(db.stream(sql, (session_id, start))) as rows:
+    async with aclosing(_rows(db, session_id, start, selection.through, annotator)) as rows:
         async for row in rows:
-            item = build(row)
+            item = build(await with_message(db, row))
             sequence = item.sequence
             if (
                 selection.through is not None
@@ -513,6 +553,34 @@ async def stream_transcript(
                     yield entry
     if marker is not None and state.last_sequence >= marker.through:
         yield marker
+
+
+async def _rows(
+    db: Database, session_id: str, start: int, through: int | None, annotator: Annotator[Any]
+) -> AsyncGenerator[sqlite3.Row, None]:
+    """The rows from ``start`` through ``through`` (a range bounded in SQL, through the
+    ``(session_id, sequence)`` index), then the rows after it one at a time, only while a tool
+    batch open at ``through`` waits for what closes it (its flags need them)."""
+    where = "session_id = ? AND sequence >= ?"
+    params: tuple[Any, ...] = (session_id, start)
+    if through is None:
+        sql = rows_sql(db.layout, where)
+    else:
+        sql, params = (
+            rows_sql(db.layout, f"{where} AND sequence <= ?"),
+            (session_id, start, through),
+        )
+    async with aclosing(db.stream(sql, params, heavy=has_large)) as rows:
+        async for row in rows:
+            yield row
+    if through is None or not annotator.holding:
+        return
+    sql = rows_sql(db.layout, "session_id = ? AND sequence > ?")
+    async with aclosing(db.stream(sql, (session_id, through), 1, heavy=has_large)) as rows:
+        async for row in rows:
+            yield row  # the caller feeds it to the annotator before this goes on
+            if not annotator.holding:
+                return
 
 
 def _shown(entry: Entry[ItemT], selection: Selection, state: TranscriptState[ItemT]) -> bool:
@@ -541,7 +609,7 @@ class ResumeContext(Generic[ItemT]):
 async def read_context(
     db: Database,
     session_id: str,
-    build: Callable[[sqlite3.Row], ItemT],
+    build: Callable[[Any], ItemT],
     snapshot: ContextSnapshot | None,
 ) -> ResumeContext[ItemT]:
     """What a resumed run sends the model; call inside the ``db.read()`` that read ``snapshot``
@@ -554,14 +622,9 @@ async def read_context(
     """
     boundary = snapshot.compacted_through_sequence if snapshot else 0
     tail: list[ItemT] = []
-    async with aclosing(
-        db.stream(
-            f"SELECT {raw_select(db.layout)} FROM raw_messages "
-            "WHERE session_id = ? AND sequence > ? ORDER BY sequence",
-            (session_id, boundary),
-        )
-    ) as rows:
+    sql = rows_sql(db.layout, "session_id = ? AND sequence > ?")
+    async with aclosing(db.stream(sql, (session_id, boundary), heavy=has_large)) as rows:
         async for row in rows:
-            tail.append(build(row))
+            tail.append(build(await with_message(db, row)))
     projection = project(tail, lambda record: record.message)
     return ResumeContext(snapshot, projection.kept, projection.dropped, projection.excluded)

@@ -18,15 +18,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring
 from operator import itemgetter
 from typing import Any
 
 from ..codec import to_wire
-from ..errors import UnsupportedValue
 from ..models import Message
-from ..queries.transcript import RowItem
+from ..queries.large_values import left_out, row_ref
+from ..queries.transcript import RowItem, strict_json
 from ..schema import CONTEXT_COLUMNS, RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import iso_utc, parse_db_time
 from .jsonout import kind_name, message_json
@@ -34,6 +35,7 @@ from .sanitize import JSON_UNSAFE
 
 _UNSAFE_RE = re.compile("[" + "".join(re.escape(chr(code)) for code in JSON_UNSAFE) + "]")
 _NON_FINITE = ("NaN", "Infinity")
+NOT_FINITE = "message holds a number JSON cannot carry"
 _COLUMN = {name: index for index, name in enumerate(RAW_COLUMNS)}
 ID, SESSION_ID, REQUEST_ID = _COLUMN["id"], _COLUMN["session_id"], _COLUMN["request_id"]
 SEQUENCE, ROLE, CONTENT = _COLUMN["sequence"], _COLUMN["role"], _COLUMN["content"]
@@ -129,21 +131,46 @@ def _finite(value: Any) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A value a row left out for its size (``large_values``), written from the database in
+    pieces: as a JSON string (``as_string``), or spliced as the envelope's element."""
+
+    column: str
+    ref: Any
+    as_string: bool = True
+
+
+Part = str | Stored
+
+
+def _message_part(item: RowItem) -> Part | list[Part]:
+    if not item.large:
+        return _message_text(item)
+    message = item.message
+    ref = row_ref(item.values)
+    if isinstance(message, Message) and item.strict:
+        return Stored("message_json", ref, as_string=False)
+    if isinstance(message, Message):
+        kind: int | None = int(message.kind)
+        reason = NOT_FINITE
+    else:
+        kind, reason = message.kind, message.reason
+    head = _dumps({"kind": kind, "undecodable": True, "reason": reason, "raw": ""})
+    return [head[: -len('""}')], Stored("message_json", ref), "}"]
+
+
 def _message_text(item: RowItem) -> str:
     message = item.message
     stored = item.values[MESSAGE]
     if item.data is not None and isinstance(message, Message) and isinstance(stored, str):
-        if not any(token in stored for token in _NON_FINITE):
+        if strict_json(stored):  # "NaN" or "Infinity" may just be words in a text
             if stored[0] == "[" and stored[-1] == "]":
                 return stored[1:-1]  # the envelope as written: one copy, no parsing
             return stored.strip()[1:-1]
-        try:  # "NaN" may just be text; re-encode to know (to_wire rejects real non-finites)
-            return _dumps({"kind": int(message.kind), "data": to_wire(item.data)})
-        except UnsupportedValue:
-            reason = "message holds a number JSON cannot carry"
-            return _dumps(
-                {"kind": int(message.kind), "undecodable": True, "reason": reason, "raw": stored}
-            )
+        return _dumps(
+            {"kind": int(message.kind), "undecodable": True, "reason": NOT_FINITE, "raw": stored}
+        )
     if isinstance(message, Message):  # a stored text that is not a str cannot decode
         return _dumps({"kind": int(message.kind), "data": to_wire(message)})
     return _dumps(message_json(message))
@@ -224,10 +251,23 @@ class RecordWriter:
         self._request = _LastString()
 
     def __call__(self, item: RowItem) -> str:
+        """The record of a row that left no value out (see ``parts``)."""
         return self.text(item.values, item.kind, _message_text(item))
+
+    def parts(self, item: RowItem) -> list[Part]:
+        """The record of any row: text, and ``Stored`` values to write from the database."""
+        return self.record_parts(item.values, item.kind, _message_part(item))
 
     def text(self, values: Sequence[Any], kind: int, message: str) -> str:
         """The record of a row (``RAW_COLUMNS`` order) whose message element text is known."""
+        parts = self.record_parts(values, kind, message)
+        assert len(parts) == 1 and isinstance(parts[0], str), "a left-out value: use parts()"
+        return parts[0]
+
+    def record_parts(
+        self, values: Sequence[Any], kind: int, message: Part | list[Part]
+    ) -> list[Part]:
+        """``parts`` of a row whose message element is given (text, or parts)."""
         defects: list[str] = []
         metadata = self._metadata(values[METADATA], defects)
         tags = self._tags(values[TAGS], defects)
@@ -240,24 +280,70 @@ class RecordWriter:
         # rows are rarely updated: one conversion for both
         updated = created if updated_value == created_value else _time(updated_value)[0]
         timing = _timing_text(values, defects)
-        content = values[CONTENT]
+        content_value = values[CONTENT]
+        content: Part = encode_basestring(content_value) if type(content_value) is str else _EMPTY
+        if content_value is None and left_out(values, "content"):
+            content = Stored("content", row_ref(values))
         sequence, role = values[SEQUENCE], values[ROLE]
-        text = (
+        head = (
             f'{{"id": {encode_basestring(str(values[ID]))}, '
             f'"session_id": {self._session(values[SESSION_ID])}, '
             f'"request_id": {self._request(values[REQUEST_ID])}, '
             f'"sequence": {sequence if type(sequence) is int else 0}, '
             f'"role": {_ROLE_TEXT.get(role) or _role_text(role)}, '
-            f'"kind": {kind}, '
-            f'"content": {encode_basestring(content) if type(content) is str else _EMPTY}, '
-            f'"tool_name": {_string(values[TOOL_NAME])}, '
-            f'"message": {message}, '
-            f'"metadata": {metadata}, "tags": {tags}, '
+            f'"kind": {kind}, "content": '
+        )
+        middle = f', "tool_name": {_string(values[TOOL_NAME])}, "message": '
+        tail = (
+            f', "metadata": {metadata}, "tags": {tags}, '
             f'"timing": {timing}, "usage": {_usage_text(values)}, '
             f'"created_at": {created}, "updated_at": {updated}, '
             f'"defects": {_dumps(defects) if defects else "[]"}}}'
         )
-        return escape_terminal(text)
+        if type(content) is str and type(message) is str:  # every row but a few: one text
+            return [escape_terminal(f"{head}{content}{middle}{message}{tail}")]
+        parts = [head, content, middle, *(message if isinstance(message, list) else [message])]
+        parts.append(tail)
+        merged: list[Part] = []
+        for part in parts:  # the text between values in one piece, escaped once
+            if isinstance(part, str) and merged and isinstance(merged[-1], str):
+                merged[-1] += part
+            else:
+                merged.append(part)
+        return [escape_terminal(part) if isinstance(part, str) else part for part in merged]
+
+
+def string_piece(text: str) -> str:
+    """A piece of a ``Stored`` value written as a JSON string, without the quotes."""
+    return escape_terminal(encode_basestring(text)[1:-1])
+
+
+class ElementPieces:
+    """A ``Stored`` envelope written as its element: the pieces of the stored text without the
+    outer brackets (and the spaces around them), as ``_message_text`` splices a small one."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._held = ""  # the end of what came so far: maybe the closing bracket and spaces
+
+    def __call__(self, piece: str) -> str:
+        if not self._started:
+            piece = piece.lstrip()
+            if not piece:
+                return ""
+            self._started = True
+            piece = piece[1:]  # the opening "["
+        piece = self._held + piece
+        body = piece.rstrip()
+        if body.endswith("]"):
+            body = body[:-1]
+        self._held = piece[len(body) :]
+        return escape_terminal(body)
+
+    def end(self) -> str:
+        """What was held back that is not the closing bracket (nothing, for any envelope)."""
+        rest = self._held.strip()
+        return escape_terminal(rest[:-1] if rest.endswith("]") else rest)
 
 
 _UNSET = object()

@@ -4,12 +4,14 @@ Database text never becomes Markdown syntax: bodies go into fenced code blocks w
 longer than any backtick run inside them (so no content can close the fence early), and short
 values (title, agent, tool names, call ids) into code spans built the same way.  Everything is
 sanitized first, so the file can also be printed on a terminal.  Long bodies are cut like the
-terminal view unless ``full``.
+terminal view unless ``full``; a long ``full`` body comes in pieces (``entry_markdown_parts``),
+as in the terminal view.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..models import (
@@ -27,12 +29,14 @@ from ..projection import Dropped
 from ..queries.annotate import Entry
 from ..queries.transcript import Boundary, TranscriptHeader
 from .common import count, exact_time, human_duration_ns
-from .sanitize import single_line
+from .sanitize import sanitize, single_line
 from .transcript import (
     REASONS,
     TranscriptOptions,
     cut,
     image_placeholder,
+    in_pieces,
+    pieces,
     pretty_json,
     role_of,
     snapshot_status,
@@ -70,6 +74,18 @@ def block(text: str, options: TranscriptOptions, info: str = "text") -> str:
     if hidden:
         result += f"\n\n*… {hidden:,} more characters (use `--full` to see everything)*"
     return result
+
+
+def block_parts(text: str, options: TranscriptOptions, info: str = "text") -> Iterator[str]:
+    """``block`` in pieces: a long ``full`` body is written a piece at a time."""
+    if not in_pieces(text, options):
+        yield block(text, options, info)
+        return
+    longest = max((len(run.group()) for run in _BACKTICKS.finditer(sanitize(text))), default=0)
+    marker = "`" * max(3, longest + 1)
+    yield f"{marker}{info}\n"
+    yield from pieces(text)
+    yield f"\n{marker}"
 
 
 def header_markdown(header: TranscriptHeader) -> str:
@@ -119,15 +135,15 @@ def flag_markdown(flag: Dropped[Any]) -> str:
     return f"> ⚠ **{reason}**: {'; '.join(facts)} (left out of the model's context)"
 
 
-def _content(content: Content, options: TranscriptOptions) -> list[str]:
+def _content(content: Content, options: TranscriptOptions) -> list[Iterable[str]]:
     if isinstance(content, str):
-        return [block(content, options)] if content else []
-    parts = []
+        return [block_parts(content, options)] if content else []
+    parts: list[Iterable[str]] = []
     for item in content:
         if isinstance(item, TextContent):
-            parts.append(block(item.text, options))
+            parts.append(block_parts(item.text, options))
         elif isinstance(item, ImageContent):
-            parts.append(f"*{code(image_placeholder(item), None)}*")
+            parts.append([f"*{code(image_placeholder(item), None)}*"])
     return parts
 
 
@@ -151,32 +167,36 @@ def _title(record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> str:
     return "### " + " · ".join(parts)
 
 
-def entry_markdown(entry: Entry[RawMessageRecord], options: TranscriptOptions) -> str:
-    """One record as a Markdown section (a heading, fenced bodies, tool calls, flags)."""
+def entry_markdown_parts(
+    entry: Entry[RawMessageRecord], options: TranscriptOptions
+) -> Iterator[str]:
+    """One record as a Markdown section (a heading, fenced bodies, tool calls, flags), in
+    pieces to write one by one (a long ``full`` body is several)."""
     record = entry.item
     if entry.late:
         assert entry.flag is not None
-        return f"#{record.sequence}: {flag_markdown(entry.flag)}\n"
+        yield f"#{record.sequence}: {flag_markdown(entry.flag)}\n"
+        return
     message = record.message
-    parts = [_title(record, entry)]
+    parts: list[Iterable[str]] = [[_title(record, entry)]]
     if isinstance(message, UndecodableMessage):
-        parts.append(f"> ⚠ **cannot decode this row**: {code(message.reason, 400)}")
-        parts.append(block(message.raw, options))
+        parts.append([f"> ⚠ **cannot decode this row**: {code(message.reason, 400)}"])
+        parts.append(block_parts(message.raw, options))
     elif isinstance(message, AssistantMessage):
         if message.reasoning and options.reasoning:
-            parts.append("*Reasoning:*")
-            parts.append(block(message.reasoning, options))
+            parts.append(["*Reasoning:*"])
+            parts.append(block_parts(message.reasoning, options))
         if message.content:
-            parts.append(block(message.content, options))
+            parts.append(block_parts(message.content, options))
         for call in message.tool_calls:
-            parts.append(f"**Tool call** {code(call.name, 80)} {code(call.id, 80)}")
-            parts.append(block(pretty_json(call.arguments), options, "json"))
+            parts.append([f"**Tool call** {code(call.name, 80)} {code(call.id, 80)}"])
+            parts.append(block_parts(pretty_json(call.arguments), options, "json"))
     elif isinstance(message, Message):
         parts.extend(_content(getattr(message, "content", ""), options))
     if record.defects:
-        parts.append(f"> ⚠ **defects**: {code('; '.join(record.defects), 400)}")
+        parts.append([f"> ⚠ **defects**: {code('; '.join(record.defects), 400)}"])
     if entry.flag is not None:
-        parts.append(flag_markdown(entry.flag))
+        parts.append([flag_markdown(entry.flag)])
     if options.details:
         details = {
             "id": record.id,
@@ -186,5 +206,9 @@ def entry_markdown(entry: Entry[RawMessageRecord], options: TranscriptOptions) -
         }
         if isinstance(message, Message) and message.attributes:
             details["attributes"] = message.attributes
-        parts.append(block(pretty_json(details), options, "json"))
-    return "\n\n".join(parts) + "\n"
+        parts.append(block_parts(pretty_json(details), options, "json"))
+    for index, part in enumerate(parts):
+        if index:
+            yield "\n\n"
+        yield from part
+    yield "\n"

@@ -4,13 +4,15 @@ Pure functions and one small stateful renderer (it remembers the last date it pr
 stay short); no I/O.  Every string from the database goes through ``sanitize``/``single_line``
 into ``rich.text.Text``, never markup.  Long bodies are cut (``BODY_CHARS``/``BODY_LINES``) with a
 note unless ``full``; a body is cut *before* it is sanitized, so a 10 MB message costs no more
-than a short one.
+than a short one to render.  With ``full``, a body longer than ``PIECE`` characters is rendered
+in pieces (``TranscriptRenderer.parts``) that are written one by one, so at most one copy of the
+whole body is made (by ``sanitize``, and only when it holds control characters).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +48,7 @@ from .sanitize import sanitize, single_line
 
 BODY_CHARS = 2000
 BODY_LINES = 40
+PIECE = 1 << 20  # characters of a long ``full`` body rendered at a time
 INDENT = "  "
 ROLE_STYLES = {
     "system": "magenta",
@@ -101,6 +104,33 @@ def body(text: str, options: TranscriptOptions, *, style: str = "", indent: str 
     return result
 
 
+def in_pieces(text: str, options: TranscriptOptions) -> bool:
+    """Whether a body is rendered in pieces: it is shown whole and is longer than a piece."""
+    return options.full and len(text) > PIECE
+
+
+def pieces(text: str) -> Iterator[str]:
+    """``text`` sanitized, in slices of ``PIECE`` characters.  The whole text is sanitized at
+    once (an escape sequence may span slices); that makes no copy unless it has controls."""
+    clean = sanitize(text)
+    for start in range(0, len(clean), PIECE):
+        yield clean[start : start + PIECE]
+
+
+def body_parts(
+    text: str, options: TranscriptOptions, *, style: str = "", indent: str = INDENT
+) -> Iterator[Text]:
+    """``body`` as one or more ``Text``s: a long ``full`` body in ``PIECE``-sized pieces."""
+    if not in_pieces(text, options):
+        yield body(text, options, style=style, indent=indent)
+        return
+    start = indent
+    for piece in pieces(text):
+        yield Text(start + piece.replace("\n", "\n" + indent), style=style)
+        start = ""
+    yield Text("\n", style=style)
+
+
 def pretty_json(value: Any) -> str:
     """Indented JSON for tool arguments, metadata and tags (bytes shown as a size, never raw)."""
 
@@ -127,20 +157,28 @@ def image_placeholder(block: ImageContent) -> str:
     return label
 
 
-def content_text(content: Content, options: TranscriptOptions, *, style: str = "") -> Text:
+def content_parts(
+    content: Content, options: TranscriptOptions, *, style: str = ""
+) -> Iterator[Text]:
     if isinstance(content, str):
-        return body(content, options, style=style) if content else Text()
-    result = Text()
+        if content:
+            yield from body_parts(content, options, style=style)
+        return
     for block in content:
         if isinstance(block, TextContent):
-            result.append_text(body(block.text, options, style=style))
+            yield from body_parts(block.text, options, style=style)
         elif isinstance(block, ImageContent):
-            result.append(INDENT)
+            result = Text(INDENT)
             result.append(image_placeholder(block), style="italic cyan")
             result.append("\n")
+            yield result
         else:  # pragma: no cover - the union has two members
-            result.append(f"{INDENT}[unknown block]\n", style="dim")
-    return result
+            yield Text(f"{INDENT}[unknown block]\n", style="dim")
+
+
+def joined(parts: Iterable[Text]) -> Text:
+    """One ``Text`` of parts (as appending them one by one would make)."""
+    return Text("").join(parts)
 
 
 def role_of(message: Message | UndecodableMessage, fallback: int) -> str:
@@ -201,21 +239,25 @@ class TranscriptRenderer:
         self._day: str | None = None
 
     def entry(self, entry: Entry[RawMessageRecord]) -> Text:
+        return joined(self.parts(entry))
+
+    def parts(self, entry: Entry[RawMessageRecord]) -> Iterator[Text]:
+        """``entry`` in parts, to write one by one (a long ``full`` body is several)."""
         if entry.late:
-            return self.late_flag(entry)
+            yield self.late_flag(entry)
+            return
         record = entry.item
-        result = self.title_line(record, entry)
-        result.append_text(self.message_body(record, entry))
+        yield self.title_line(record, entry)
+        yield from self.message_body(record, entry)
         if record.defects:
-            result.append(
+            yield Text(
                 f"{INDENT}⚠ defects: {single_line('; '.join(record.defects), 400)}\n",
                 style=FLAG_STYLE,
             )
         if entry.flag is not None:
-            result.append_text(flag_text(entry.flag))
+            yield flag_text(entry.flag)
         if self.options.details:
-            result.append_text(details_text(record, self.options))
-        return result
+            yield from details_parts(record, self.options)
 
     def late_flag(self, entry: Entry[RawMessageRecord]) -> Text:
         assert entry.flag is not None
@@ -244,25 +286,24 @@ class TranscriptRenderer:
         pieces.append(("\n", ""))
         return styled(pieces)
 
-    def message_body(self, record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> Text:
+    def message_body(
+        self, record: RawMessageRecord, entry: Entry[RawMessageRecord]
+    ) -> Iterator[Text]:
         message = record.message
         options = self.options
         if isinstance(message, UndecodableMessage):
-            result = Text(
+            yield Text(
                 f"{INDENT}⚠ cannot decode this row: {single_line(message.reason, 400)}\n",
                 style=FLAG_STYLE,
             )
-            result.append_text(body(message.raw, options, style="dim"))
-            return result
-        if isinstance(message, AssistantMessage):
-            return assistant_body(message, options)
-        if isinstance(message, ToolMessage):
-            return content_text(message.content, options, style="" if message.success else "red")
-        if isinstance(message, UserMessage | CompactedMessage):
-            return content_text(message.content, options)
-        if isinstance(message, SystemMessage | AgentMessage):
-            return content_text(message.content, options)
-        return Text()  # pragma: no cover - every message type is handled above
+            yield from body_parts(message.raw, options, style="dim")
+        elif isinstance(message, AssistantMessage):
+            yield from assistant_parts(message, options)
+        elif isinstance(message, ToolMessage):
+            style = "" if message.success else "red"
+            yield from content_parts(message.content, options, style=style)
+        elif isinstance(message, UserMessage | CompactedMessage | SystemMessage | AgentMessage):
+            yield from content_parts(message.content, options)
 
 
 def result_label(message: ToolMessage, entry: Entry[RawMessageRecord]) -> list[tuple[str, str]]:
@@ -293,29 +334,28 @@ def styled(pieces: Iterable[tuple[str, str]]) -> Text:
     return Text("".join(plain), spans=spans)
 
 
-def assistant_body(message: AssistantMessage, options: TranscriptOptions) -> Text:
-    result = Text()
+def assistant_parts(message: AssistantMessage, options: TranscriptOptions) -> Iterator[Text]:
     if message.reasoning:
         if options.reasoning:
-            result.append(f"{INDENT}reasoning:\n", style="dim italic")
-            result.append_text(body(message.reasoning, options, style="dim italic"))
+            yield Text(f"{INDENT}reasoning:\n", style="dim italic")
+            yield from body_parts(message.reasoning, options, style="dim italic")
         else:
-            result.append(
+            yield Text(
                 f"{INDENT}(reasoning hidden: {plural(len(message.reasoning), 'character')}; "
                 "--reasoning shows it)\n",
                 style="dim",
             )
     if message.content:
-        result.append_text(body(message.content, options))
+        yield from body_parts(message.content, options)
     for call in message.tool_calls:
-        result.append(f"{INDENT}→ ", style="bold yellow")
-        result.append(single_line(call.name, 80), style="bold yellow")
-        result.append(f" [{single_line(call.id, 80)}]\n", style="dim")
-        result.append_text(body(pretty_json(call.arguments), options, indent=INDENT * 2))
-    return result
+        line = Text(f"{INDENT}→ ", style="bold yellow")
+        line.append(single_line(call.name, 80), style="bold yellow")
+        line.append(f" [{single_line(call.id, 80)}]\n", style="dim")
+        yield line
+        yield from body_parts(pretty_json(call.arguments), options, indent=INDENT * 2)
 
 
-def details_text(record: RawMessageRecord, options: TranscriptOptions) -> Text:
+def details_parts(record: RawMessageRecord, options: TranscriptOptions) -> Iterator[Text]:
     """``--details``: ids, exact times, timing spans, full usage, attributes, metadata, tags."""
     lines: list[tuple[str, str]] = [
         ("id", record.id),
@@ -360,14 +400,14 @@ def details_text(record: RawMessageRecord, options: TranscriptOptions) -> Text:
     for label, value in lines:
         result.append(f"{INDENT}{label}: ", style="dim")
         result.append(f"{single_line(value)}\n", style="dim")
+    yield result
     objects: list[tuple[str, Any]] = [("metadata", record.metadata), ("tags", record.tags)]
     if isinstance(message, Message) and message.attributes:
         objects.insert(0, ("attributes", message.attributes))
     for label, value in objects:
         if value:
-            result.append(f"{INDENT}{label}:\n", style="dim")
-            result.append_text(body(pretty_json(value), options, style="dim", indent=INDENT * 2))
-    return result
+            yield Text(f"{INDENT}{label}:\n", style="dim")
+            yield from body_parts(pretty_json(value), options, style="dim", indent=INDENT * 2)
 
 
 def boundary_text(boundary: Boundary) -> Text:
@@ -509,7 +549,7 @@ def checkpoint_text(context: ResumeContext[Any], options: TranscriptOptions) -> 
         )
         result.append_text(body(message.raw, options, style="dim"))
     else:
-        result.append_text(content_text(message.content, options))
+        result.append_text(joined(content_parts(message.content, options)))
     return result
 
 

@@ -1,0 +1,235 @@
+"""``show``/``tail`` with large messages: values read on their own, ranges read through SQL.
+
+Issue 18 (item 11): peak memory grew with the largest message (5.5x for ``show``, 12.7x with
+``--json``) and ``show --from 1 --through 3`` read a large row beyond the range.  Large values
+are now left out of the transcript query and read one at a time (``queries/large_values.py``),
+long ``--full`` bodies are written in pieces, and a range is bounded in SQL.  The memory itself
+is measured by ``bench/big_message.py``; these tests pin the behaviour: the same output as
+before, byte for byte, with every value of a session treated as large, and no row beyond a
+range read unless a tool batch open at its end needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncGenerator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import (
+    NEWEST,
+    NEWEST_IDS,
+    ONE_MB_LINE,
+    copy_sample,
+    execute_sql,
+    run_cli,
+    write_hostile_session,
+)
+from zett_sessions.database import Database
+from zett_sessions.queries import large_values
+from zett_sessions.render import transcript as render_transcript
+from zett_sessions.schema import RAW_COLUMNS
+
+ODD = "odd-rows"
+# Envelopes the large path must write exactly as the whole-row path does.
+ODD_MESSAGES = [
+    '[{"kind": 2, "data": {"content": "NaN and Infinity are words here \\u00e9 \\u2028"}}]',
+    '  [ {"kind": 2, "data": {"content": "spaces around the envelope"}} ]  ',
+    '[{"kind": 2, "data": {"content": "a real NaN", "n": NaN}}]',
+    '[{"kind": 2, "data": {"content": "broken JSON',
+    '[{"kind": 9, "data": {}}]',
+    '[{"kind": 2, "data": {"content": 5}}]',
+    '[{"kind": 2, "data": {"content": "bytes", "b": {"__kcs_bytes__": "aGVsbG8="}}}]',
+    '[{"kind": 2, "data": {"content": "short, beside a long content column"}}]',
+]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """The newest sample, a session of hostile text, and a session of odd rows."""
+    path = copy_sample(tmp_path, NEWEST)
+    hostile = write_hostile_session(path)
+    # Its 1 MB line, shortened: read in 5-byte pieces it would take minutes.
+    short = ONE_MB_LINE[-40:]
+    conn = sqlite3.connect(path)
+    try:
+        content, message = conn.execute(
+            f"SELECT content, message_json FROM raw_messages WHERE session_id = '{hostile}' "
+            "AND sequence = 2"
+        ).fetchone()
+        envelope = json.loads(message)
+        envelope[0]["data"]["content"] = envelope[0]["data"]["content"].replace(ONE_MB_LINE, short)
+        conn.execute(
+            f"UPDATE raw_messages SET content = ?, message_json = ? WHERE session_id = "
+            f"'{hostile}' AND sequence = 2",
+            (content.replace(ONE_MB_LINE, short), json.dumps(envelope, ensure_ascii=False)),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    columns = ", ".join(RAW_COLUMNS)
+    template = ", ".join(
+        {"id": "?", "session_id": "?", "sequence": "?", "message_json": "?", "content": "?"}.get(
+            name, name
+        )
+        for name in RAW_COLUMNS
+    )
+    first = f"FROM raw_messages WHERE session_id = '{hostile}' AND sequence = 2"
+    insert = f"INSERT INTO raw_messages ({columns}) SELECT {template} {first}"
+    for sequence, message in enumerate([*ODD_MESSAGES, ODD_MESSAGES[0]], start=1):
+        content = f"ω content {sequence} \x00 with a NUL, \x1b[2J, \x9b and é at a chunk edge"
+        # parameters in RAW_COLUMNS order: id, session_id, sequence, content, message_json
+        execute_sql(path, insert, params=(f"odd-{sequence}", ODD, sequence, content, message))
+    execute_sql(  # é, two bytes no UTF-8 decoder takes, €: read as U+FFFD, whole or in pieces
+        path,
+        "UPDATE raw_messages SET content = CAST(X'7b22c3a9ff80e282ac22' AS TEXT) "
+        f"WHERE id = 'odd-{len(ODD_MESSAGES) + 1}'",
+    )
+    execute_sql(  # a content column far longer than its envelope (a foreign writer's)
+        path,
+        f"UPDATE raw_messages SET content = ? WHERE id = 'odd-{len(ODD_MESSAGES)}'",
+        params=("ω long \x1b]52;c;ZXZpbA==\x07 content " * 20,),
+    )
+    return path
+
+
+def commands(db: Path) -> list[list[str]]:
+    sessions = [NEWEST_IDS["tools"], NEWEST_IDS["compacted"], "hostile-session", ODD]
+    views = [
+        ["show"],
+        ["show", "--full", "--reasoning", "--details"],
+        ["show", "--json"],
+        ["show", "--json", "--from", "2", "--through", "5"],
+        ["show", "--format", "markdown", "--full", "--reasoning", "--details"],
+        ["show", "--format", "markdown"],
+        ["show", "--context"],
+        ["show", "--context", "--json", "--full"],
+        ["tail", "-n", "4", "--full"],
+        ["tail", "-n", "4", "--json"],
+    ]
+    return [
+        ["--db", str(db), view[0], session, *view[1:]] for session in sessions for view in views
+    ]
+
+
+def outputs(db: Path) -> list[tuple[int, str, str]]:
+    results = []
+    for args in commands(db):
+        r = run_cli(args)
+        results.append((r.exit_code, r.stdout, r.stderr))
+    return results
+
+
+@pytest.mark.parametrize("large", [16, 400])
+def test_values_read_on_their_own_and_bodies_written_in_pieces_change_no_output(
+    db: Path, monkeypatch: pytest.MonkeyPatch, large: int
+) -> None:
+    expected = outputs(db)
+    assert all(code == 0 for code, _, _ in expected), [e for e in expected if e[0]]
+    read = []
+    chunks = large_values.text_chunks
+
+    def counted(*args: Any) -> AsyncGenerator[str, None]:
+        read.append(args[1:])
+        return chunks(*args)
+
+    # Every value over 16 bytes is large (over 400: the long values, beside short ones), read
+    # back in 5-byte pieces (UTF-8 characters split between pieces), and every --full body
+    # longer than 7 characters is written in pieces.
+    monkeypatch.setattr(large_values, "LARGE", large)
+    monkeypatch.setattr(large_values, "CHUNK", 5)
+    monkeypatch.setattr(large_values, "PIECES", 10**9)
+    monkeypatch.setattr(large_values, "text_chunks", counted)
+    monkeypatch.setattr(render_transcript, "PIECE", 7)
+
+    for args, before, after in zip(commands(db), expected, outputs(db), strict=True):
+        if after != before:
+            import difflib
+
+            print(
+                "\n".join(
+                    difflib.unified_diff(before[1].splitlines(), after[1].splitlines(), lineterm="")
+                )
+            )
+        assert after == before, args
+    assert {column for column, _ in read} == {"content", "message_json"}
+
+
+# --- ranges are read through SQL ----------------------------------------------------------
+
+
+@pytest.fixture
+def sequences_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sequence of every raw row any ``Database.stream`` of a command yields."""
+    seen: list[int] = []
+    stream = Database.stream
+
+    async def counting(self: Database, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        async for row in stream(self, *args, **kwargs):
+            if {"sequence", "message_json"} <= set(row.keys()):  # a raw row
+                seen.append(row["sequence"])
+            yield row
+
+    monkeypatch.setattr(Database, "stream", counting)
+    return seen
+
+
+def test_a_range_reads_no_row_beyond_its_end(tmp_path: Path, sequences_read: list[int]) -> None:
+    db = copy_sample(tmp_path, NEWEST)
+    session = NEWEST_IDS["tools"]
+    for args in (["--through", "2"], ["--json", "--from", "1", "--through", "2"]):
+        sequences_read.clear()
+        r = run_cli(["--db", str(db), "show", session, *args])
+        assert r.exit_code == 0, r.output
+        assert sequences_read and max(sequences_read) == 2, (args, sequences_read)
+
+
+def test_a_range_ending_in_an_open_tool_batch_reads_on_only_until_the_batch_closes(
+    tmp_path: Path, sequences_read: list[int]
+) -> None:
+    """In the sample's "tools" session #3 opens a batch, #4 and #5 are its results and the
+    assistant #6 closes it: ``--through 3`` reads #4 to #6 for the flags, and nothing after."""
+    db = copy_sample(tmp_path, NEWEST)
+    session = NEWEST_IDS["tools"]
+    whole = run_cli(["--db", str(db), "show", session, "--json"])
+    records = {r["sequence"]: r for r in json.loads(whole.stdout)["records"]}
+    assert len(records[3]["message"]["data"]["tool_calls"]) == 2
+    assert [records[n]["role"] for n in (4, 5, 6)] == ["tool", "tool", "assistant"]
+    assert max(records) > 6
+
+    for args in (
+        ["--through", "3"],
+        ["--json", "--through", "3"],
+        ["--from", "4", "--through", "4"],
+    ):
+        sequences_read.clear()
+        r = run_cli(["--db", str(db), "show", session, *args])
+        assert r.exit_code == 0, r.output
+        assert max(sequences_read) == 6, (args, sequences_read)
+
+
+# --- memory (the numbers: bench/big_message.py) ---------------------------------------------
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "big_message.py"
+
+
+@pytest.mark.stress
+def test_peak_memory_of_show_and_tail_stays_near_twice_the_largest_message(
+    tmp_path: Path,
+) -> None:
+    """A 30 MB message: each command's peak RSS grows by at most 3x its size (measured ~2x;
+    before: 5x for ``show``, 10x for ``show --json``).  The ratio of peak RSS, not time."""
+    labels = "show,show --full,show --json,show --format markdown --full,tail --json"
+    limits = ["--mb", "30", "--only", labels, "--max-ratio", "3", "--data", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, str(BENCH), *limits],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,168 @@
+"""Large ``content`` and ``message_json`` values, read one at a time so memory stays near one.
+
+A transcript reads a session's rows in batches.  A 100 MB message would sit in such a batch
+several times over: SQLite's copy of the value, the bytes it hands to Python, the decoded text,
+then whatever the reader builds from it.  So ``rows_sql`` leaves any text value longer than
+``LARGE`` bytes out of the row (it reads as NULL beside its ``typeof``, which SQLite knows
+without loading the value), and the reader fetches the ones it needs on their own:
+
+* ``full_text``: the whole value as one ``str`` (to decode an envelope), fetched as a BLOB and
+  decoded here, so that SQLite's copy is gone before the text is made (about 2x the value at
+  the peak, never 3x);
+* ``text_chunks``: the value in pieces (to write it out), each read with ``substr`` on the
+  BLOB, so no piece and no copy of the whole value is ever held in Python.
+
+Each large column is named once in ``rows_sql``: every mention of a column makes SQLite load
+(copy) the value again.  The row also carries its ``rowid`` (``ROW_REF``) to find the value again
+inside the same read transaction.
+"""
+
+from __future__ import annotations
+
+import codecs
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from ..database import Database
+from ..schema import RAW_COLUMNS, Layout
+from ..values import lenient_text, text_or_none
+
+LARGE = 1 << 20  # bytes: a longer text value is left out of the row and read on its own
+CHUNK = 8 << 20  # bytes per piece of ``text_chunks`` (at least: at most ``PIECES`` pieces)
+PIECES = 8  # each piece re-reads the value inside SQLite: bounded, so the time stays linear
+LARGE_COLUMNS = ("content", "message_json")
+# Named columns after the ``RAW_COLUMNS`` of a row of ``rows_sql``.
+TYPES = tuple(f"{name}_type" for name in LARGE_COLUMNS)
+ROW_REF = "row_ref"
+EXTRA_COLUMNS = (*TYPES, ROW_REF)
+_INDEX = {name: index for index, name in enumerate((*RAW_COLUMNS, *EXTRA_COLUMNS))}
+
+
+def _rowid(layout: Layout) -> str:
+    """A name of the rowid that no real column of ``raw_messages`` shadows."""
+    for name in ("rowid", "_rowid_", "oid"):
+        if not layout.has_column("raw_messages", name):
+            return name
+    raise AssertionError("raw_messages names all three rowid aliases")  # pragma: no cover
+
+
+def _left_out(column: str) -> str:
+    return f"typeof({column}) = 'text' AND length(CAST({column} AS BLOB)) > {LARGE}"
+
+
+def row_select(layout: Layout) -> str:
+    """``raw_select``'s columns with large values left out, then ``EXTRA_COLUMNS``."""
+    columns = []
+    for name in RAW_COLUMNS:
+        if name in LARGE_COLUMNS and layout.has_column("raw_messages", name):
+            columns.append(f"CASE WHEN {_left_out(name)} THEN NULL ELSE {name} END AS {name}")
+        else:
+            columns.append(layout.select_list("raw_messages", (name,)))
+    types = [
+        f"typeof({name}) AS {name}_type"
+        if layout.has_column("raw_messages", name)
+        else f"'null' AS {name}_type"
+        for name in LARGE_COLUMNS
+    ]
+    return ", ".join([*columns, *types, f"{_rowid(layout)} AS {ROW_REF}"])
+
+
+def rows_sql(layout: Layout, where: str, extra: str = "") -> str:
+    """The rows of ``raw_messages`` matching ``where``, in sequence order (``row_select``).
+
+    ``extra`` adds columns computed from those values (e.g. ``classify.CODE``).  The rows come
+    from a subquery that SQLite runs as a co-routine (``OFFSET 0`` keeps it from being merged
+    into the outer query), so the large columns are still named once per row however often
+    ``extra`` mentions them.
+    """
+    inner = (
+        f"SELECT {row_select(layout)} FROM raw_messages WHERE {where} "
+        "ORDER BY sequence LIMIT -1 OFFSET 0"
+    )
+    return f"SELECT *{extra} FROM ({inner})"
+
+
+def left_out(row: Any, column: str) -> bool:
+    """Whether ``column`` (one of ``LARGE_COLUMNS``) of a ``rows_sql`` row was left out."""
+    if len(row) <= _INDEX[ROW_REF]:
+        return False  # a row of another query: every value is there
+    return row[_INDEX[column]] is None and row[_INDEX[f"{column}_type"]] == "text"
+
+
+def has_large(row: Any) -> bool:
+    """Whether SQLite loaded a large value of this row (``Database.stream``'s ``heavy``)."""
+    return any(left_out(row, column) for column in LARGE_COLUMNS)
+
+
+def row_ref(row: Any) -> Any:
+    return row[_INDEX[ROW_REF]]
+
+
+async def full_text(db: Database, column: str, ref: Any) -> str:
+    """The whole value of ``column`` in the row ``ref``, decoded as every TEXT value is."""
+    where = f"FROM raw_messages WHERE {_rowid(db.layout)} = ?"
+    if await db.scalar("PRAGMA encoding") != "UTF-8":
+        return text_or_none(await db.scalar(f"SELECT {column} {where}", (ref,))) or ""
+    data = await db.scalar(f"SELECT CAST({column} AS BLOB) {where}", (ref,))
+    await _let_go(db)
+    return lenient_text(data) if isinstance(data, bytes) else ""
+
+
+async def _let_go(db: Database) -> None:
+    """aiosqlite's worker thread holds the result of its last call until it runs the next one:
+    a trivial call, so the bytes of a large value are not kept beside their decoded text."""
+    await db.scalar("SELECT NULL")
+
+
+async def text_chunks(db: Database, column: str, ref: Any) -> AsyncIterator[str]:
+    """The value of ``column`` in the row ``ref`` in pieces (joined: ``full_text``)."""
+    where = f"FROM raw_messages WHERE {_rowid(db.layout)} = ?"
+    if await db.scalar("PRAGMA encoding") != "UTF-8":
+        yield await full_text(db, column, ref)
+        return
+    size = await db.scalar(f"SELECT length(CAST({column} AS BLOB)) {where}", (ref,))
+    if not isinstance(size, int):
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    step = max(CHUNK, -(-size // PIECES))
+    piece = f"SELECT substr(CAST({column} AS BLOB), ?, ?) {where}"
+    for start in range(1, size + 1, step):
+        data = await db.scalar(piece, (start, step, ref))
+        yield decoder.decode(data if isinstance(data, bytes) else b"", final=start + step > size)
+    await _let_go(db)
+
+
+class CompletedRow:
+    """A ``rows_sql`` row with a left-out value read back in, accessed as ``sqlite3.Row`` is
+    (by index or column name): what the row builders (``record_from_row``, ``row_item``) take."""
+
+    __slots__ = ("_column", "_index", "_row", "_value")
+
+    def __init__(self, row: sqlite3.Row, column: str, value: str) -> None:
+        self._row = row
+        self._column = column
+        self._index = _INDEX[column]
+        self._value = value
+
+    def __getitem__(self, key: int | str) -> Any:
+        if key == self._index or key == self._column:
+            return self._value
+        return self._row[key]
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def __iter__(self) -> Iterator[Any]:
+        for index, value in enumerate(self._row):
+            yield self._value if index == self._index else value
+
+    def keys(self) -> list[str]:
+        return self._row.keys()
+
+
+async def with_message(db: Database, row: sqlite3.Row) -> sqlite3.Row | CompletedRow:
+    """``row`` with its ``message_json`` read back in if it was left out (else ``row``)."""
+    if not left_out(row, "message_json"):
+        return row
+    return CompletedRow(row, "message_json", await full_text(db, "message_json", row_ref(row)))
