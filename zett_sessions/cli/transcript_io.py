@@ -17,6 +17,40 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+# Imported here: what every show and tail needs.  Only the modules that one output format alone
+# uses (JSON records, Markdown) are imported where that format is written: here, they would
+# load more modules into a text show or tail (6-10 ms measured; bench/run.py's target for tail
+# is its imports + 50 ms).
+from ..queries.annotate import Annotator
+from ..queries.follow import Gone, Stale, follow, latest_session
+from ..queries.resolve import resolve_session
+from ..queries.transcript import (
+    Boundary,
+    Selection,
+    TranscriptState,
+    annotator_for,
+    latest_boundary,
+    read_context,
+    read_header,
+    read_totals,
+    row_item,
+    stream_transcript,
+)
+from ..render.jsonout import kind_name, snapshot_json
+from ..render.transcript import (
+    TranscriptRenderer,
+    boundary_text,
+    checkpoint_text,
+    context_intro,
+    dropped_json,
+    dropped_lines,
+    header_json,
+    header_table,
+    stale_message,
+    totals_table,
+)
+from ..rows import record_from_row
+from .errors import StaleRun
 from .output import Output, dumps
 
 if TYPE_CHECKING:
@@ -28,8 +62,8 @@ if TYPE_CHECKING:
     from ..database import Database
     from ..models import RawMessageRecord
     from ..queries.annotate import Entry
-    from ..queries.transcript import Boundary, Selection, TranscriptHeader, TranscriptState
-    from ..render.transcript import TranscriptOptions, TranscriptRenderer
+    from ..queries.transcript import TranscriptHeader
+    from ..render.transcript import TranscriptOptions
 
 
 class Format(StrEnum):
@@ -54,9 +88,6 @@ class Request:
 
 
 async def _session(db: Database, request: Request) -> str:
-    from ..queries.follow import latest_session
-    from ..queries.resolve import resolve_session
-
     if request.latest:
         return await latest_session(db)
     assert request.session is not None
@@ -64,8 +95,6 @@ async def _session(db: Database, request: Request) -> str:
 
 
 def _boundary(header: TranscriptHeader) -> Boundary | None:
-    from ..queries.transcript import Boundary
-
     snapshot = header.snapshot
     return Boundary(snapshot.version, snapshot.compacted_through_sequence) if snapshot else None
 
@@ -93,8 +122,6 @@ def return_freed_memory() -> None:
 
 async def show(db: Database, request: Request, out: Output) -> None:
     """``show``: resolve, read the header, then stream the transcript in the chosen format."""
-    from ..queries.transcript import read_header
-
     return_freed_memory()
     text = not request.context and request.fmt is Format.text
     async with db.read():
@@ -120,8 +147,6 @@ def _records(
     *,
     live: bool = False,
 ) -> AsyncGenerator[Any, None]:
-    from ..queries.transcript import stream_transcript
-
     return stream_transcript(
         db, session_id, request.selection, build, state, boundary=boundary, live=live
     )
@@ -130,10 +155,6 @@ def _records(
 async def _show_text(
     db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..queries.transcript import TranscriptState, annotator_for, read_totals
-    from ..render.transcript import TranscriptRenderer, header_table, totals_table
-    from ..rows import record_from_row
-
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
     with out.paged() as console:
         write_renderable(console, header_table(header))
@@ -152,9 +173,6 @@ async def print_entries(
     renderer: TranscriptRenderer,
 ) -> None:
     """Render and print each entry (and the boundary marker) as it arrives."""
-    from ..queries.transcript import Boundary
-    from ..render.transcript import boundary_text
-
     async with aclosing(stream) as entries:
         async for event in entries:
             if isinstance(event, Boundary):
@@ -192,9 +210,7 @@ def write_renderable(console: Console, renderable: RenderableType, **options: An
 async def _show_markdown(
     db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..queries.transcript import Boundary, TranscriptState, annotator_for
     from ..render.markdown import boundary_markdown, entry_markdown_parts, header_markdown
-    from ..rows import record_from_row
 
     out.line(header_markdown(header))
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
@@ -212,10 +228,6 @@ async def _show_markdown(
 async def _show_json(
     db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..queries.transcript import Selection, TranscriptState, annotator_for, row_item
-    from ..render.jsonout import snapshot_json
-    from ..render.transcript import header_json
-
     snapshot = snapshot_json(header.snapshot) if header.snapshot else None
     out.line("{")
     out.line(f'  "session": {dumps(header_json(header), indent=None)},')
@@ -235,9 +247,6 @@ async def _show_json(
 
 
 def flags_json(state: TranscriptState[Any]) -> list[dict[str, Any]]:
-    from ..render.jsonout import kind_name
-    from ..render.transcript import dropped_json
-
     return [
         dropped_json(entry.flag, entry.item.sequence, kind_name(entry.item.kind))
         for entry in state.flags
@@ -254,7 +263,6 @@ async def write_json_records(
     closing: str,
 ) -> None:
     """A JSON array of records, one per line, written as they arrive (``[]`` when none)."""
-    from ..queries.transcript import Boundary
     from ..render.jsonrows import RecordWriter
 
     writer = RecordWriter()
@@ -296,20 +304,7 @@ async def write_record(db: Database, parts: list[Any]) -> None:
 async def _show_context(
     db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..queries.annotate import Annotator
-    from ..queries.transcript import annotator_for, read_context, row_item
-    from ..render.jsonout import kind_name, snapshot_json
     from ..render.jsonrows import RecordWriter
-    from ..render.transcript import (
-        TranscriptRenderer,
-        checkpoint_text,
-        context_intro,
-        dropped_json,
-        dropped_lines,
-        header_json,
-        header_table,
-    )
-    from ..rows import record_from_row
 
     if request.fmt is Format.json:
         context = await read_context(db, session_id, row_item, header.snapshot)
@@ -355,10 +350,6 @@ async def _show_context(
 
 async def tail(db: Database, request: Request, out: Output) -> None:
     """``tail``: the last records like ``show``, then (``-f``) new ones as they are appended."""
-    from ..queries.transcript import TranscriptState, annotator_for, latest_boundary, row_item
-    from ..render.transcript import TranscriptRenderer
-    from ..rows import record_from_row
-
     return_freed_memory()
     json_mode = request.fmt is Format.json
     build: Callable[[sqlite3.Row], Any] = row_item if json_mode else record_from_row
@@ -404,10 +395,7 @@ async def _follow(
     out: Output,
     renderer: TranscriptRenderer,
 ) -> None:
-    from ..queries.follow import Gone, Stale, follow
     from ..render.jsonrows import RecordWriter
-    from ..render.transcript import stale_message
-    from .errors import StaleRun
 
     record_text = RecordWriter()
     events = follow(
