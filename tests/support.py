@@ -5,6 +5,7 @@ Import from here instead of redefining; add new shared helpers at the end of thi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import shutil
@@ -578,7 +579,32 @@ import time  # noqa: E402
 SAFETY_NET = 60.0  # seconds: turns a hang into a failure; never the pace a test relies on
 
 
-class FollowProcess:
+class _ReadProcess:
+    """A process whose output reader threads a test joins; leaving it kills a process still
+    running and closes its pipes."""
+
+    process: subprocess.Popen[Any]
+    timeout: float
+    _readers: list[threading.Thread]
+
+    def _join(self) -> None:
+        for reader in self._readers:
+            reader.join(self.timeout)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(self.timeout)
+        self._join()
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class FollowProcess(_ReadProcess):
     """``python -m zett_sessions --db DB ARGS…`` (a ``tail -f``) as a real process.
 
     Reader threads collect its stdout and stderr line by line as they arrive, so a test waits
@@ -662,24 +688,8 @@ class FollowProcess:
         self.process.send_signal(signal.SIGINT)
         return self.finish()
 
-    def _join(self) -> None:
-        for reader in self._readers:
-            reader.join(self.timeout)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(self.timeout)
-        self._join()
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
-
     def __enter__(self) -> FollowProcess:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 # --- threads: wait for them to end (a join), never for a while ------------------------------
@@ -710,3 +720,110 @@ def generate_database(
         sys.path.pop(0)
     truth: dict[str, Any] = generate(path, messages, seed, reference_time, parallel=False)
     return truth
+
+
+# --- a real terminal: the CLI on a pseudo-terminal ------------------------------------------
+
+import fcntl  # noqa: E402
+import pty  # noqa: E402
+import struct  # noqa: E402
+import termios  # noqa: E402
+
+
+class TerminalProcess(_ReadProcess):
+    """``python -m zett_sessions ARGS…`` with stdin and stderr on a pseudo-terminal of
+    ``columns`` × ``rows`` (``stdout_tty``: stdout too; otherwise stdout is a pipe, read apart).
+
+    What the terminal shows is collected by a reader thread (``\\r\\n`` read as ``\\n``);
+    ``wait_for`` waits for a text to appear there (the handshake), ``type`` sends keys,
+    ``interrupt`` sends SIGINT as Ctrl-C does.  ``$COLUMNS`` is removed from the environment,
+    so the width is the terminal's.  Use as a context manager.
+    """
+
+    def __init__(
+        self,
+        *args: str,
+        columns: int = 100,
+        rows: int = 30,
+        stdout_tty: bool = False,
+        env: dict[str, str] | None = None,
+        timeout: float = SAFETY_NET,
+    ) -> None:
+        self.timeout = timeout
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        environment = {k: v for k, v in os.environ.items() if k not in {"COLUMNS", "LINES"}}
+        environment.update({"PYTHONIOENCODING": "utf-8", "ZETT_SESSIONS_PAGER": "cat"})
+        environment.update(env or {})
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "zett_sessions", *args],
+            stdin=slave,
+            stdout=slave if stdout_tty else subprocess.PIPE,
+            stderr=slave,
+            env=environment,
+        )
+        os.close(slave)
+        self._screen: list[bytes] = []
+        self._out: list[bytes] = []
+        self._readers = [threading.Thread(target=self._read_terminal, daemon=True)]
+        if self.process.stdout is not None:
+            stdout = self.process.stdout
+            self._readers.append(
+                threading.Thread(target=lambda: self._out.append(stdout.read()), daemon=True)
+            )
+        for reader in self._readers:
+            reader.start()
+
+    def _read_terminal(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # EIO: every holder of the terminal's other end has closed it
+                return
+            if not chunk:
+                return
+            self._screen.append(chunk)
+
+    @property
+    def terminal(self) -> str:
+        return b"".join(list(self._screen)).decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def wait_for(self, text: str) -> str:
+        """Wait until ``text`` is on the terminal; fail if the process ends first."""
+        deadline = time.monotonic() + self.timeout
+        while text not in self.terminal:
+            if self.process.poll() is not None:
+                self._join()
+                if text in self.terminal:
+                    break
+                raise AssertionError(
+                    f"exited ({self.process.returncode}) before {text!r}: {self.terminal!r}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {text!r} within {self.timeout} s: {self.terminal!r}")
+            time.sleep(0.01)
+        return self.terminal
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def interrupt(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+
+    def finish(self) -> tuple[int, str, str]:
+        """Wait for the process to end: exit code, stdout (``""`` on a terminal), terminal."""
+        try:
+            code = self.process.wait(self.timeout)
+        except subprocess.TimeoutExpired:
+            message = f"did not stop within {self.timeout} s: {self.terminal!r}"
+            raise AssertionError(message) from None
+        self._join()
+        return code, b"".join(self._out).decode("utf-8"), self.terminal
+
+    def close(self) -> None:
+        super().close()
+        with contextlib.suppress(OSError):
+            os.close(self.master)
+
+    def __enter__(self) -> TerminalProcess:
+        return self

@@ -19,6 +19,7 @@ from support import (
     NEWEST,
     NEWEST_IDS,
     SeedSession,
+    TerminalProcess,
     busiest_session,
     copy_sample,
     digest,
@@ -410,14 +411,38 @@ def test_interactive_confirmation_defaults_to_no(
     monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
     r = delete(db, "mid", input=answer)
     assert "Delete 1 session" in r.stderr and "[y/N]" in r.stderr
+    assert r.exit_code == 0, r.stderr
     if deleted:
-        assert r.exit_code == 0, r.stderr
         assert "Deleted 1 session" in r.stdout
         assert "mid" not in ids_in(db)
-    else:
-        assert r.exit_code == 5
-        assert "nothing deleted" in r.stderr
+    else:  # a "no" is an answer, not an error
+        assert r.stderr.endswith("[y/N]: Nothing deleted.\n"), r.stderr
+        assert "Error" not in r.stderr and "Deleted" not in r.stdout
         assert "mid" in ids_in(db)
+
+
+def test_the_end_of_stdin_at_the_question_is_a_no(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
+    r = delete(db, "mid", input="")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.endswith("[y/N]: \nNothing deleted.\n"), r.stderr
+    assert "mid" in ids_in(db)
+
+
+def test_ctrl_c_at_the_question_exits_130_quietly_and_deletes_nothing(db: Path) -> None:
+    before = digest(db)
+    with TerminalProcess("--db", str(db), "delete", "mid") as terminal:
+        terminal.wait_for("[y/N]:")
+        terminal.interrupt()
+        code, stdout, screen = terminal.finish()
+    assert code == 130, screen
+    assert stdout.startswith("Plan: delete 1 session")
+    question = screen[screen.index("Delete 1 session") :]
+    assert question.rstrip().endswith("[y/N]:"), screen  # no Aborted!, no Error, no traceback
+    assert "Aborted" not in screen and "Error" not in screen and "Traceback" not in screen
+    assert "mid" in ids_in(db) and digest(db) == before
 
 
 def test_nothing_matched_exits_0(db: Path) -> None:

@@ -94,3 +94,24 @@ def test_demo_refuses_a_missing_directory_and_creates_nothing(tmp_path: Path) ->
     assert r.exit_code == 2
     assert "is not an existing directory" in r.stderr and r.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_hint_names_the_tool_the_way_it_can_be_typed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the quick start without activating the venv, ``zett-sessions`` is not on PATH:
+    the hint repeats the path the tool was started by (issue 17, item 10)."""
+    from zett_sessions.cli.cmd_demo import invoked_as
+
+    bin_dir = tmp_path / "venv bin"
+    bin_dir.mkdir()
+    script = bin_dir / "zett-sessions"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert invoked_as(str(script), "/usr/bin/python3", "") == f"'{script}'"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert invoked_as(str(script), "/usr/bin/python3", "") == "zett-sessions"
+    python = str(bin_dir / "python9")
+    module = "zett_sessions.__main__"
+    assert invoked_as("x/__main__.py", python, module) == f"'{python}' -m zett_sessions"

@@ -83,7 +83,7 @@ def test_info_human_view_names_layout_and_counts(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
     assert "E — newest (D/E): what zett-agent writes today" in r.stdout
     assert "Messages         64" in r.stdout
-    assert "Snapshots        2 in 1 session " in r.stdout
+    assert "Snapshots        2 in 1 session" in r.stdout.splitlines()
     assert "add --tokens" in r.stdout
     assert "Missing indexes  none" in r.stdout
     assert r.stderr == ""

@@ -47,3 +47,38 @@ def test_readme_python_block_runs(tmp_path: Path, line: int, code: str) -> None:
     )
     assert result.returncode == 0, f"README.md line {line}:\n{result.stderr}"
     assert "Traceback" not in result.stderr, result.stderr
+
+
+# --- the quick start, as printed --------------------------------------------------------------
+
+INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q ."
+
+
+def quick_start_blocks() -> list[list[str]]:
+    text = README.read_text()
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```bash\n(.*?)^```$", section, re.DOTALL | re.MULTILINE)
+    return [block.splitlines() for block in blocks]
+
+
+def test_the_quick_start_runs_as_printed(tmp_path: Path) -> None:
+    """The quick start's commands, after its install line, work verbatim in a shell whose
+    PATH has no zett-sessions (a fresh machine): its ``.venv`` is this test run's venv."""
+    install, *start = quick_start_blocks()[0]
+    assert install == INSTALL
+    tries = quick_start_blocks()[1]
+    (tmp_path / ".venv").symlink_to(sys.prefix)
+    checked = [f'{line} && echo "[exit 0]" || echo "[exit $?]"' for line in tries]
+    script = "\n".join([*start, *checked])
+    result = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp_path,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "not found" not in result.stderr, result.stderr
+    assert re.findall(r"\[exit (\d+)\]", result.stdout) == ["0", "4", "0"], result.stdout
+    assert "Plan the week" in result.stdout  # list, then show project-notes
+    assert "try: zett-sessions --db demo.sqlite3 list" in result.stderr

@@ -267,7 +267,9 @@ def delete_command(
     try:
         if plan.refusals:
             raise Refused("; ".join(refusal.message for refusal in plan.refusals))
-        confirm(plan, yes=yes, json_output=json_output, used_stdin=used_stdin)
+        if not confirm(plan, yes=yes, json_output=json_output, used_stdin=used_stdin):
+            out.note("Nothing deleted.")
+            return
 
         async def execute_work(database: Database) -> DeleteResult:
             return await execute_plan(database, plan, policy, archive=archive, run_vacuum=vacuum)
@@ -289,10 +291,11 @@ def delete_command(
         )
 
 
-def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool) -> None:
-    """Ask (default No) unless ``--yes``; refuse to ask when nobody can answer."""
+def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool) -> bool:
+    """Ask (default No) unless ``--yes``; refuse to ask when nobody can answer.  ``False``:
+    the answer was no (Ctrl-C at the question exits 130)."""
     if yes:
-        return
+        return True
     if json_output or used_stdin or not stdin_is_tty():
         why = (
             "--json was given"
@@ -303,9 +306,9 @@ def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool)
         )
         raise Refused(f"not deleting without confirmation ({why}); pass --yes to delete")
     from ..render.delete import plan_totals
+    from .prompt import ask
 
-    if not typer.confirm(f"Delete {plan_totals(plan)}?", default=False, err=True):
-        raise Refused("nothing deleted (the answer was no)")
+    return ask(f"Delete {plan_totals(plan)}?")
 
 
 def finish(

@@ -50,7 +50,7 @@ def demo_command(
         out.json(demo_json(result))
         return
     out.print(demo_summary(result))
-    out.hint(f"try: zett-sessions --db {_quoted(str(result.path))} list")
+    out.hint(f"try: {invoked_as()} --db {_quoted(str(result.path))} list")
 
 
 def _quoted(path: str) -> str:
@@ -59,6 +59,37 @@ def _quoted(path: str) -> str:
     from ..render.sanitize import single_line
 
     return shlex.quote(single_line(path))
+
+
+def invoked_as(
+    argv0: str | None = None, executable: str | None = None, module: str | None = None
+) -> str:
+    """The command that runs this tool, as the user can type it again: ``zett-sessions`` when
+    that name on $PATH is this program, else the path it was started by
+    (``.venv/bin/zett-sessions`` after the README's quick start without activating the venv),
+    or ``python -m zett_sessions`` with the interpreter that runs it (``module``: the name
+    ``python -m`` ran, ``None`` for a script)."""
+    import os
+    import shutil
+    import sys
+
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = sys.executable if executable is None else executable
+    if module is None:
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        module = getattr(spec, "name", None) or ""
+    if module == "zett_sessions.__main__":
+        python = os.path.basename(executable)
+        found = shutil.which(python)
+        same = found is not None and os.path.realpath(found) == os.path.realpath(executable)
+        return f"{_quoted(python if same else executable)} -m zett_sessions"
+    name = os.path.basename(argv0)
+    if module or name != "zett-sessions":  # not the console script: a test…
+        return "zett-sessions"
+    found = shutil.which(name)
+    if found is not None and os.path.realpath(found) == os.path.realpath(argv0):
+        return name
+    return _quoted(argv0)
 
 
 def register(app: typer.Typer) -> None:

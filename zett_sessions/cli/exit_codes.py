@@ -13,10 +13,11 @@ class ExitCode(IntEnum):
     VERIFY_ERRORS = 4  # verify found error-severity findings
     REFUSED = 5  # delete refused by a guard (children, max-sessions/percent, no --yes); copy
     STALE = 6  # tail --stale-after saw a run that looks dead
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), also at a confirmation question
 
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success, 1 database error, 2 usage error, 3 session not found or "
     "ambiguous, 4 verify found errors, 5 delete refused by a guard or copy refused sessions, "
-    "6 tail saw a dead run."
+    "6 tail saw a dead run, 130 interrupted (Ctrl-C)."
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -57,8 +58,28 @@ def _blob_text(value: object) -> str:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+# Off a terminal, and unless $COLUMNS says otherwise, rich's 80 columns would wrap sentences
+# and table rows for a log or a grep: a width nothing reaches means "never wrap".
+UNWRAPPED = 100_000
+# The spaces rich pads a table's last column (or a wrapped line) with, before any closing
+# style codes at a line's end.
+_TRAILING_SPACES = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def off_terminal_width(file: Any) -> int | None:
+    """``UNWRAPPED`` for a file that is no terminal when ``$COLUMNS`` gives no width;
+    ``None`` (rich decides: the terminal's width or ``$COLUMNS``) otherwise."""
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return None
+    try:
+        return None if file.isatty() else UNWRAPPED
+    except (AttributeError, ValueError):
+        return UNWRAPPED
+
+
 class _Console(Console):
-    """A rich console that lets a closed pipe surface as ``BrokenPipeError``.
+    """A rich console that lets a closed pipe surface as ``BrokenPipeError`` and, off a
+    terminal, writes lines without the trailing spaces rich pads tables with.
 
     Rich's default answer to a broken pipe is to point stdout at /dev/null and exit 1 — even
     when the pipe was a pager's stdin (quitting ``less`` early).  ``… | head`` and quitting the
@@ -69,6 +90,12 @@ class _Console(Console):
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
+
+    def _render_buffer(self, buffer: Any) -> str:
+        rendered = super()._render_buffer(buffer)
+        if self.is_terminal or " " not in rendered:
+            return rendered
+        return _TRAILING_SPACES.sub(r"\1", rendered)
 
 
 class Output:
@@ -81,6 +108,7 @@ class Output:
         self.err = self._console(sys.stderr)
 
     def _console(self, file: Any, **extra: Any) -> Console:
+        extra.setdefault("width", off_terminal_width(file))
         return _Console(
             file=file,
             markup=False,

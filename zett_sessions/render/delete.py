@@ -146,7 +146,10 @@ def _skipped_block(
             Text(text),
             safe_cell(skip.title, title_width, ""),
         )
-    parts: list[RenderableType] = [Text(heading, style="bold"), Padding(table, (0, 0, 0, 2))]
+    parts: list[RenderableType] = [
+        Text(heading, style="bold"),
+        Padding(table, (0, 0, 0, 2), expand=False),
+    ]
     if len(every) > len(skipped):
         parts.append(Text(f"  … and {len(every) - len(skipped):,} more (--full)", style="dim"))
     return Group(*parts)
