@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from .schema import IN_IDS, Layout, json_ids
-from .timeutil import as_utc, exact_time_sql, format_db_time
+from .timeutil import as_utc, dated_sql, format_db_time
 
 
 class Dialect:
@@ -31,10 +31,10 @@ class Dialect:
     def time_param(self, moment: datetime) -> Any:
         return format_db_time(moment)
 
-    def exact_time(self, column: str) -> str:
+    def dated(self, column: str) -> str:
         """SQL true when ``column`` holds a time that compares correctly with ``time_param``:
-        zett-agent's exact text form (any other value has no age a comparison could tell)."""
-        return exact_time_sql(column)
+        text in zett-agent's stored form (any other value has no age a comparison can tell)."""
+        return dated_sql(column)
 
 
 class PostgresDialect(Dialect):
@@ -50,7 +50,7 @@ class PostgresDialect(Dialect):
     def time_param(self, moment: datetime) -> Any:
         return as_utc(moment)
 
-    def exact_time(self, column: str) -> str:
+    def dated(self, column: str) -> str:
         return f"({column} IS NOT NULL)"  # a timestamptz column holds only times
 
 

@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 from .errors import UsageError, ValidationError
 
 DB_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}")
-# The same form as an SQL GLOB pattern (text comparisons order only this form correctly).
+# The form's shape as a GLOB pattern (``?`` wildcards are cheap), and exactly (digits too).
+DB_TIME_SHAPE = "????-??-?? ??:??:??.??????"
 DB_TIME_GLOB = (
     "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] "
     "[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]'"
@@ -26,6 +27,14 @@ def exact_time_sql(column: str) -> str:
     value (a number from a damaged or foreign writer sorts before every text) has no age that a
     text comparison could tell."""
     return f"(typeof({column}) = 'text' AND {column} GLOB {DB_TIME_GLOB})"
+
+
+def dated_sql(column: str) -> str:
+    """SQL true when ``column`` holds text of the stored form's shape, so that comparing it with
+    a stored-form time tells its age; cheap enough for every row of a time window.  A number or
+    NULL (from a damaged or foreign writer) sorts before every text: the lower bound leaves them
+    out within the index range itself.  ``exact_time_sql`` checks the digits too (verify)."""
+    return f"({column} >= '0000-00-00 00:00:00.000000' AND {column} GLOB '{DB_TIME_SHAPE}')"
 
 
 def utc_now() -> datetime:

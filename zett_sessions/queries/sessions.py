@@ -88,9 +88,9 @@ class SessionFilter:
             clauses.append("updated_at >= ?")
             params.append(dialect.time_param(self.active_since))
         if self.active_before is not None:
-            # only a time in the exact stored form is ever "old" (a number sorts before it)
-            exact = dialect.exact_time("updated_at")
-            clauses.append(f"updated_at < ? AND {'NOT ' if self.unknown_age else ''}{exact}")
+            # only a time in the stored form is ever "old" (a number sorts before every text)
+            dated = dialect.dated("updated_at")
+            clauses.append(f"updated_at < ? AND {'NOT ' if self.unknown_age else ''}{dated}")
             params.append(dialect.time_param(self.active_before))
         if self.title is not None:
             clauses.append(f"title {dialect.contains}")
@@ -219,8 +219,8 @@ async def unknown_age_sessions(db: Database, filters: SessionFilter) -> list[str
     if filters.active_before is None:
         return []
     sql, params = session_ids_sql(db, replace(filters, unknown_age=True))
-    rows = await db.fetchall(f"{sql} ORDER BY id", params)
-    return [str(row[0]) for row in rows]
+    # sorted here: ORDER BY id would make SQLite walk the primary key instead of the range
+    return sorted(str(row[0]) for row in await db.fetchall(sql, params))
 
 
 async def get_listing(db: Database, session_id: str) -> SessionListing | None:

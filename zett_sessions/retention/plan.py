@@ -29,7 +29,7 @@ from ..queries.resolve import id_spellings, resolve_session, session_exists
 from ..queries.sessions import SessionFilter, iter_sessions, unknown_age_sessions
 from ..rows import session_select, text_or_none
 from ..schema import IN_IDS, json_ids
-from ..timeutil import exact_time_sql, parse_db_time, utc_now
+from ..timeutil import parse_db_time, utc_now
 from ..values import plural
 from .models import (
     BlockedChild,
@@ -295,7 +295,7 @@ async def _select(db: Database, filters: SessionFilter, via: str = "selected") -
     rows = await db.fetchall(
         f"SELECT {session_select(db.layout)}, (SELECT count(*) FROM raw_messages r "
         "WHERE r.session_id = agent_sessions.id) AS message_count, "
-        f"CAST(id AS BLOB) AS stored_id, {exact_time_sql('updated_at')} AS dated "
+        f"CAST(id AS BLOB) AS stored_id, {db.dialect.dated('updated_at')} AS dated "
         f"FROM agent_sessions{where} ORDER BY updated_at DESC, id DESC",
         params,
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..readonly import prefix_upper_bound
 from ..schema import AGENT_NAME_MAX, TIMING_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
+from ..timeutil import DB_TIME_SHAPE as TIME_SHAPE
 from ..timeutil import exact_time_sql
 
 # --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
@@ -43,7 +44,6 @@ CTX_RESULT = 3
 
 MAX_LOOKUP_CALLS = 4  # call lists up to this length are read with one json_extract
 
-TIME_SHAPE = "????-??-?? ??:??:??.??????"
 # Characters Python's str.strip() removes: a tag key made only of them is blank.
 BLANK_CHARS = (
     " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
