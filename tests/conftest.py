@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pgtest import backend, pg_dsn, pg_server, store  # noqa: F401  (fixtures for every module)
+from pgtest import (  # noqa: F401  (fixtures for every module)
+    backend,
+    databases,
+    pg_dsn,
+    pg_server,
+    pg_shared_samples,
+    store,
+)
 
 # --- no clock: hypothesis neither times examples nor judges generation speed ----------------
 

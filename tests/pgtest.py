@@ -133,3 +133,113 @@ def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store
     if backend == "sqlite":
         return Store("sqlite", str(tmp_path / "sessions.sqlite3"))
     return Store("postgres", request.getfixturevalue("pg_dsn"))
+
+
+# --- the CLI on both backends: the same sample data in a file or on the server -------------
+
+
+def new_schema(server: str, request: pytest.FixtureRequest) -> str:
+    """A DSN on a new, empty schema of ``server``, dropped after the test."""
+    schema = f"t_{uuid.uuid4().hex}"
+    asyncio.run(admin(server, f'CREATE SCHEMA "{schema}"'))
+    request.addfinalizer(lambda: asyncio.run(admin(server, f'DROP SCHEMA "{schema}" CASCADE')))
+    return with_schema(server, schema)
+
+
+def copy_into(source: Path, dsn: str) -> None:
+    """Every session of the SQLite file ``source`` into the database at ``dsn`` (``copy``)."""
+    from zett_sessions.queries.sessions import SessionFilter
+    from zett_sessions.transfer import copy_sessions
+
+    report = asyncio.run(copy_sessions(str(source), dsn, SessionFilter()))
+    assert not report.refused, report.refused
+
+
+def read_only(dsn: str) -> str:
+    """``dsn`` whose every transaction is read-only (a server setting), for shared databases."""
+    parts = urlsplit(dsn)
+    query = [*parse_qsl(parts.query), ("default_transaction_read_only", "on")]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+@pytest.fixture(scope="session")
+def pg_shared_samples(pg_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Sample name → a read-only DSN holding a copy of it, seeded once per run (the tests
+    that only read share them; a write there fails)."""
+    import support
+
+    seeded: dict[str, str] = {}
+    schemas: list[str] = []
+
+    def get(name: str) -> str:
+        if name not in seeded:
+            schema = f"s_{uuid.uuid4().hex}"
+            asyncio.run(admin(pg_server, f'CREATE SCHEMA "{schema}"'))
+            schemas.append(schema)
+            dsn = with_schema(pg_server, schema)
+            copy_into(support.copy_sample(tmp_path_factory.mktemp("sample"), name), dsn)
+            seeded[name] = read_only(dsn)
+        return seeded[name]
+
+    yield get
+    for schema in schemas:
+        asyncio.run(admin(pg_server, f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+@dataclass
+class Databases:
+    """Databases of one backend (the parametrized ``backend``) for a CLI test; each method
+    returns what ``--db`` takes: a file path, or a PostgreSQL URL."""
+
+    backend: str
+    tmp_path: Path
+    request: pytest.FixtureRequest
+
+    @property
+    def postgres(self) -> bool:
+        return self.backend == "postgres"
+
+    def sample(self, name: str | None = None, *, shared: bool = True) -> str:
+        """A copy of a sample database (default: the newest).  ``shared`` (read-only tests):
+        on PostgreSQL one read-only copy per run; else a copy of the test's own."""
+        import support
+
+        name = name or support.NEWEST
+        if not self.postgres:
+            return str(support.copy_sample(self.tmp_path, name))
+        if shared:
+            get: Any = self.request.getfixturevalue("pg_shared_samples")
+            return str(get(name))
+        return self.of_file(support.copy_sample(self.tmp_path, name, f"seed-{uuid.uuid4().hex}"))
+
+    def of_file(self, path: Path) -> str:
+        """The SQLite file ``path`` as this backend's database: the file itself, or a new
+        schema on the server holding a ``copy`` of its sessions."""
+        if not self.postgres:
+            return str(path)
+        dsn = new_schema(self.request.getfixturevalue("pg_server"), self.request)
+        copy_into(path, dsn)
+        return dsn
+
+    def seeded(self, sessions: Any) -> str:
+        """``support.seed_sessions`` (written to a file, then copied for PostgreSQL)."""
+        import support
+
+        path = self.tmp_path / f"seeded-{uuid.uuid4().hex}.sqlite3"
+        return self.of_file(support.seed_sessions(path, sessions))
+
+
+@pytest.fixture
+def databases(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Databases:
+    return Databases(backend, tmp_path, request)
+
+
+def open_storage(location: str, **options: Any) -> Any:
+    """The storage of the backend ``location`` names (a file path or a PostgreSQL URL)."""
+    from zett_sessions.postgres.dsn import is_dsn
+
+    if is_dsn(location):
+        from zett_sessions import PostgresSessionStorage
+
+        return PostgresSessionStorage(location, **options)
+    return SQLiteSessionStorage(location, **options)

@@ -368,20 +368,23 @@ def retention_run(
 
 
 def append_messages(
-    path: Path,
+    path: Path | str,
     session_id: str,
     *messages: object,
     request_id: str = "run",
     busy_timeout_ms: int = 5000,
 ) -> None:
-    """Append ``messages`` to a session through ``SQLiteSessionStorage`` (creates the file);
+    """Append ``messages`` to a session through the storage (``SQLiteSessionStorage`` creates
+    the file; a PostgreSQL URL gets ``PostgresSessionStorage``); on SQLite
     ``busy_timeout_ms=0`` makes an append that would have to wait for a lock fail at once."""
     import asyncio
 
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from pgtest import open_storage
+
+    options = {} if "://" in str(path) else {"busy_timeout_ms": busy_timeout_ms}
 
     async def write() -> None:
-        async with SQLiteSessionStorage(path, busy_timeout_ms=busy_timeout_ms) as storage:
+        async with open_storage(str(path), **options) as storage:
             for message in messages:
                 await storage.append(session_id, request_id, message)  # type: ignore[arg-type]
 

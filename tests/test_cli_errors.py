@@ -17,9 +17,9 @@ class OddDiskFull(e.DiskFull):
 
 
 CASES = [
-    (e.DatabaseNotFound("no database at x"), ExitCode.ERROR, "choose another file with --db"),
+    (e.DatabaseNotFound("no database at x"), ExitCode.ERROR, "choose another database with --db"),
     (e.NotAnArchive("x is not"), ExitCode.ERROR, "choose another --archive-to file"),
-    (e.NotASessionDatabase("x is not"), ExitCode.ERROR, "choose another file with --db"),
+    (e.NotASessionDatabase("x is not"), ExitCode.ERROR, "choose another database with --db"),
     (e.DatabaseLocked("locked"), ExitCode.ERROR, "raise --busy-timeout"),
     (e.DatabaseReadOnly("cannot write"), ExitCode.ERROR, "inspection still works"),
     (e.DatabaseAccessDenied("cannot read"), ExitCode.ERROR, "run as the file's owner"),

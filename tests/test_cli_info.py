@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -9,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pgtest import Databases
 from support import (
     FORBIDDEN_TERMINAL_CHARS,
     LEGACY,
@@ -24,6 +27,8 @@ from zett_sessions.demo import write_demo
 
 INFO_KEYS = {
     "path",
+    "backend",
+    "server",
     "layout",
     "layout_note",
     "journal_mode",
@@ -45,7 +50,7 @@ INFO_KEYS = {
 }
 
 
-def info(db: Path, *args: str) -> dict[str, Any]:
+def info(db: Path | str, *args: str) -> dict[str, Any]:
     return cli_json(["--db", str(db), "info", "--json", *args], dict)
 
 
@@ -89,12 +94,15 @@ def test_info_human_view_names_layout_and_counts(tmp_path: Path) -> None:
     assert r.stderr == ""
 
 
-def test_token_totals_are_opt_in_and_match_the_columns(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_token_totals_are_opt_in_and_match_the_columns(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = copy_sample(tmp_path)
+    db = databases.of_file(file)
     assert info(db)["tokens"] is None
     tokens = info(db, "--tokens")["tokens"]
     expected = query(
-        db,
+        file,
         "SELECT sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
         "sum(cache_write_tokens), sum(reasoning_tokens) FROM raw_messages",
     )
@@ -106,7 +114,7 @@ def test_token_totals_are_opt_in_and_match_the_columns(tmp_path: Path) -> None:
         tokens["reasoning_tokens"],
     ) == expected
     assert tokens["total_tokens"] == expected[0] + expected[1]
-    r = run_cli(["--db", str(db), "info", "--tokens"])
+    r = run_cli(["--db", db, "info", "--tokens"])
     assert f"{expected[0] + expected[1]:,} total" in r.stdout
 
 
@@ -172,9 +180,9 @@ def test_info_leaves_the_file_byte_identical(tmp_path: Path, sample: str) -> Non
     assert digest(db) == before
 
 
-def test_info_on_a_demo_database(tmp_path: Path) -> None:
+def test_info_on_a_demo_database(tmp_path: Path, databases: Databases) -> None:
     demo = write_demo(tmp_path / "demo.sqlite3")
-    document = info(demo.path, "--tokens")
+    document = info(databases.of_file(demo.path), "--tokens")
     assert (document["sessions"], document["messages"]) == (len(demo.sessions), demo.messages)
     assert document["snapshots"] == demo.snapshots
     assert document["tokens"]["input_tokens"] > 0
@@ -214,7 +222,64 @@ def test_info_help_has_an_example() -> None:
     assert "Example: zett-sessions" in r.stdout and "info" in r.stdout
 
 
-def test_newest_activity_counts_snapshots_which_do_not_touch_the_session(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    execute_sql(db, "UPDATE session_snapshots SET created_at = '2026-04-01 12:00:00.000000'")
-    assert info(db)["newest_activity"] == "2026-04-01T12:00:00.000000Z"
+def test_newest_activity_counts_snapshots_which_do_not_touch_the_session(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = copy_sample(tmp_path)
+    execute_sql(file, "UPDATE session_snapshots SET created_at = '2026-04-01 12:00:00.000000'")
+    assert info(databases.of_file(file))["newest_activity"] == "2026-04-01T12:00:00.000000Z"
+
+
+def test_info_has_the_same_keys_counts_and_activity_on_both_backends(
+    databases: Databases,
+) -> None:
+    document = info(databases.sample())
+    assert set(document) == INFO_KEYS
+    assert document["backend"] == databases.backend
+    assert (document["sessions"], document["messages"], document["snapshots"]) == (8, 64, 2)
+    assert document["compacted_sessions"] == 1 and document["layout"] == "E"
+    assert document["oldest_activity"] == "2026-03-02T09:15:00.540458Z"
+    assert document["newest_activity"] == "2026-03-02T09:25:57.415741Z"
+    assert document["missing_indexes"] == []
+    file_keys = ("journal_mode", "page_size", "page_count", "file_size", "free_pages")
+    if databases.postgres:
+        assert all(document[key] is None for key in file_keys)
+    else:
+        assert document["server"] is None and document["journal_mode"] == "wal"
+
+
+def test_info_on_postgresql_names_server_schema_and_sizes(
+    tmp_path: Path, pg_server: str, request: pytest.FixtureRequest
+) -> None:
+    from pgtest import copy_into, new_schema
+
+    dsn = new_schema(pg_server, request)
+    copy_into(copy_sample(tmp_path), dsn)
+    with_password = dsn.replace("://zs@", "://zs:s3cret-pw@")  # trust auth ignores it
+    server = info(with_password)["server"]
+    assert server["server_version"].split(".")[0].isdigit()
+    assert (server["schema_version"], server["migrations"]) == (1, ["m001_initial"])
+    tables = {t["name"]: t for t in server["tables"]}
+    assert list(tables) == ["agent_sessions", "raw_messages", "session_snapshots"]
+    assert all(t["table_bytes"] > 0 and t["index_bytes"] > 0 for t in tables.values())
+    assert server["total_bytes"] == sum(
+        t["table_bytes"] + t["index_bytes"] for t in tables.values()
+    )
+    r = run_cli(["--db", with_password, "info"])
+    assert r.exit_code == 0, r.stderr
+    assert "s3cret-pw" not in r.stdout + r.stderr and "zs:***@" in r.stdout
+    assert "PostgreSQL " in r.stdout and "Schema version   1 (m001_initial)" in r.stdout
+    assert "raw_messages" in r.stdout and "Journal mode" not in r.stdout
+    assert "s3cret-pw" not in json.dumps(info(with_password))
+
+
+def test_info_names_an_index_missing_on_postgresql(
+    tmp_path: Path, pg_server: str, request: pytest.FixtureRequest
+) -> None:
+    from pgtest import admin, copy_into, new_schema
+
+    dsn = new_schema(pg_server, request)
+    copy_into(copy_sample(tmp_path), dsn)
+    schema = dsn.rsplit("search_path=", 1)[1]
+    asyncio.run(admin(pg_server, f'DROP INDEX "{schema}".ix_agent_sessions_activity'))
+    assert info(dsn)["missing_indexes"] == ["ix_agent_sessions_activity"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pgtest import Databases
 from support import (
     FORBIDDEN_TERMINAL_CHARS,
     HOSTILE_STRINGS,
@@ -48,7 +49,7 @@ JSON_KEYS = {
 }
 
 
-def listed(db: Path, *args: str) -> list[dict[str, Any]]:
+def listed(db: Path | str, *args: str) -> list[dict[str, Any]]:
     return cli_json(["--db", str(db), "list", "--json", *args], list)
 
 
@@ -83,9 +84,9 @@ def add_sessions(db: Path, count: int) -> None:
 
 @pytest.mark.parametrize(("sample", "ids"), SAMPLES)
 def test_list_shows_newest_activity_first_with_a_footer(
-    tmp_path: Path, sample: str, ids: dict[str, str]
+    databases: Databases, sample: str, ids: dict[str, str]
 ) -> None:
-    r = run_cli(["--db", str(copy_sample(tmp_path, sample)), "list"])
+    r = run_cli(["--db", databases.sample(sample), "list"])
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].split()[:3] == ["ID", "Title", "Agent"]
@@ -96,9 +97,9 @@ def test_list_shows_newest_activity_first_with_a_footer(
 
 @pytest.mark.parametrize(("sample", "ids"), SAMPLES)
 def test_list_json_documents_every_session_with_stable_keys(
-    tmp_path: Path, sample: str, ids: dict[str, str]
+    databases: Databases, sample: str, ids: dict[str, str]
 ) -> None:
-    document = listed(copy_sample(tmp_path, sample))
+    document = listed(databases.sample(sample))
     assert keys(ids, document) == ORDER
     assert all(set(entry) == JSON_KEYS for entry in document)
     compacted = document[ORDER.index("compacted")]
@@ -109,10 +110,10 @@ def test_list_json_documents_every_session_with_stable_keys(
     assert document[ORDER.index("empty")]["created_at"] == "2026-03-02T09:15:00.540458Z"
 
 
-def test_full_ids_shows_whole_ids_in_the_table(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    short = run_cli(["--db", str(db), "list"]).stdout
-    full = run_cli(["--db", str(db), "list", "--full-ids"]).stdout
+def test_full_ids_shows_whole_ids_in_the_table(databases: Databases) -> None:
+    db = databases.sample()
+    short = run_cli(["--db", db, "list"]).stdout
+    full = run_cli(["--db", db, "list", "--full-ids"]).stdout
     assert NEWEST_IDS["tools"] not in short and NEWEST_IDS["tools"][:13] in short
     assert NEWEST_IDS["tools"] in full
 
@@ -147,13 +148,13 @@ def test_full_ids_shows_whole_ids_in_the_table(tmp_path: Path) -> None:
     ],
 )
 def test_list_filters(
-    tmp_path: Path, sample: str, ids: dict[str, str], args: list[str], expected: list[str]
+    databases: Databases, sample: str, ids: dict[str, str], args: list[str], expected: list[str]
 ) -> None:
-    assert keys(ids, listed(copy_sample(tmp_path, sample), *args)) == expected
+    assert keys(ids, listed(databases.sample(sample), *args)) == expected
 
 
-def test_type_filter_is_repeatable(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_type_filter_is_repeatable(databases: Databases) -> None:
+    db = databases.sample()
     assert keys(NEWEST_IDS, listed(db, "--type", "1")) == ["automation"]
     assert keys(NEWEST_IDS, listed(db, "--type", "0", "--type", "1")) == ORDER
     assert "automation" not in keys(NEWEST_IDS, listed(db, "--type", "0"))
@@ -167,18 +168,19 @@ def test_type_filter_on_a_file_without_session_type_treats_all_as_type_0(tmp_pat
     assert keys(LEGACY_IDS, listed(db, "--type", "1", "--type", "0")) == ORDER
 
 
-def test_children_of_an_unknown_session_is_not_found(tmp_path: Path) -> None:
-    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", "--children-of", "nope"])
+def test_children_of_an_unknown_session_is_not_found(databases: Databases) -> None:
+    r = run_cli(["--db", databases.sample(), "list", "--children-of", "nope"])
     assert r.exit_code == 3
     assert "no session matches 'nope'" in r.stderr
 
 
-def test_durations_are_relative_to_now(tmp_path: Path) -> None:
+def test_durations_are_relative_to_now(tmp_path: Path, databases: Databases) -> None:
     demo = write_demo(tmp_path / "demo.sqlite3")
-    assert len(listed(demo.path, "--since", "1h")) == len(demo.sessions)
-    assert listed(demo.path, "--older-than", "1h") == []
-    assert len(listed(demo.path, "--until", "1h")) == 0
-    assert [e["id"] for e in listed(demo.path, "--type", "1")] == [demo.sessions["automation"]]
+    db = databases.of_file(demo.path)
+    assert len(listed(db, "--since", "1h")) == len(demo.sessions)
+    assert listed(db, "--older-than", "1h") == []
+    assert len(listed(db, "--until", "1h")) == 0
+    assert [e["id"] for e in listed(db, "--type", "1")] == [demo.sessions["automation"]]
 
 
 @pytest.mark.parametrize(
@@ -189,8 +191,8 @@ def test_durations_are_relative_to_now(tmp_path: Path) -> None:
         (["--until", "2026-13-45"], "invalid date or duration '2026-13-45'"),
     ],
 )
-def test_bad_times_are_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
-    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", *args])
+def test_bad_times_are_usage_errors(databases: Databases, args: list[str], message: str) -> None:
+    r = run_cli(["--db", databases.sample(), "list", *args])
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr.startswith(f"Error: {message}") and r.stderr.count("\n") == 1
@@ -208,9 +210,9 @@ def test_bad_times_are_usage_errors(tmp_path: Path, args: list[str], message: st
     ],
 )
 def test_empty_filter_values_are_errors_not_ignored(
-    tmp_path: Path, args: list[str], code: int, message: str
+    databases: Databases, args: list[str], code: int, message: str
 ) -> None:
-    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", *args])
+    r = run_cli(["--db", databases.sample(), "list", *args])
     assert r.exit_code == code
     assert r.stdout == ""
     assert r.stderr.startswith(f"Error: {message}") and r.stderr.count("\n") == 1
@@ -257,27 +259,30 @@ def test_bad_times_win_over_a_missing_database(tmp_path: Path) -> None:
 # --- paging ------------------------------------------------------------------------------
 
 
-def test_default_limit_is_20_and_the_footer_counts_all_matches(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    add_sessions(db, 20)
-    r = run_cli(["--db", str(db), "list"])
+def test_default_limit_is_20_and_the_footer_counts_all_matches(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = copy_sample(tmp_path)
+    add_sessions(file, 20)
+    db = databases.of_file(file)
+    r = run_cli(["--db", db, "list"])
     assert r.exit_code == 0, r.stderr
     assert len(r.stdout.splitlines()) == 1 + 20
     assert r.stderr == "20 of 28 sessions\n"
     assert len(listed(db)) == 20
-    r = run_cli(["--db", str(db), "list", "--all"])
+    r = run_cli(["--db", db, "list", "--all"])
     assert len(r.stdout.splitlines()) == 1 + 28
     assert r.stderr == "28 of 28 sessions\n"
     assert len(listed(db, "--all")) == 28
 
 
-def test_limit_and_offset_page_through_the_listing(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_limit_and_offset_page_through_the_listing(databases: Databases) -> None:
+    db = databases.sample()
     assert keys(NEWEST_IDS, listed(db, "--limit", "3")) == ORDER[:3]
     assert keys(NEWEST_IDS, listed(db, "-n", "2", "--offset", "3")) == ORDER[3:5]
-    r = run_cli(["--db", str(db), "list", "--limit", "2", "--offset", "3"])
+    r = run_cli(["--db", db, "list", "--limit", "2", "--offset", "3"])
     assert r.stderr == "2 of 8 sessions (from #4)\n"
-    r = run_cli(["--db", str(db), "list", "--offset", "100"])
+    r = run_cli(["--db", db, "list", "--offset", "100"])
     assert r.exit_code == 0 and r.stdout == ""
     assert r.stderr == "No sessions at offset 100 (of 8).\n"
 
@@ -288,11 +293,11 @@ def test_negative_paging_values_are_usage_errors(tmp_path: Path, args: list[str]
     assert r.exit_code == 2
 
 
-def test_empty_result_prints_empty_json_and_says_so_for_humans(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    r = run_cli(["--db", str(db), "list", "--agent", "nobody", "--json"])
+def test_empty_result_prints_empty_json_and_says_so_for_humans(databases: Databases) -> None:
+    db = databases.sample()
+    r = run_cli(["--db", db, "list", "--agent", "nobody", "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout) == []
-    r = run_cli(["--db", str(db), "list", "--agent", "nobody"])
+    r = run_cli(["--db", db, "list", "--agent", "nobody"])
     assert r.exit_code == 0 and r.stdout == ""
     assert r.stderr == "No sessions.\n"
 
@@ -301,31 +306,34 @@ def test_empty_result_prints_empty_json_and_says_so_for_humans(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("flag", ["-q", "--ids"])
-def test_ids_only_prints_every_full_id_one_per_line(tmp_path: Path, flag: str) -> None:
-    db = copy_sample(tmp_path)
-    add_sessions(db, 20)
-    r = run_cli(["--db", str(db), "list", flag])
+def test_ids_only_prints_every_full_id_one_per_line(
+    tmp_path: Path, databases: Databases, flag: str
+) -> None:
+    file = copy_sample(tmp_path)
+    add_sessions(file, 20)
+    db = databases.of_file(file)
+    r = run_cli(["--db", db, "list", flag])
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == 28  # not paged: every match
     assert lines[:8] == [NEWEST_IDS[key] for key in ORDER]
     assert r.stderr == ""
-    r = run_cli(["--db", str(db), "list", flag, "--limit", "2", "--agent", "coding-agent"])
+    r = run_cli(["--db", db, "list", flag, "--limit", "2", "--agent", "coding-agent"])
     assert r.stdout.splitlines() == [NEWEST_IDS["crashed"], NEWEST_IDS["compacted"]]
 
 
-def test_format_json_equals_json_flag(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    a = run_cli(["--db", str(db), "list", "--format", "json"])
-    b = run_cli(["--db", str(db), "list", "--json"])
+def test_format_json_equals_json_flag(databases: Databases) -> None:
+    db = databases.sample()
+    a = run_cli(["--db", db, "list", "--format", "json"])
+    b = run_cli(["--db", db, "list", "--json"])
     assert a.exit_code == b.exit_code == 0
     assert json.loads(a.stdout) == json.loads(b.stdout)
     assert a.stderr == b.stderr == ""
 
 
-def test_format_jsonl_prints_one_document_per_line(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    r = run_cli(["--db", str(db), "list", "--format", "jsonl"])
+def test_format_jsonl_prints_one_document_per_line(databases: Databases) -> None:
+    db = databases.sample()
+    r = run_cli(["--db", db, "list", "--format", "jsonl"])
     assert r.exit_code == 0, r.stderr
     documents = [json.loads(line) for line in r.stdout.splitlines()]
     assert documents == listed(db)
@@ -333,9 +341,9 @@ def test_format_jsonl_prints_one_document_per_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("sample", "ids"), SAMPLES)
 def test_format_csv_has_a_header_and_one_sanitized_row_per_session(
-    tmp_path: Path, sample: str, ids: dict[str, str]
+    databases: Databases, sample: str, ids: dict[str, str]
 ) -> None:
-    r = run_cli(["--db", str(copy_sample(tmp_path, sample)), "list", "--format", "csv"])
+    r = run_cli(["--db", databases.sample(sample), "list", "--format", "csv"])
     assert r.exit_code == 0, r.stderr
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
     assert [row["id"] for row in rows] == [ids[key] for key in ORDER]
@@ -348,23 +356,24 @@ def test_format_csv_has_a_header_and_one_sanitized_row_per_session(
 FORMULAS = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "'quoted"]
 
 
-def test_format_csv_neutralises_formulas_and_keeps_ids_exact(tmp_path: Path) -> None:
+def test_format_csv_neutralises_formulas_and_keeps_ids_exact(
+    tmp_path: Path, databases: Databases
+) -> None:
     """Issue 18, item 10 (OWASP CSV injection): no text cell begins with a character that
     makes a spreadsheet run it; one leading ' gives back the exact text, so ids stay exact;
     a session whose id or parent id CSV could only alter is left out, named on stderr."""
-    from support import SeedSession, seed_sessions
+    from support import SeedSession
 
     hostile = "ctl\x1b]52;c;eA==\x07id"
     odd_ids = ['=HYPERLINK("http://evil.example","x")', 'comma,"quote" id', "-dash", hostile]
-    path = seed_sessions(
-        tmp_path / "csv.sqlite3",
+    path = databases.seeded(
         [
             *(SeedSession(f"s{n}", title=title, agent=title) for n, title in enumerate(FORMULAS)),
             *(SeedSession(sid, title="plain") for sid in odd_ids),
             SeedSession("kid", parent=hostile),
         ],
     )
-    r = run_cli(["--db", str(path), "list", "--format", "csv"])
+    r = run_cli(["--db", path, "list", "--format", "csv"])
     assert r.exit_code == 0, r.stderr
     assert r.stderr.startswith("Warning: left out 2 sessions whose id or parent id holds")
     assert repr(hostile) in r.stderr and "'kid'" in r.stderr and "--json" in r.stderr
@@ -381,7 +390,7 @@ def test_format_csv_neutralises_formulas_and_keeps_ids_exact(tmp_path: Path) -> 
     assert {row["title"] for row in exact} == {*FORMULAS, "plain"}
     assert {row["agent_name"] for row in exact} == {*FORMULAS, "agent"}
     for row in exact:  # every id still names its session
-        r = run_cli(["--db", str(path), "show", "--json", "--", row["id"]])
+        r = run_cli(["--db", path, "show", "--json", "--", row["id"]])
         assert r.exit_code == 0 and json.loads(r.stdout)["session"]["id"] == row["id"]
 
 
@@ -427,7 +436,7 @@ def test_listing_leaves_the_file_byte_identical(
     assert digest(db) == before
 
 
-def hostile_copy(tmp_path: Path) -> tuple[Path, dict[str, tuple[str, str]]]:
+def hostile_file(tmp_path: Path) -> tuple[Path, dict[str, tuple[str, str]]]:
     db = copy_sample(tmp_path)
     add_sessions(db, len(HOSTILE_STRINGS) - len(ORDER))
     session_ids = [NEWEST_IDS[key] for key in ORDER]
@@ -449,10 +458,11 @@ def hostile_copy(tmp_path: Path) -> tuple[Path, dict[str, tuple[str, str]]]:
 
 
 def test_hostile_titles_and_agents_never_reach_the_terminal_raw(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, databases: Databases, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
-    db, _ = hostile_copy(tmp_path)
+    file, _ = hostile_file(tmp_path)
+    db = databases.of_file(file)
     for args in (
         [],
         ["--full"],
@@ -461,21 +471,24 @@ def test_hostile_titles_and_agents_never_reach_the_terminal_raw(
         ["--format", "jsonl"],
         ["--json"],
     ):
-        r = run_cli(["--db", str(db), "list", *args])
+        r = run_cli(["--db", db, "list", *args])
         assert r.exit_code == 0, (args, r.stderr)
         for char in FORBIDDEN_TERMINAL_CHARS:
             assert char not in r.stdout, (args, char)
-    table = run_cli(["--db", str(db), "list", "--full"]).stdout
+    table = run_cli(["--db", db, "list", "--full"]).stdout
     assert "[bold red]markup[/]" in table  # literal text, not interpreted
     assert "[link=https://evil.example]click[/link]" in table
 
 
-def test_json_round_trips_hostile_titles_and_agents_exactly(tmp_path: Path) -> None:
-    db, wanted = hostile_copy(tmp_path)
+def test_json_round_trips_hostile_titles_and_agents_exactly(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file, wanted = hostile_file(tmp_path)
+    db = databases.of_file(file)
     found = {e["id"]: (e["title"], e["agent_name"]) for e in listed(db)}
     for session_id, expected in wanted.items():
         assert found[session_id] == expected
-    r = run_cli(["--db", str(db), "list", "--format", "jsonl"])
+    r = run_cli(["--db", db, "list", "--format", "jsonl"])
     found = {}
     for line in r.stdout.splitlines():
         entry = json.loads(line)
@@ -486,11 +499,12 @@ def test_json_round_trips_hostile_titles_and_agents_exactly(tmp_path: Path) -> N
 # --- other databases ---------------------------------------------------------------------
 
 
-def test_list_on_a_demo_database(tmp_path: Path) -> None:
+def test_list_on_a_demo_database(tmp_path: Path, databases: Databases) -> None:
     demo = write_demo(tmp_path / "demo.sqlite3")
-    document = listed(demo.path)
+    db = databases.of_file(demo.path)
+    document = listed(db)
     assert {e["id"] for e in document} == set(demo.session_ids)
-    assert [e["id"] for e in listed(demo.path, "--children-of", demo.sessions["tools"])] == [
+    assert [e["id"] for e in listed(db, "--children-of", demo.sessions["tools"])] == [
         demo.sessions["child"]
     ]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pgtest import Databases, open_storage
 from support import (
     FORBIDDEN_TERMINAL_CHARS,
     HOSTILE_STRINGS,
@@ -40,7 +41,7 @@ EXPECTED = {
 }
 
 
-def show(db: Path, *args: str) -> tuple[int, str, str]:
+def show(db: Path | str, *args: str) -> tuple[int, str, str]:
     r = run_cli(["--db", str(db), "show", *args])
     return r.exit_code, r.stdout, r.stderr
 
@@ -55,9 +56,9 @@ def titles(stdout: str) -> list[str]:
 
 @pytest.mark.parametrize(("sample", "ids"), SAMPLES)
 def test_show_prints_header_and_every_record_in_sequence_order(
-    tmp_path: Path, sample: str, ids: dict[str, str]
+    databases: Databases, sample: str, ids: dict[str, str]
 ) -> None:
-    code, out, err = show(copy_sample(tmp_path, sample), ids["tools"])
+    code, out, err = show(databases.sample(sample), ids["tools"])
     assert code == 0, err
     assert err == ""
     assert f"Session   {ids['tools']}" in out
@@ -74,9 +75,9 @@ def test_show_prints_header_and_every_record_in_sequence_order(
 
 
 def test_show_header_has_the_snapshot_status_and_the_totals_come_after_the_log(
-    tmp_path: Path,
+    databases: Databases,
 ) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["compacted"])
+    code, out, err = show(databases.sample(), NEWEST_IDS["compacted"])
     assert code == 0, err
     assert "Snapshot  v2 covers 1–14, 6 messages after it (2 versions)" in out
     header, log = out.split("\n#1 ", 1)
@@ -86,34 +87,37 @@ def test_show_header_has_the_snapshot_status_and_the_totals_come_after_the_log(
     assert re.search(r"\nTime    model [\d.]+ s · tools \d+ ms · wall", footer)
 
 
-def test_show_header_counts_one_of_a_thing_in_the_singular(tmp_path: Path) -> None:
-    db = tmp_path / "one.sqlite3"
+def test_show_header_counts_one_of_a_thing_in_the_singular(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = tmp_path / "one.sqlite3"
 
     async def write(storage: SQLiteSessionStorage) -> None:
         await storage.append("solo", "r1", UserMessage(content="hi"))
         answer = AssistantMessage(content="hello", reasoning="x")
         await storage.append("solo", "r1", answer, usage=ModelUsage(input_tokens=3))
 
-    with_storage(db, write)
+    with_storage(file, write)
+    db = databases.of_file(file)
     code, out, err = show(db, "solo")
     assert code == 0, err
     assert "over 1 response\n" in out
     assert "(reasoning hidden: 1 character; --reasoning shows it)" in out
-    listing = run_cli(["--db", str(db), "list"])
+    listing = run_cli(["--db", db, "list"])
     assert listing.exit_code == 0 and listing.stderr == "1 of 1 session\n"
 
 
-def test_show_child_names_its_parent(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["child"])
+def test_show_child_names_its_parent(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["child"])
     assert code == 0, err
     assert f"Parent    {NEWEST_IDS['tools']}" in out
 
 
 @pytest.mark.parametrize(("sample", "ids"), SAMPLES)
 def test_show_flags_the_crashed_runs_batch_and_orphan_in_place(
-    tmp_path: Path, sample: str, ids: dict[str, str]
+    databases: Databases, sample: str, ids: dict[str, str]
 ) -> None:
-    code, out, err = show(copy_sample(tmp_path, sample), ids["crashed"])
+    code, out, err = show(databases.sample(sample), ids["crashed"])
     assert code == 0, err
     blocks = re.split(r"\n(?=#\d+ )", out.split("\n\n", 1)[1])
     by_number = {int(block.split()[0][1:]): block for block in blocks}
@@ -129,9 +133,9 @@ def test_show_flags_the_crashed_runs_batch_and_orphan_in_place(
 
 @pytest.mark.parametrize(("sample", "ids"), SAMPLES)
 def test_show_marks_the_latest_snapshot_boundary_after_its_sequence(
-    tmp_path: Path, sample: str, ids: dict[str, str]
+    databases: Databases, sample: str, ids: dict[str, str]
 ) -> None:
-    code, out, err = show(copy_sample(tmp_path, sample), ids["compacted"])
+    code, out, err = show(databases.sample(sample), ids["compacted"])
     assert code == 0, err
     lines = titles(out)
     boundary = EXPECTED[sample]["boundary"]
@@ -141,8 +145,8 @@ def test_show_marks_the_latest_snapshot_boundary_after_its_sequence(
     assert len([line for line in lines if line.startswith("──")]) == 1
 
 
-def test_show_marker_only_when_the_boundary_is_in_range(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_marker_only_when_the_boundary_is_in_range(databases: Databases) -> None:
+    db = databases.sample()
     _, out, _ = show(db, NEWEST_IDS["compacted"], "--through", "10")
     assert "snapshot v2" not in out
     _, out, _ = show(db, NEWEST_IDS["compacted"], "--from", "16")
@@ -151,8 +155,8 @@ def test_show_marker_only_when_the_boundary_is_in_range(tmp_path: Path) -> None:
     assert titles(out)[-1] == "── snapshot v2 covers 1–14 ──"
 
 
-def test_show_range_and_roles_filter_what_is_printed(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_range_and_roles_filter_what_is_printed(databases: Databases) -> None:
+    db = databases.sample()
     code, out, err = show(db, NEWEST_IDS["tools"], "--from", "3", "--through", "6")
     assert code == 0, err
     assert [line.split()[0] for line in titles(out)] == ["#3", "#4", "#5", "#6"]
@@ -166,14 +170,14 @@ def test_show_range_and_roles_filter_what_is_printed(tmp_path: Path) -> None:
     ]
 
 
-def test_show_flags_stay_right_when_the_range_starts_inside_a_batch(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["crashed"], "--from", "4")
+def test_show_flags_stay_right_when_the_range_starts_inside_a_batch(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["crashed"], "--from", "4")
     assert code == 0, err
     lines = titles(out)
     assert lines[0].startswith("#4 tool ✗ shell [call_a of #3]")
     assert "incomplete tool batch (no result for call_b, call_c)" in out
     code, out, _ = show(
-        copy_sample(tmp_path, target="b.sqlite3"),
+        databases.sample(),
         NEWEST_IDS["crashed"],
         "--role",
         "tool",
@@ -183,21 +187,19 @@ def test_show_flags_stay_right_when_the_range_starts_inside_a_batch(tmp_path: Pa
     assert out.count("⚠") == 2  # #4 incomplete, #7 orphan; #3 not shown
 
 
-def test_show_through_before_from_is_a_usage_error(tmp_path: Path) -> None:
-    code, out, err = show(
-        copy_sample(tmp_path), NEWEST_IDS["tools"], "--from", "5", "--through", "2"
-    )
+def test_show_through_before_from_is_a_usage_error(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["tools"], "--from", "5", "--through", "2")
     assert code == 2 and out == ""
     assert "Error: --through 2 is before --from 5" in err
 
 
-def test_show_unknown_role_is_a_usage_error(tmp_path: Path) -> None:
-    code, out, _ = show(copy_sample(tmp_path), NEWEST_IDS["tools"], "--role", "robot")
+def test_show_unknown_role_is_a_usage_error(databases: Databases) -> None:
+    code, out, _ = show(databases.sample(), NEWEST_IDS["tools"], "--role", "robot")
     assert code == 2 and out == ""
 
 
-def test_show_hides_reasoning_unless_asked(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_hides_reasoning_unless_asked(databases: Databases) -> None:
+    db = databases.sample()
     _, out, _ = show(db, NEWEST_IDS["plain"])
     assert "acknowledge briefly" not in out
     assert "(reasoning hidden: 56 characters; --reasoning shows it)" in out
@@ -205,8 +207,8 @@ def test_show_hides_reasoning_unless_asked(tmp_path: Path) -> None:
     assert "The user states a fact to remember; acknowledge briefly." in out
 
 
-def test_show_details_adds_metadata_tags_and_ids(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_details_adds_metadata_tags_and_ids(databases: Databases) -> None:
+    db = databases.sample()
     _, plain, _ = show(db, NEWEST_IDS["crashed"], "--through", "2")
     code, out, err = show(db, NEWEST_IDS["crashed"], "--through", "2", "--details")
     assert code == 0, err
@@ -215,25 +217,28 @@ def test_show_details_adds_metadata_tags_and_ids(tmp_path: Path) -> None:
     assert "metadata:" not in plain
 
 
-def test_show_images_as_placeholders_never_bytes(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["unicode"])
+def test_show_images_as_placeholders_never_bytes(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["unicode"])
     assert code == 0, err
     assert "[image/png, 70 B] alt: a single red pixel" in out
     assert "[image https://example.com/images/cat.jpg]" in out
     assert "iVBORw0KGgo" not in out
 
 
-def test_show_truncates_long_bodies_unless_full(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_truncates_long_bodies_unless_full(databases: Databases) -> None:
+    db = databases.sample()
     _, out, _ = show(db, NEWEST_IDS["compacted"], "--from", "13", "--through", "13")
     assert "… 2,650 more characters (use --full to see everything)" in out
     _, full, _ = show(db, NEWEST_IDS["compacted"], "--from", "13", "--through", "13", "--full")
     assert "more characters" not in full and "eval.py:109: tok.kind" in full
 
 
-def test_show_of_a_10_mb_message_is_quick_and_truncated(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    append_messages(db, "huge", UserMessage(content=("z" * 999 + "\n") * 10_000))
+def test_show_of_a_10_mb_message_is_quick_and_truncated(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = copy_sample(tmp_path)
+    append_messages(file, "huge", UserMessage(content=("z" * 999 + "\n") * 10_000))
+    db = databases.of_file(file)
     started = time.process_time()  # CPU time: a loaded machine stretches wall time, not this
     code, out, err = show(db, "huge")
     assert code == 0, err
@@ -242,21 +247,21 @@ def test_show_of_a_10_mb_message_is_quick_and_truncated(tmp_path: Path) -> None:
     assert "… 9,998,000 more characters (use --full to see everything)" in out
 
 
-def test_show_empty_session_says_so(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["empty"])
+def test_show_empty_session_says_so(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["empty"])
     assert code == 0, err
     assert "Messages  0" in out and "#" not in out.split("Time")[1]
     assert "No messages yet." in err
 
 
-def test_show_accepts_a_unique_prefix(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), "019cadd4-f9b6")
+def test_show_accepts_a_unique_prefix(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), "019cadd4-f9b6")
     assert code == 0, err
     assert NEWEST_IDS["crashed"] in out
 
 
-def test_show_unknown_and_ambiguous_sessions_exit_3(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_unknown_and_ambiguous_sessions_exit_3(databases: Databases) -> None:
+    db = databases.sample()
     code, out, err = show(db, "no-such-session")
     assert (code, out) == (3, "")
     assert err.startswith("Error: no session matches 'no-such-session'")
@@ -311,16 +316,16 @@ def test_show_undecodable_rows_are_shown_raw_with_their_reason(tmp_path: Path) -
 # --- JSON ----------------------------------------------------------------------------------
 
 
-async def _records(path: Path, session_id: str) -> list[dict]:
-    async with SQLiteSessionStorage(path, read_only=True) as storage:
+async def _records(path: Path | str, session_id: str) -> list[dict]:
+    async with open_storage(str(path), read_only=True) as storage:
         return [record_json(r) for r in await storage.list_raw_messages(session_id)]
 
 
 @pytest.mark.parametrize(("sample", "ids"), SAMPLES)
 def test_show_json_is_lossless_and_one_document(
-    tmp_path: Path, sample: str, ids: dict[str, str]
+    databases: Databases, sample: str, ids: dict[str, str]
 ) -> None:
-    db = copy_sample(tmp_path, sample)
+    db = databases.sample(sample)
     for key in ("tools", "crashed", "compacted", "unicode"):
         code, out, err = show(db, ids[key], "--json")
         assert code == 0, err
@@ -330,8 +335,8 @@ def test_show_json_is_lossless_and_one_document(
         assert document["records"] == asyncio.run(_records(db, ids[key]))
 
 
-def test_show_json_session_and_snapshot_keys(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["compacted"], "--json")
+def test_show_json_session_and_snapshot_keys(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["compacted"], "--json")
     assert code == 0, err
     document = json.loads(out)
     session = document["session"]
@@ -358,8 +363,8 @@ def test_show_json_lists_flags_of_the_crashed_run(tmp_path: Path) -> None:
     assert flags[2]["unexpected_result_ids"] == ["call_zombie"]
 
 
-def test_show_json_of_an_empty_selection_has_empty_records(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_json_of_an_empty_selection_has_empty_records(databases: Databases) -> None:
+    db = databases.sample()
     code, out, err = show(db, NEWEST_IDS["empty"], "--json")
     assert code == 0, err
     assert json.loads(out)["records"] == []
@@ -367,18 +372,16 @@ def test_show_json_of_an_empty_selection_has_empty_records(tmp_path: Path) -> No
     assert json.loads(out)["records"] == []
 
 
-def test_show_json_respects_range_and_roles(tmp_path: Path) -> None:
+def test_show_json_respects_range_and_roles(databases: Databases) -> None:
     code, out, err = show(
-        copy_sample(tmp_path), NEWEST_IDS["tools"], "--json", "--from", "2", "--role", "tool"
+        databases.sample(), NEWEST_IDS["tools"], "--json", "--from", "2", "--role", "tool"
     )
     assert code == 0, err
     assert [r["sequence"] for r in json.loads(out)["records"]] == [4, 5, 10]
 
 
-def test_show_json_and_markdown_cannot_be_combined(tmp_path: Path) -> None:
-    code, out, err = show(
-        copy_sample(tmp_path), NEWEST_IDS["tools"], "--json", "--format", "markdown"
-    )
+def test_show_json_and_markdown_cannot_be_combined(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["tools"], "--json", "--format", "markdown")
     assert (code, out) == (2, "")
     assert "cannot be combined" in err
 
@@ -386,8 +389,8 @@ def test_show_json_and_markdown_cannot_be_combined(tmp_path: Path) -> None:
 # --- --context -----------------------------------------------------------------------------
 
 
-def test_show_context_is_checkpoint_plus_projected_tail(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["compacted"], "--context")
+def test_show_context_is_checkpoint_plus_projected_tail(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["compacted"], "--context")
     assert code == 0, err
     assert "checkpoint v2  covers 1–14" in out
     assert "[Conversation checkpoint: historical context, not system instructions]" in out
@@ -396,8 +399,8 @@ def test_show_context_is_checkpoint_plus_projected_tail(tmp_path: Path) -> None:
     assert "Not replayed (include_in_messages is false" in out and "#15, #18" in out
 
 
-def test_show_context_lists_what_the_projection_dropped(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["crashed"], "--context")
+def test_show_context_lists_what_the_projection_dropped(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["crashed"], "--context")
     assert code == 0, err
     assert [line.split()[0] for line in titles(out)] == ["#2", "#6", "#8", "#10", "#11", "#12"]
     dropped = out.split("Dropped by the projection (3):")[1]
@@ -406,13 +409,13 @@ def test_show_context_lists_what_the_projection_dropped(tmp_path: Path) -> None:
     assert "#7 tool: orphan tool result (no matching call right before it)" in dropped
 
 
-def test_show_context_matches_what_storage_load_gives(tmp_path: Path) -> None:
+def test_show_context_matches_what_storage_load_gives(databases: Databases) -> None:
     from zett_sessions.projection import project
 
-    db = copy_sample(tmp_path)
+    db = databases.sample()
 
     async def expected() -> list[int]:
-        async with SQLiteSessionStorage(db, read_only=True) as storage:
+        async with open_storage(db, read_only=True) as storage:
             view = await storage.load(NEWEST_IDS["crashed"])
         kept = project(view.messages).kept
         return [r.sequence for r in view.raw_tail if any(r.message is m for m in kept)]
@@ -430,8 +433,8 @@ def test_show_context_matches_what_storage_load_gives(tmp_path: Path) -> None:
     assert document["snapshot"] is None
 
 
-def test_show_context_refuses_a_range(tmp_path: Path) -> None:
-    code, out, err = show(copy_sample(tmp_path), NEWEST_IDS["crashed"], "--context", "--from", "3")
+def test_show_context_refuses_a_range(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), NEWEST_IDS["crashed"], "--context", "--from", "3")
     assert (code, out) == (2, "")
     assert "--context" in err
 
@@ -454,12 +457,15 @@ def markdown_headings(text: str) -> list[str]:
     return headings
 
 
-def test_show_markdown_fences_cannot_be_broken_by_content(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_markdown_fences_cannot_be_broken_by_content(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = copy_sample(tmp_path)
     tricky = "before\n```\n# not a heading\n`````\nafter"
     call = ToolCall(id="c`1", name="run ``x``", arguments={"code": "````"})
     assistant = AssistantMessage(content="", tool_calls=(call,))
-    append_messages(db, "md", UserMessage(content=tricky), assistant)
+    append_messages(file, "md", UserMessage(content=tricky), assistant)
+    db = databases.of_file(file)
     code, out, err = show(db, "md", "--format", "markdown")
     assert code == 0, err
     assert "``````text\nbefore\n```\n# not a heading\n`````\nafter\n``````" in out
@@ -472,8 +478,8 @@ def test_show_markdown_fences_cannot_be_broken_by_content(tmp_path: Path) -> Non
     ]
 
 
-def test_show_markdown_has_header_flags_and_marker(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_show_markdown_has_header_flags_and_marker(databases: Databases) -> None:
+    db = databases.sample()
     code, out, err = show(db, NEWEST_IDS["crashed"], "--format", "markdown")
     assert code == 0, err
     assert out.startswith("# Session `Fix failing tests`\n")
@@ -502,9 +508,12 @@ def test_show_leaves_the_database_byte_identical(
     "args",
     [[], ["--full", "--reasoning", "--details"], ["--context"], ["--format", "markdown"]],
 )
-def test_show_hostile_text_never_reaches_the_terminal(tmp_path: Path, args: list[str]) -> None:
-    db = tmp_path / "hostile.sqlite3"
-    session_id = write_hostile_session(db)
+def test_show_hostile_text_never_reaches_the_terminal(
+    tmp_path: Path, databases: Databases, args: list[str]
+) -> None:
+    file = tmp_path / "hostile.sqlite3"
+    session_id = write_hostile_session(file)
+    db = databases.of_file(file)
     code, out, err = show(db, session_id, *args)
     assert code == 0, err
     for char in FORBIDDEN_TERMINAL_CHARS:
@@ -515,9 +524,10 @@ def test_show_hostile_text_never_reaches_the_terminal(tmp_path: Path, args: list
         assert "x" * 1_000_000 in out
 
 
-def test_show_hostile_json_round_trips_the_exact_text(tmp_path: Path) -> None:
-    db = tmp_path / "hostile.sqlite3"
-    session_id = write_hostile_session(db)
+def test_show_hostile_json_round_trips_the_exact_text(tmp_path: Path, databases: Databases) -> None:
+    file = tmp_path / "hostile.sqlite3"
+    session_id = write_hostile_session(file)
+    db = databases.of_file(file)
     code, out, err = show(db, session_id, "--json")
     assert code == 0, err
     for char in ("\x1b", "\x07", "\x9b", "\x7f", "\u202e"):

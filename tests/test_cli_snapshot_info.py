@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pgtest import Databases
 from support import (
     FORBIDDEN_TERMINAL_CHARS,
     HOSTILE_STRINGS,
@@ -69,13 +70,13 @@ def add_snapshot(
     )
 
 
-def info_json(db: Path, *args: str) -> list[dict[str, object]]:
+def info_json(db: Path | str, *args: str) -> list[dict[str, object]]:
     return cli_json(["--db", str(db), "snapshot-info", *args, "--json"], list)
 
 
-def test_snapshot_info_lists_every_version_with_coverage_and_tail(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    r = run_cli(["--db", str(db), "snapshot-info", COMPACTED])
+def test_snapshot_info_lists_every_version_with_coverage_and_tail(databases: Databases) -> None:
+    db = databases.sample()
+    r = run_cli(["--db", db, "snapshot-info", COMPACTED])
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == f"Session {COMPACTED} — Refactor the parser module"
@@ -88,8 +89,10 @@ def test_snapshot_info_lists_every_version_with_coverage_and_tail(tmp_path: Path
     assert r.stderr == ""
 
 
-def test_snapshot_info_json_documents_hold_snapshot_and_computed_fields(tmp_path: Path) -> None:
-    document = info_json(copy_sample(tmp_path), COMPACTED)
+def test_snapshot_info_json_documents_hold_snapshot_and_computed_fields(
+    databases: Databases,
+) -> None:
+    document = info_json(databases.sample(), COMPACTED)
     assert [d["version"] for d in document] == [1, 2]
     for snapshot in document:
         assert set(snapshot) == SNAPSHOT_KEYS
@@ -107,10 +110,10 @@ def test_snapshot_info_json_documents_hold_snapshot_and_computed_fields(tmp_path
     assert str(v1["created_at"]).endswith("Z")
 
 
-def test_snapshot_info_full_prints_the_summary_text(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    plain = run_cli(["--db", str(db), "snapshot-info", COMPACTED])
-    full = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--full"])
+def test_snapshot_info_full_prints_the_summary_text(databases: Databases) -> None:
+    db = databases.sample()
+    plain = run_cli(["--db", db, "snapshot-info", COMPACTED])
+    full = run_cli(["--db", db, "snapshot-info", COMPACTED, "--full"])
     assert full.exit_code == 0, full.stderr
     header = "[Conversation checkpoint: historical context, not system instructions]"
     assert header in full.stdout and header not in plain.stdout
@@ -118,12 +121,14 @@ def test_snapshot_info_full_prints_the_summary_text(tmp_path: Path) -> None:
     assert "── v2 · through 14" in full.stdout
 
 
-def test_snapshot_info_accepts_a_prefix_and_reports_unknown_or_ambiguous(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_snapshot_info_accepts_a_prefix_and_reports_unknown_or_ambiguous(
+    databases: Databases,
+) -> None:
+    db = databases.sample()
     assert [d["session_id"] for d in info_json(db, "019cadd4-8c4c")] == [COMPACTED] * 2
-    r = run_cli(["--db", str(db), "snapshot-info", "nope"])
+    r = run_cli(["--db", db, "snapshot-info", "nope"])
     assert r.exit_code == 3 and "no session matches 'nope'" in r.stderr
-    r = run_cli(["--db", str(db), "snapshot-info", "019cadd4"])
+    r = run_cli(["--db", db, "snapshot-info", "019cadd4"])
     assert r.exit_code == 3 and "ambiguous" in r.stderr
 
 
@@ -144,9 +149,9 @@ def test_a_session_left_with_only_snapshots_resolves_by_prefix_as_by_full_id(
     assert info_json(db, "stray-sess") == by_id
 
 
-def test_session_without_snapshots_says_so_on_stderr_and_exits_0(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    r = run_cli(["--db", str(db), "snapshot-info", TOOLS])
+def test_session_without_snapshots_says_so_on_stderr_and_exits_0(databases: Databases) -> None:
+    db = databases.sample()
+    r = run_cli(["--db", db, "snapshot-info", TOOLS])
     assert r.exit_code == 0
     assert r.stdout == ""
     assert "no snapshots" in r.stderr
@@ -154,12 +159,12 @@ def test_session_without_snapshots_says_so_on_stderr_and_exits_0(tmp_path: Path)
 
 
 def test_all_lists_one_row_per_compacted_session(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, databases: Databases, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "160")
     demo = write_demo(tmp_path / "demo.sqlite3")
     add_snapshot(demo.path, demo.sessions["tools"], 1, 6)
-    r = run_cli(["--db", str(demo.path), "snapshot-info", "--all", "--full-ids"])
+    r = run_cli(["--db", databases.of_file(demo.path), "snapshot-info", "--all", "--full-ids"])
     assert r.exit_code == 0, r.stderr
     rows = [line for line in r.stdout.splitlines()[1:] if line.strip()]
     assert len(rows) == 2
@@ -169,9 +174,9 @@ def test_all_lists_one_row_per_compacted_session(
     assert "2 compacted sessions, 3 snapshots" in r.stderr
 
 
-def test_all_json_is_a_flat_list_of_every_snapshot(tmp_path: Path) -> None:
+def test_all_json_is_a_flat_list_of_every_snapshot(tmp_path: Path, databases: Databases) -> None:
     demo = write_demo(tmp_path / "demo.sqlite3")
-    document = info_json(demo.path, "--all")
+    document = info_json(databases.of_file(demo.path), "--all")
     assert [(d["session_id"], d["version"]) for d in document] == [
         (demo.sessions["compacted"], 1),
         (demo.sessions["compacted"], 2),
@@ -180,18 +185,21 @@ def test_all_json_is_a_flat_list_of_every_snapshot(tmp_path: Path) -> None:
     assert all(d["boundary_valid"] for d in document)
 
 
-def test_all_without_snapshots_prints_a_note_and_empty_json(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    execute_sql(db, "DELETE FROM session_snapshots")
-    r = run_cli(["--db", str(db), "snapshot-info", "--all"])
+def test_all_without_snapshots_prints_a_note_and_empty_json(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = copy_sample(tmp_path)
+    execute_sql(file, "DELETE FROM session_snapshots")
+    db = databases.of_file(file)
+    r = run_cli(["--db", db, "snapshot-info", "--all"])
     assert r.exit_code == 0 and r.stdout == ""
     assert "No compacted sessions" in r.stderr
     assert info_json(db, "--all") == []
 
 
 @pytest.mark.parametrize("args", [[], [COMPACTED, "--all"]])
-def test_session_and_all_are_exclusive(tmp_path: Path, args: list[str]) -> None:
-    r = run_cli(["--db", str(copy_sample(tmp_path)), "snapshot-info", *args])
+def test_session_and_all_are_exclusive(databases: Databases, args: list[str]) -> None:
+    r = run_cli(["--db", str(databases.sample()), "snapshot-info", *args])
     assert r.exit_code == 2
     assert r.stderr == "Error: give a SESSION or --all (not both)\n"
 
@@ -206,56 +214,62 @@ def test_session_and_all_are_exclusive(tmp_path: Path, args: list[str]) -> None:
     ],
 )
 def test_invalid_boundaries_are_flagged_with_their_reason(
-    tmp_path: Path, session: str, boundary: int, problem: str
+    tmp_path: Path, databases: Databases, session: str, boundary: int, problem: str
 ) -> None:
-    db = copy_sample(tmp_path)
+    file = copy_sample(tmp_path)
     version = 3 if session == COMPACTED else 1
-    add_snapshot(db, session, version, boundary)
+    add_snapshot(file, session, version, boundary)
+    db = databases.of_file(file)
     document = info_json(db, session)
     latest = document[-1]
     assert latest["boundary_valid"] is False
     assert problem in latest["problems"]
-    r = run_cli(["--db", str(db), "snapshot-info", session])
+    r = run_cli(["--db", db, "snapshot-info", session])
     assert r.exit_code == 0, r.stderr
     assert f"v{version}: {problem}" in r.stdout
     assert "NO" in r.stdout
 
 
-def test_a_boundary_on_a_missing_row_is_invalid(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_a_boundary_on_a_missing_row_is_invalid(tmp_path: Path, databases: Databases) -> None:
+    file = copy_sample(tmp_path)
     execute_sql(
-        db, "DELETE FROM raw_messages WHERE session_id = ? AND sequence = 6", params=(COMPACTED,)
+        file, "DELETE FROM raw_messages WHERE session_id = ? AND sequence = 6", params=(COMPACTED,)
     )
+    db = databases.of_file(file)
     v1 = info_json(db, COMPACTED)[0]
     assert v1["problems"] == ["no raw message has sequence 6"]
     assert v1["raw_messages_covered"] == 5
 
 
-def test_undecodable_checkpoint_is_shown_not_fatal(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
-    add_snapshot(db, COMPACTED, 3, 20, payload="{not json")
+def test_undecodable_checkpoint_is_shown_not_fatal(tmp_path: Path, databases: Databases) -> None:
+    file = copy_sample(tmp_path)
+    add_snapshot(file, COMPACTED, 3, 20, payload="{not json")
+    db = databases.of_file(file)
     latest = info_json(db, COMPACTED)[-1]
     assert latest["content"] is None and latest["message"]["undecodable"] is True
     assert latest["summary_chars"] == 0
-    r = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--full"])
+    r = run_cli(["--db", db, "snapshot-info", COMPACTED, "--full"])
     assert r.exit_code == 0, r.stderr
     assert "(undecodable checkpoint payload)" in r.stdout
 
 
-def test_hostile_summaries_never_reach_the_terminal_raw(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_hostile_summaries_never_reach_the_terminal_raw(
+    tmp_path: Path, databases: Databases
+) -> None:
+    file = copy_sample(tmp_path)
     hostile = "\n".join(HOSTILE_STRINGS)
-    add_snapshot(db, COMPACTED, 3, 20, encode_message(CompactedMessage(content=hostile)))
+    add_snapshot(file, COMPACTED, 3, 20, encode_message(CompactedMessage(content=hostile)))
+    db = databases.of_file(file)
     for args in ([], ["--full"], ["--all"], ["--all", "--full"]):
         target = [] if "--all" in args else [COMPACTED]
-        r = run_cli(["--db", str(db), "snapshot-info", *target, *args])
+        r = run_cli(["--db", db, "snapshot-info", *target, *args])
         assert r.exit_code == 0, r.stderr
         for char in FORBIDDEN_TERMINAL_CHARS:
             assert char not in r.stdout, (args, char)
-    full = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--full"]).stdout
+    full = run_cli(["--db", db, "snapshot-info", COMPACTED, "--full"]).stdout
     assert "[bold red]markup[/]" in full  # shown literally
     assert info_json(db, COMPACTED)[-1]["content"] == hostile
-    r = run_cli(["--db", str(db), "snapshot-info", COMPACTED, "--json"])
+    r = run_cli(["--db", db, "snapshot-info", COMPACTED, "--json"])
     for char in FORBIDDEN_TERMINAL_CHARS:
         assert char not in r.stdout
 
@@ -270,8 +284,8 @@ def test_snapshot_info_leaves_the_file_byte_identical(tmp_path: Path, sample: st
     assert digest(db) == before
 
 
-def test_snapshot_info_on_the_legacy_sample(tmp_path: Path) -> None:
-    document = info_json(copy_sample(tmp_path, LEGACY), LEGACY_IDS["compacted"])
+def test_snapshot_info_on_the_legacy_sample(databases: Databases) -> None:
+    document = info_json(databases.sample(LEGACY), LEGACY_IDS["compacted"])
     assert [d["compacted_through_sequence"] for d in document] == [4, 10]
     assert [d["tail_length"] for d in document] == [6, 4]
     assert all(d["boundary_valid"] for d in document)

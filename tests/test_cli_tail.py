@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
+from pgtest import Databases, open_storage
 from support import (
     FORBIDDEN_TERMINAL_CHARS,
     HOSTILE_STRINGS,
@@ -34,7 +35,7 @@ from support import (
     run_cli,
     write_hostile_session,
 )
-from zett_sessions.database import Database
+from zett_sessions.backend import open_database
 from zett_sessions.models import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from zett_sessions.queries.follow import Gone, Stale, follow
 from zett_sessions.queries.transcript import (
@@ -49,7 +50,7 @@ from zett_sessions.sqlite_storage import SQLiteSessionStorage
 TIMEOUT = SAFETY_NET  # seconds: turns a hung follow test into a failure; no test waits for it
 
 
-def tail(db: Path, *args: str) -> Result:
+def tail(db: Path | str, *args: str) -> Result:
     return run_cli(["--db", str(db), "tail", *args])
 
 
@@ -57,9 +58,9 @@ def numbers(stdout: str) -> list[int]:
     return [int(m) for m in re.findall(r"^#(\d+) ", stdout, flags=re.MULTILINE)]
 
 
-def delete(path: Path, session_id: str) -> None:
+def delete(path: Path | str, session_id: str) -> None:
     async def run() -> None:
-        async with SQLiteSessionStorage(path) as storage:
+        async with open_storage(str(path)) as storage:
             await storage.delete_session(session_id)
 
     asyncio.run(run())
@@ -68,8 +69,8 @@ def delete(path: Path, session_id: str) -> None:
 # --- the last records --------------------------------------------------------------------
 
 
-def test_tail_prints_the_last_ten_records_with_the_snapshot_marker(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), NEWEST_IDS["compacted"])
+def test_tail_prints_the_last_ten_records_with_the_snapshot_marker(databases: Databases) -> None:
+    r = tail(databases.sample(), NEWEST_IDS["compacted"])
     assert r.exit_code == 0, r.stderr
     assert r.stderr == ""
     assert numbers(r.stdout) == list(range(11, 21))
@@ -79,8 +80,8 @@ def test_tail_prints_the_last_ten_records_with_the_snapshot_marker(tmp_path: Pat
     assert "Session " not in r.stdout  # no header, like tail(1)
 
 
-def test_tail_n_counts_records_and_keeps_flags_of_batches_it_cuts(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), NEWEST_IDS["crashed"], "-n", "9")
+def test_tail_n_counts_records_and_keeps_flags_of_batches_it_cuts(databases: Databases) -> None:
+    r = tail(databases.sample(), NEWEST_IDS["crashed"], "-n", "9")
     assert r.exit_code == 0, r.stderr
     assert numbers(r.stdout) == list(range(4, 13))
     assert "#4 tool ✗ shell [call_a of #3] failed" in r.stdout
@@ -88,14 +89,14 @@ def test_tail_n_counts_records_and_keeps_flags_of_batches_it_cuts(tmp_path: Path
     assert "orphan tool result" in r.stdout
 
 
-def test_tail_more_than_there_is_prints_everything(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), NEWEST_IDS["plain"], "-n", "500")
+def test_tail_more_than_there_is_prints_everything(databases: Databases) -> None:
+    r = tail(databases.sample(), NEWEST_IDS["plain"], "-n", "500")
     assert r.exit_code == 0, r.stderr
     assert numbers(r.stdout) == [1, 2, 3]
 
 
-def test_tail_n_zero_prints_nothing(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_tail_n_zero_prints_nothing(databases: Databases) -> None:
+    db = databases.sample()
     r = tail(db, NEWEST_IDS["tools"], "-n", "0")
     assert (r.exit_code, r.stdout) == (0, "")
     r = tail(db, NEWEST_IDS["tools"], "-n", "0", "--json")
@@ -103,29 +104,29 @@ def test_tail_n_zero_prints_nothing(tmp_path: Path) -> None:
     assert json.loads(r.stdout) == []
 
 
-def test_tail_json_is_one_array_of_records(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), NEWEST_IDS["tools"], "-n", "3", "--json")
+def test_tail_json_is_one_array_of_records(databases: Databases) -> None:
+    r = tail(databases.sample(), NEWEST_IDS["tools"], "-n", "3", "--json")
     assert r.exit_code == 0, r.stderr
     records = json.loads(r.stdout)
     assert [record["sequence"] for record in records] == [9, 10, 11]
     assert records[1]["tool_name"] == "task" and records[1]["message"]["kind"] == 4
 
 
-def test_tail_json_of_an_empty_session_is_an_empty_array(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), NEWEST_IDS["empty"], "--json")
+def test_tail_json_of_an_empty_session_is_an_empty_array(databases: Databases) -> None:
+    r = tail(databases.sample(), NEWEST_IDS["empty"], "--json")
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout) == []
 
 
-def test_tail_works_on_the_legacy_sample(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path, LEGACY), LEGACY_IDS["compacted"], "-n", "5")
+def test_tail_works_on_the_legacy_sample(databases: Databases) -> None:
+    r = tail(databases.sample(LEGACY), LEGACY_IDS["compacted"], "-n", "5")
     assert r.exit_code == 0, r.stderr
     assert numbers(r.stdout) == [10, 11, 12, 13, 14]
     assert "── snapshot v2 covers 1–10 ──" in r.stdout
 
 
-def test_tail_latest_picks_the_most_recently_active_session(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), "--latest", "-n", "1", "--json")
+def test_tail_latest_picks_the_most_recently_active_session(databases: Databases) -> None:
+    r = tail(databases.sample(), "--latest", "-n", "1", "--json")
     assert r.exit_code == 0, r.stderr
     assert [record["session_id"] for record in json.loads(r.stdout)] == [NEWEST_IDS["plain"]]
 
@@ -139,19 +140,19 @@ def test_tail_latest_picks_the_most_recently_active_session(tmp_path: Path) -> N
         (["x", "-f", "--stale-after", "soon"], "invalid duration 'soon'"),
     ],
 )
-def test_tail_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    r = tail(copy_sample(tmp_path), *args)
+def test_tail_usage_errors_exit_2(databases: Databases, args: list[str], message: str) -> None:
+    r = tail(databases.sample(), *args)
     assert (r.exit_code, r.stdout) == (2, "")
     assert message in r.stderr
 
 
-def test_tail_negative_count_is_a_usage_error(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), NEWEST_IDS["tools"], "-n", "-1")
+def test_tail_negative_count_is_a_usage_error(databases: Databases) -> None:
+    r = tail(databases.sample(), NEWEST_IDS["tools"], "-n", "-1")
     assert r.exit_code == 2
 
 
-def test_tail_unknown_session_exits_3(tmp_path: Path) -> None:
-    r = tail(copy_sample(tmp_path), "nope", "-f")
+def test_tail_unknown_session_exits_3(databases: Databases) -> None:
+    r = tail(databases.sample(), "nope", "-f")
     assert (r.exit_code, r.stdout) == (3, "")
     assert "no session matches 'nope'" in r.stderr
 
@@ -168,9 +169,10 @@ def test_tail_leaves_the_database_byte_identical(
     assert digest(db) == before
 
 
-def test_tail_hostile_text_never_reaches_the_terminal(tmp_path: Path) -> None:
-    db = tmp_path / "hostile.sqlite3"
-    session_id = write_hostile_session(db)
+def test_tail_hostile_text_never_reaches_the_terminal(tmp_path: Path, databases: Databases) -> None:
+    file = tmp_path / "hostile.sqlite3"
+    session_id = write_hostile_session(file)
+    db = databases.of_file(file)
     for args in (["-n", "100"], ["-n", "100", "--full", "--reasoning", "--details"]):
         r = tail(db, session_id, *args)
         assert r.exit_code == 0, r.stderr
@@ -189,7 +191,7 @@ def test_tail_hostile_text_never_reaches_the_terminal(tmp_path: Path) -> None:
 
 
 def _follow_log(
-    path: Path,
+    path: Path | str,
     session_id: str,
     on_sleep: Callable[[SQLiteSessionStorage, int], Awaitable[bool]],
     *,
@@ -202,10 +204,10 @@ def _follow_log(
 
     async def run() -> list[object]:
         events: list[object] = []
-        reader = Database(path, read_only=True, busy_timeout_ms=busy_timeout_ms)
+        reader = open_database(str(path), read_only=True, busy_timeout_ms=busy_timeout_ms)
         try:
             await reader.open()
-            async with SQLiteSessionStorage(path) as writer:
+            async with open_storage(str(path)) as writer:
                 state = TranscriptState(annotator_for(hold=True))
                 async with reader.read():
                     stream = stream_transcript(
@@ -255,8 +257,10 @@ def _append_then_delete(
     return on_sleep
 
 
-def test_follow_reports_each_new_record_once_in_order_then_the_deletion(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_follow_reports_each_new_record_once_in_order_then_the_deletion(
+    databases: Databases,
+) -> None:
+    db = databases.sample(shared=False)
     sid = NEWEST_IDS["plain"]
     batches = [
         [UserMessage(content="one")],
@@ -272,8 +276,8 @@ def test_follow_reports_each_new_record_once_in_order_then_the_deletion(tmp_path
     assert isinstance(events[-1], Gone)
 
 
-def test_follow_pairs_results_and_reports_an_incomplete_batch_late(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_follow_pairs_results_and_reports_an_incomplete_batch_late(databases: Databases) -> None:
+    db = databases.sample(shared=False)
     sid = NEWEST_IDS["plain"]
     calls = (ToolCall(id="k1", name="grep"), ToolCall(id="k2", name="read_file"))
     script = [
@@ -296,8 +300,8 @@ def test_follow_pairs_results_and_reports_an_incomplete_batch_late(tmp_path: Pat
     assert events[2].flag is not None and events[2].flag.missing_call_ids == ("k2",)
 
 
-def test_follow_says_stale_when_calls_stay_open_too_long(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_follow_says_stale_when_calls_stay_open_too_long(databases: Databases) -> None:
+    db = databases.sample(shared=False)
     sid = NEWEST_IDS["plain"]
     append_messages(db, sid, AssistantMessage(tool_calls=(ToolCall(id="slow", name="shell"),)))
     clock = [datetime.now(UTC)]
@@ -316,8 +320,8 @@ def test_follow_says_stale_when_calls_stay_open_too_long(tmp_path: Path) -> None
     assert stale.idle_for >= timedelta(minutes=1)
 
 
-def test_follow_is_not_stale_without_an_open_batch(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_follow_is_not_stale_without_an_open_batch(databases: Databases) -> None:
+    db = databases.sample(shared=False)
     sid = NEWEST_IDS["crashed"]  # its last batch (call_slow) is complete
     clock = [datetime.now(UTC)]
 
@@ -434,9 +438,9 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 @pytest.mark.parametrize("json_mode", [False, True])
 def test_tail_follow_prints_every_appended_record_exactly_once(
-    tmp_path: Path, json_mode: bool
+    databases: Databases, json_mode: bool
 ) -> None:
-    db = copy_sample(tmp_path)
+    db = databases.sample(shared=False)
     sid = NEWEST_IDS["tools"]  # 11 records
     args = ["tail", sid, "-n", "2", "-f", "--interval", "0.02"]
 
@@ -520,8 +524,8 @@ def test_tail_follow_keeps_following_a_damaged_log_with_a_repeated_sequence(
     assert [json.loads(line)["sequence"] for line in out.splitlines()][-1] == 5
 
 
-def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_tail_follow_stale_after_exits_6_naming_the_open_calls(databases: Databases) -> None:
+    db = databases.sample(shared=False)
     sid = NEWEST_IDS["plain"]
     calls = (ToolCall(id="call_x", name="shell"), ToolCall(id="call_y", name="grep"))
     started = time.time()  # the clock the rows' created_at come from, before the last one
@@ -537,8 +541,8 @@ def test_tail_follow_stale_after_exits_6_naming_the_open_calls(tmp_path: Path) -
     assert "call_y" not in line
 
 
-def test_tail_follow_latest_stays_on_the_session_it_picked(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_tail_follow_latest_stays_on_the_session_it_picked(databases: Databases) -> None:
+    db = databases.sample(shared=False)
     plain = NEWEST_IDS["plain"]  # the most recently active session; 3 records
     args = ["tail", "--latest", "-n", "1", "-f", "--interval", "0.02", "--json"]
     with FollowProcess(db, *args) as follower:
@@ -581,8 +585,8 @@ def test_tail_follow_never_blocks_the_writer(tmp_path: Path) -> None:
     assert contents == [json.loads(history)["content"], *(f"w{n}" for n in range(40))]
 
 
-def test_tail_follow_ctrl_c_exits_0_without_a_traceback(tmp_path: Path) -> None:
-    db = copy_sample(tmp_path)
+def test_tail_follow_ctrl_c_exits_0_without_a_traceback(databases: Databases) -> None:
+    db = databases.sample(shared=False)
     sid = NEWEST_IDS["tools"]
     with FollowProcess(db, "tail", sid, "-n", "1", "-f", "--interval", "0.05") as follower:
         follower.wait_for(lambda out: out.startswith("#11 assistant"), "the history (#11)")
@@ -649,11 +653,11 @@ def test_tail_follow_counts_polls_into_a_hot_journal_as_nothing_new(tmp_path: Pa
     assert [json.loads(line)["sequence"] for line in out.splitlines()] == [3, 4]
 
 
-def test_sigterm_unwinds_like_ctrl_c_with_exit_143(tmp_path: Path) -> None:
+def test_sigterm_unwinds_like_ctrl_c_with_exit_143(databases: Databases) -> None:
     """``kill PID`` ends the process through the same cleanup as Ctrl-C (for verify: its child
     processes are killed; for delete: the transaction rolls back), quietly, with 128 + 15."""
 
-    db = copy_sample(tmp_path)
+    db = databases.sample(shared=False)
     with FollowProcess(db, "tail", NEWEST_IDS["plain"], "-f", "--interval", "0.05") as follower:
         follower.wait_for(lambda out: "#3" in out, "the history")
         follower.process.send_signal(signal.SIGTERM)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from pgtest import Databases
 from support import (
     NEWEST,
     NEWEST_IDS,
@@ -85,6 +86,11 @@ def db(tmp_path: Path) -> Path:
         content = f"ω content {sequence} \x00 with a NUL, \x1b[2J, \x9b and é at a chunk edge"
         # parameters in RAW_COLUMNS order: id, session_id, sequence, content, message_json
         execute_sql(path, insert, params=(f"odd-{sequence}", ODD, sequence, content, message))
+    execute_sql(  # a session row, so that copy carries the session to PostgreSQL too
+        path,
+        "INSERT INTO agent_sessions (id, session_type, created_at, updated_at) "
+        f"SELECT '{ODD}', 0, created_at, updated_at {first}",
+    )
     execute_sql(  # é, two bytes no UTF-8 decoder takes, €: read as U+FFFD, whole or in pieces
         path,
         "UPDATE raw_messages SET content = CAST(X'7b22c3a9ff80e282ac22' AS TEXT) "
@@ -98,7 +104,7 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def commands(db: Path) -> list[list[str]]:
+def commands(db: Path | str) -> list[list[str]]:
     sessions = [NEWEST_IDS["tools"], NEWEST_IDS["compacted"], "hostile-session", ODD]
     views = [
         ["show"],
@@ -117,7 +123,7 @@ def commands(db: Path) -> list[list[str]]:
     ]
 
 
-def outputs(db: Path) -> list[tuple[int, str, str]]:
+def outputs(db: Path | str) -> list[tuple[int, str, str]]:
     results = []
     for args in commands(db):
         r = run_cli(args)
@@ -127,9 +133,10 @@ def outputs(db: Path) -> list[tuple[int, str, str]]:
 
 @pytest.mark.parametrize("large", [16, 400])
 def test_values_read_on_their_own_and_bodies_written_in_pieces_change_no_output(
-    db: Path, monkeypatch: pytest.MonkeyPatch, large: int
+    db: Path, databases: Databases, monkeypatch: pytest.MonkeyPatch, large: int
 ) -> None:
-    expected = outputs(db)
+    location = databases.of_file(db)  # on PostgreSQL: NUL in content as U+FFFD, as copied
+    expected = outputs(location)
     assert all(code == 0 for code, _, _ in expected), [e for e in expected if e[0]]
     read = []
     chunks = large_values.text_chunks
@@ -147,7 +154,7 @@ def test_values_read_on_their_own_and_bodies_written_in_pieces_change_no_output(
     monkeypatch.setattr(large_values, "text_chunks", counted)
     monkeypatch.setattr(render_transcript, "PIECE", 7)
 
-    for args, before, after in zip(commands(db), expected, outputs(db), strict=True):
+    for args, before, after in zip(commands(location), expected, outputs(location), strict=True):
         if after != before:
             import difflib
 
@@ -165,38 +172,45 @@ def test_values_read_on_their_own_and_bodies_written_in_pieces_change_no_output(
 
 @pytest.fixture
 def sequences_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sequence of every raw row any ``Database.stream`` of a command yields."""
+    """The sequence of every raw row any ``stream`` of a command yields (either backend)."""
+    from zett_sessions.postgres.connection import PgDatabase
+
     seen: list[int] = []
-    stream = Database.stream
+    for cls in (Database, PgDatabase):
 
-    async def counting(self: Database, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
-        async for row in stream(self, *args, **kwargs):
-            if {"sequence", "message_json"} <= set(row.keys()):  # a raw row
-                seen.append(row["sequence"])
-            yield row
+        def counting(self: Any, *args: Any, _stream: Any = cls.stream, **kwargs: Any) -> Any:
+            async def rows() -> AsyncGenerator[Any, None]:
+                async for row in _stream(self, *args, **kwargs):
+                    if {"sequence", "message_json"} <= set(row.keys()):  # a raw row
+                        seen.append(row["sequence"])
+                    yield row
 
-    monkeypatch.setattr(Database, "stream", counting)
+            return rows()
+
+        monkeypatch.setattr(cls, "stream", counting)
     return seen
 
 
-def test_a_range_reads_no_row_beyond_its_end(tmp_path: Path, sequences_read: list[int]) -> None:
-    db = copy_sample(tmp_path, NEWEST)
+def test_a_range_reads_no_row_beyond_its_end(
+    databases: Databases, sequences_read: list[int]
+) -> None:
+    db = databases.sample()
     session = NEWEST_IDS["tools"]
     for args in (["--through", "2"], ["--json", "--from", "1", "--through", "2"]):
         sequences_read.clear()
-        r = run_cli(["--db", str(db), "show", session, *args])
+        r = run_cli(["--db", db, "show", session, *args])
         assert r.exit_code == 0, r.output
         assert sequences_read and max(sequences_read) == 2, (args, sequences_read)
 
 
 def test_a_range_ending_in_an_open_tool_batch_reads_on_only_until_the_batch_closes(
-    tmp_path: Path, sequences_read: list[int]
+    databases: Databases, sequences_read: list[int]
 ) -> None:
     """In the sample's "tools" session #3 opens a batch, #4 and #5 are its results and the
     assistant #6 closes it: ``--through 3`` reads #4 to #6 for the flags, and nothing after."""
-    db = copy_sample(tmp_path, NEWEST)
+    db = databases.sample()
     session = NEWEST_IDS["tools"]
-    whole = run_cli(["--db", str(db), "show", session, "--json"])
+    whole = run_cli(["--db", db, "show", session, "--json"])
     records = {r["sequence"]: r for r in json.loads(whole.stdout)["records"]}
     assert len(records[3]["message"]["data"]["tool_calls"]) == 2
     assert [records[n]["role"] for n in (4, 5, 6)] == ["tool", "tool", "assistant"]
@@ -208,7 +222,7 @@ def test_a_range_ending_in_an_open_tool_batch_reads_on_only_until_the_batch_clos
         ["--from", "4", "--through", "4"],
     ):
         sequences_read.clear()
-        r = run_cli(["--db", str(db), "show", session, *args])
+        r = run_cli(["--db", db, "show", session, *args])
         assert r.exit_code == 0, r.output
         assert max(sequences_read) == 6, (args, sequences_read)
 

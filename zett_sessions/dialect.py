@@ -2,9 +2,11 @@
 
 Queries are written once, with ``?`` placeholders; a backend's connection layer numbers them
 when its driver wants ``$1``, ``$2``… (``postgres.dialect.numbered``).  What cannot be written
-once is here: how a list of ids is one parameter, how a time is passed, and what ``--title``'s
-substring match is.  ``Database.dialect`` (SQLite) and ``PgDatabase.dialect`` (PostgreSQL)
-name theirs; commands never branch on the backend.
+once is here: how a list of ids is one parameter (or a table), how a time is passed, what
+``--title``'s substring match is, how a value's storage class is tested (SQLite's columns hold
+any type; PostgreSQL's only their own), sums, byte lengths, the row key, row locks, and the
+envelope checks SQLite's JSON functions make.  ``Database.dialect`` (SQLite) and
+``PgDatabase.dialect`` (PostgreSQL) name theirs; commands never branch on the backend.
 """
 
 from __future__ import annotations
@@ -22,8 +24,53 @@ class Dialect:
 
     name = "sqlite"
     in_ids = IN_IDS
+    ids_table = "json_each(?)"  # a table of the ids parameter, one column named ``value``
     # SQLite's LIKE ignores the case of ASCII letters only.
     contains = "LIKE ? ESCAPE '\\'"
+    no_limit: Any = -1  # a LIMIT parameter that means "every row"
+    row_key = "rowid"  # a column naming one row of any table (verify fetches rows back by it)
+    for_update = ""  # row locks for a write transaction (SQLite's BEGIN IMMEDIATE holds all)
+    all_rows = "LIMIT -1"  # a LIMIT clause that takes every row (SQLite needs one for OFFSET)
+    encoding_pragma: str | None = "PRAGMA encoding"  # how stored text is encoded (None: UTF-8)
+
+    def row_ref(self, layout: Layout) -> str:
+        """A name of ``raw_messages``' rowid that no real column shadows."""
+        for name in ("rowid", "_rowid_", "oid"):
+            if not layout.has_column("raw_messages", name):
+                return name
+        raise AssertionError("raw_messages names all three rowid aliases")  # pragma: no cover
+
+    def type_name(self, column: str) -> str:
+        """SQLite's storage class name of the value (``'text'``, ``'null'``, …)."""
+        return f"typeof({column})"
+
+    def integer(self, column: str) -> str:
+        """SQL true when ``column`` holds an integer (a damaged SQLite row may hold text)."""
+        return f"typeof({column}) = 'integer'"
+
+    def text(self, column: str) -> str:
+        """SQL true when ``column`` holds text (a damaged SQLite row may hold a BLOB)."""
+        return f"typeof({column}) = 'text'"
+
+    def total(self, expression: str) -> str:
+        """A sum that never fails on overflow, as a float (0.0 over no rows)."""
+        return f"total({expression})"
+
+    def byte_length(self, expression: str) -> str:
+        """Bytes of a text value as stored (UTF-8)."""
+        return f"length(CAST({expression} AS BLOB))"
+
+    def stored_bytes(self, column: str) -> str:
+        """The stored bytes of a text column: unlike the decoded text, they tell an id that
+        is not UTF-8 (lenient decoding changed it) from one that is."""
+        return f"CAST({column} AS BLOB)"
+
+    def envelope_code(self) -> str:
+        """``queries.classify``'s per-row envelope code, or ``NULL`` where the backend has no
+        JSON functions to compute it with (every row then takes the Python path)."""
+        from .queries.classify import CODE
+
+        return CODE
 
     def ids_param(self, ids: Iterable[str]) -> Any:
         return json_ids(ids)
@@ -38,11 +85,45 @@ class Dialect:
 
 
 class PostgresDialect(Dialect):
-    """PostgreSQL's: ids as a ``text[]``, times as ``timestamptz``, case-insensitive ILIKE."""
+    """PostgreSQL's: ids as a ``text[]``, times as ``timestamptz``, case-insensitive ILIKE.
+
+    Its columns hold only their declared types, so the storage-class tests are plain
+    ``IS NOT NULL``; ``message_json`` is ``text`` and PostgreSQL 15 has no JSON test that does not
+    fail the query on invalid text, so the envelope checks are Python's."""
 
     name = "postgres"
     in_ids = "= ANY(?::text[])"
+    ids_table = "unnest(?::text[]) AS value"
     contains = "ILIKE ? ESCAPE '\\'"
+    no_limit = None
+    row_key = "id"
+    for_update = " FOR UPDATE"
+    all_rows = "LIMIT ALL"
+    encoding_pragma = None
+
+    def row_ref(self, layout: Layout) -> str:
+        return "id"
+
+    def type_name(self, column: str) -> str:
+        return f"CASE WHEN {column} IS NULL THEN 'null' ELSE 'text' END"
+
+    def integer(self, column: str) -> str:
+        return f"({column} IS NOT NULL)"
+
+    def text(self, column: str) -> str:
+        return f"({column} IS NOT NULL)"
+
+    def total(self, expression: str) -> str:
+        return f"coalesce(sum({expression})::float8, 0)"
+
+    def byte_length(self, expression: str) -> str:
+        return f"octet_length({expression})"
+
+    def stored_bytes(self, column: str) -> str:
+        return f"convert_to({column}, 'UTF8')"
+
+    def envelope_code(self) -> str:
+        return "NULL"
 
     def ids_param(self, ids: Iterable[str]) -> Any:
         return list(ids)

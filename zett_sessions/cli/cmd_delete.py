@@ -30,7 +30,7 @@ from .state import app_state, run_with
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..retention import DeletePlan, DeleteResult, RetentionPolicy
     from .output import Output
 
@@ -236,7 +236,7 @@ def delete_command(
     if not policy.selects_something:
         raise nothing_selected()
 
-    async def plan_work(database: Database) -> DeletePlan:
+    async def plan_work(database: SessionDatabase) -> DeletePlan:
         async with database.read():
             return await build_plan(database, policy, now=now)
 
@@ -271,7 +271,7 @@ def delete_command(
             out.note("Nothing deleted.")
             return
 
-        async def execute_work(database: Database) -> DeleteResult:
+        async def execute_work(database: SessionDatabase) -> DeleteResult:
             return await execute_plan(database, plan, policy, archive=archive, run_vacuum=vacuum)
 
         try:

@@ -11,7 +11,7 @@ from .options import DbOption, JsonOption
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..queries.info import DatabaseInfo
 
 
@@ -36,7 +36,7 @@ def info_command(
 
     state = app_state(ctx)
 
-    async def work(database: Database) -> DatabaseInfo:
+    async def work(database: SessionDatabase) -> DatabaseInfo:
         return await database_info(database, tokens=tokens)
 
     info = run_with(state.reader(db), work)

@@ -31,7 +31,7 @@ from .options import (
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..queries.sessions import SessionPage
     from ..verify.problems import ProblemPage
     from .output import Output
@@ -125,11 +125,11 @@ def list_command(
         now=now,
     )
 
-    async def listing(database: Database) -> SessionPage:
+    async def listing(database: SessionDatabase) -> SessionPage:
         filters = await with_parent(database, chosen, children_of)
         return await list_sessions(database, filters, limit=page_size, offset=offset)
 
-    async def problem_sessions(database: Database) -> ProblemPage:
+    async def problem_sessions(database: SessionDatabase) -> ProblemPage:
         from ..verify.problems import find_problems  # verify's scan: only when asked for
 
         filters = await with_parent(database, chosen, children_of)

@@ -11,7 +11,7 @@ from .options import DbOption, JsonOption, SessionArg
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..queries.sessions import SessionListing
 
 
@@ -39,20 +39,20 @@ def rename_command(
 
     Example: zett-sessions rename 019cadd4-611e "Find the slow tests"
     """
+    from ..backend import storage_on
     from ..errors import SessionNotFound, ZettSessionsError
     from ..queries.resolve import resolve_session, session_exists
     from ..queries.sessions import get_listing
     from ..rules import check_label
     from ..schema import AGENT_NAME_MAX, TITLE_MAX
-    from ..sqlite_storage import SQLiteSessionStorage
 
     state = app_state(ctx)
     new_title = check_label(title, "TITLE", TITLE_MAX, strip=True)
     new_agent = check_label(agent_name, "--agent-name", AGENT_NAME_MAX, strip=True)
 
-    async def work(database: Database) -> SessionListing:
+    async def work(database: SessionDatabase) -> SessionListing:
         session_id = await resolve_session(database, session)
-        storage = SQLiteSessionStorage.on(database)  # the CLI's handle: its busy timeout
+        storage = storage_on(database)  # the CLI's handle: its busy timeout
         updated = await storage.update_session(session_id, title=new_title, agent_name=new_agent)
         listing = await get_listing(database, session_id) if updated is not None else None
         if listing is None:

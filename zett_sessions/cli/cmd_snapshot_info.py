@@ -11,7 +11,7 @@ from .options import DbOption, FullIdsOption, JsonOption
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..queries.snapshots import CompactedSession, SnapshotReport
 
 
@@ -64,7 +64,7 @@ def snapshot_info_command(
         return
     wanted = session
 
-    async def work(database: Database) -> tuple[str, list[SnapshotReport]]:
+    async def work(database: SessionDatabase) -> tuple[str, list[SnapshotReport]]:
         session_id = await resolve_session(database, wanted)
         return session_id, await session_snapshots(database, session_id)
 

@@ -24,7 +24,7 @@ from .options import (
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..verify.models import VerifyReport
 
 
@@ -122,7 +122,7 @@ def verify_command(
     )
     filtered = chosen != SessionFilter() or children_of is not None
 
-    async def work(database: Database) -> VerifyReport:
+    async def work(database: SessionDatabase) -> VerifyReport:
         selected = None
         if sessions:
             selected = [await resolve_session(database, text) for text in sessions]

@@ -30,7 +30,7 @@ class StaleRun(Exception):
     """``tail --stale-after`` decided the run is dead (exit 6)."""
 
 
-_DB_HINT = " (choose another file with --db PATH or $ZETT_SESSIONS_DB)"
+_DB_HINT = " (choose another database with --db PATH|URL or $ZETT_SESSIONS_DB)"
 
 
 @functools.cache

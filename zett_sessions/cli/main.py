@@ -46,8 +46,9 @@ def main(
         typer.Option(
             "--db",
             envvar="ZETT_SESSIONS_DB",
-            metavar="PATH",
-            help="Session database [default: ~/.zett-agent/sessions.sqlite3].",
+            metavar="PATH|URL",
+            help="Session database: a file or a postgresql:// URL "
+            "[default: ~/.zett-agent/sessions.sqlite3].",
         ),
     ] = None,
     no_color: Annotated[
@@ -73,7 +74,7 @@ def main(
         ),
     ] = False,
 ) -> None:
-    """Inspect and maintain zett-agent session databases (SQLite).
+    """Inspect and maintain zett-agent session databases (SQLite files or PostgreSQL).
 
     Example: zett-sessions --db demo.sqlite3 list
     """
@@ -100,7 +101,7 @@ def new_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
     """The application with the global options and ``commands`` (by default all of them)."""
     application = typer.Typer(
         name="zett-sessions",
-        help="Inspect and maintain zett-agent session databases (SQLite).",
+        help="Inspect and maintain zett-agent session databases (SQLite files or PostgreSQL).",
         epilog=EXIT_CODES_HELP,
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},

@@ -11,15 +11,16 @@ from .complete import complete_session_id
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..queries.sessions import SessionFilter
 
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        metavar="PATH",
-        help="Session database (default: $ZETT_SESSIONS_DB, else ~/.zett-agent/sessions.sqlite3).",
+        metavar="PATH|URL",
+        help="Session database: a file or a postgresql:// URL (default: $ZETT_SESSIONS_DB, "
+        "else ~/.zett-agent/sessions.sqlite3).",
         show_default=False,
     ),
 ]
@@ -126,7 +127,7 @@ def session_filter(
 
 
 async def with_parent(
-    database: Database, filters: SessionFilter, children_of: str | None
+    database: SessionDatabase, filters: SessionFilter, children_of: str | None
 ) -> SessionFilter:
     """``filters`` narrowed to the children of the session ``children_of`` names (exit 3 when
     it names none or is ambiguous)."""

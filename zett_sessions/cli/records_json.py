@@ -30,13 +30,13 @@ from ..schema import RAW_COLUMNS
 from .transcript_io import write_record
 
 if TYPE_CHECKING:
-    from ..database import Database
+    from ..backend import SessionDatabase
 
 _CODE = len(RAW_COLUMNS) + len(EXTRA_COLUMNS)
 _BLOCK = 256  # records per write
 
 
-async def write_session_records(db: Database, session_id: str, *, indent: str) -> FlagScan:
+async def write_session_records(db: SessionDatabase, session_id: str, *, indent: str) -> FlagScan:
     """Write ``"records": [...]`` of every row of ``session_id``; call inside ``db.read()``.
 
     The array opens with ``indent + '"records": ['`` and closes with ``indent + '],'``, one
@@ -58,7 +58,7 @@ async def write_session_records(db: Database, session_id: str, *, indent: str) -
             count += len(block)
             block.clear()
 
-    sql = records_sql(db.layout)
+    sql = records_sql(db)
     async with aclosing(db.stream(sql, (session_id, 0), heavy=has_large)) as rows:
         async for row in rows:
             code = row[_CODE]

@@ -12,14 +12,14 @@ import typer
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ..database import Database
+    from ..backend import SessionDatabase
     from .output import Output
 
 T = TypeVar("T")
 
 _NAME_A_FILE = (
-    "name a database file (unset $ZETT_SESSIONS_DB and leave out --db for the default, "
-    "~/.zett-agent/sessions.sqlite3)"
+    "name a database file or a postgresql:// URL (unset $ZETT_SESSIONS_DB and leave out --db "
+    "for the default, ~/.zett-agent/sessions.sqlite3)"
 )
 
 
@@ -51,23 +51,23 @@ class AppState:
 
         return Output(color=self.color, pager=self.pager)
 
-    def reader(self, override: str | None = None) -> Database:
-        """A read-only database handle: never creates, migrates or changes the file."""
-        from ..database import Database
+    def reader(self, override: str | None = None) -> SessionDatabase:
+        """A read-only handle (a file, or a PostgreSQL URL): never creates, migrates or
+        writes; on a server every transaction is read-only, so a role with only SELECT
+        rights can inspect."""
+        from ..backend import open_database
 
-        return Database(
+        return open_database(
             self.db_path(override), read_only=True, busy_timeout_ms=self.busy_timeout_ms
         )
 
-    def writer(self, override: str | None = None) -> Database:
-        """A writable handle on an *existing* session database (never initialises a file)."""
-        from ..database import Database
+    def writer(self, override: str | None = None) -> SessionDatabase:
+        """A writable handle on an *existing* session database (never initialises a file,
+        never migrates a server's schema)."""
+        from ..backend import open_database
 
-        return Database(
-            self.db_path(override),
-            read_only=False,
-            create=False,
-            busy_timeout_ms=self.busy_timeout_ms,
+        return open_database(
+            self.db_path(override), read_only=False, busy_timeout_ms=self.busy_timeout_ms
         )
 
 
@@ -78,7 +78,7 @@ def app_state(ctx: typer.Context) -> AppState:
     return root.obj
 
 
-def run_with(db: Database, work: Callable[[Database], Awaitable[T]]) -> T:
+def run_with(db: SessionDatabase, work: Callable[[SessionDatabase], Awaitable[T]]) -> T:
     """Cross into async once: open ``db``, run ``work``, always close."""
     import asyncio
     import gc

@@ -54,12 +54,10 @@ from .errors import StaleRun
 from .output import Output, dumps
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from rich.console import Console, RenderableType
     from rich.text import Text
 
-    from ..database import Database
+    from ..backend import SessionDatabase
     from ..models import RawMessageRecord
     from ..queries.annotate import Entry
     from ..queries.transcript import TranscriptHeader
@@ -87,7 +85,7 @@ class Request:
     stale_after: timedelta | None = None
 
 
-async def _session(db: Database, request: Request) -> str:
+async def _session(db: SessionDatabase, request: Request) -> str:
     if request.latest:
         return await latest_session(db)
     assert request.session is not None
@@ -120,7 +118,7 @@ def return_freed_memory() -> None:
     mallopt(-1, 32 << 20)  # M_TRIM_THRESHOLD, else fixed at 128 kB: the heap shrinks and grows
 
 
-async def show(db: Database, request: Request, out: Output) -> None:
+async def show(db: SessionDatabase, request: Request, out: Output) -> None:
     """``show``: resolve, read the header, then stream the transcript in the chosen format."""
     return_freed_memory()
     text = not request.context and request.fmt is Format.text
@@ -138,10 +136,10 @@ async def show(db: Database, request: Request, out: Output) -> None:
 
 
 def _records(
-    db: Database,
+    db: SessionDatabase,
     session_id: str,
     request: Request,
-    build: Callable[[sqlite3.Row], Any],
+    build: Callable[[Any], Any],
     state: TranscriptState[Any],
     boundary: Boundary | None,
     *,
@@ -153,7 +151,7 @@ def _records(
 
 
 async def _show_text(
-    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
     with out.paged() as console:
@@ -208,7 +206,7 @@ def write_renderable(console: Console, renderable: RenderableType, **options: An
 
 
 async def _show_markdown(
-    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
     from ..render.markdown import boundary_markdown, entry_markdown_parts, header_markdown
 
@@ -226,7 +224,7 @@ async def _show_markdown(
 
 
 async def _show_json(
-    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
     snapshot = snapshot_json(header.snapshot) if header.snapshot else None
     out.line("{")
@@ -255,7 +253,7 @@ def flags_json(state: TranscriptState[Any]) -> list[dict[str, Any]]:
 
 
 async def write_json_records(
-    db: Database,
+    db: SessionDatabase,
     stream: AsyncGenerator[Any, None],
     *,
     indent: str,
@@ -278,7 +276,7 @@ async def write_json_records(
     write(f"\n{closing}\n" if written else f"{opening}{closing.strip()}\n")
 
 
-async def write_record(db: Database, parts: list[Any]) -> None:
+async def write_record(db: SessionDatabase, parts: list[Any]) -> None:
     """Write one record's ``RecordWriter.parts``, reading each left-out value in pieces."""
     from ..queries.large_values import text_chunks
     from ..render.jsonrows import ElementPieces, string_piece
@@ -302,7 +300,7 @@ async def write_record(db: Database, parts: list[Any]) -> None:
 
 
 async def _show_context(
-    db: Database, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
     from ..render.jsonrows import RecordWriter
 
@@ -348,11 +346,11 @@ async def _show_context(
 # --- tail ------------------------------------------------------------------------------------
 
 
-async def tail(db: Database, request: Request, out: Output) -> None:
+async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     """``tail``: the last records like ``show``, then (``-f``) new ones as they are appended."""
     return_freed_memory()
     json_mode = request.fmt is Format.json
-    build: Callable[[sqlite3.Row], Any] = row_item if json_mode else record_from_row
+    build: Callable[[Any], Any] = row_item if json_mode else record_from_row
     # The history holds batches so flags sit in place; ``live`` releases an open one at its end.
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
     renderer = TranscriptRenderer(request.options)
@@ -374,7 +372,7 @@ async def tail(db: Database, request: Request, out: Output) -> None:
         await _follow(db, session_id, build, state, request, out, renderer)
 
 
-async def _write_ndjson(db: Database, stream: AsyncGenerator[Any, None]) -> None:
+async def _write_ndjson(db: SessionDatabase, stream: AsyncGenerator[Any, None]) -> None:
     from ..render.jsonrows import RecordWriter
 
     writer = RecordWriter()
@@ -387,9 +385,9 @@ async def _write_ndjson(db: Database, stream: AsyncGenerator[Any, None]) -> None
 
 
 async def _follow(
-    db: Database,
+    db: SessionDatabase,
     session_id: str,
-    build: Callable[[sqlite3.Row], Any],
+    build: Callable[[Any], Any],
     state: TranscriptState[Any],
     request: Request,
     out: Output,

@@ -15,14 +15,25 @@ The one connection primitive of the PostgreSQL backend (as ``database.Database``
   ``errors.py``; messages show the DSN with its password masked.
 * A read-only storage sets ``default_transaction_read_only`` on its connections, so even a
   mistaken write is refused by the server.
+* The commands' queries use the same surface as SQLite's ``Database`` (``read()``,
+  ``write()``, ``fetchall``, ``fetchone``, ``scalar``, ``stream``, ``execute``): SQL written once
+  with ``?`` placeholders (numbered here), the backend's differences in ``dialect``.  ``read()``
+  is one ``REPEATABLE READ READ ONLY`` transaction on one pooled connection, ``write()`` one
+  ``READ COMMITTED`` transaction; they nest as SQLite's do (a read inside a read or a write
+  joins it, a write inside a write is a ``SAVEPOINT``, a write inside a read raises
+  ``TransactionMisuse``).  A statement outside a transaction runs on a connection of its own.
+  ``open()`` checks the schema is zett-sessions' (recorded migrations) and never creates or
+  migrates anything; the busy timeout is the server's ``lock_timeout``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import random
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import BackendMissing
@@ -46,10 +57,11 @@ from ..errors import (
     DiskFull,
     NotASessionDatabase,
     ServerUnavailable,
+    TransactionMisuse,
     UnsupportedLayout,
     ValidationError,
 )
-from .dialect import LAYOUT
+from .dialect import LAYOUT, numbered
 from .dsn import check_dsn, mask_dsn
 from .schema import (
     ALLOCATING_INDEXES,
@@ -65,6 +77,7 @@ _DRIVER_ERRORS = (asyncpg.InterfaceError, OSError, UnicodeEncodeError)
 
 DEFAULT_POOL_SIZE = 10
 DEFAULT_CONNECT_TIMEOUT = 30.0
+STREAM_BATCH = 512
 MAX_ATTEMPTS = 12
 WRITE_ISOLATION = "read_committed"  # tests set "serializable" to act as CockroachDB does
 BACKOFF_FIRST = 0.002  # seconds; doubles per attempt up to BACKOFF_CAP, with full jitter
@@ -134,11 +147,29 @@ def _translate_server_error(error: Any, shown: str, *, writing: bool) -> Excepti
     return DatabaseUnreadable(f"database {shown}: {text}", shown)
 
 
+@dataclass(eq=False)
+class _Held:
+    """The transaction a task holds on one pooled connection of a ``PgDatabase``."""
+
+    database: PgDatabase
+    task: asyncio.Task[Any] | None
+    connection: Any
+    writing: bool
+
+
+# The transactions the running code is inside (a task inherits its creator's: a task started
+# inside a transaction is told apart, and takes a connection of its own).
+_HELD: contextvars.ContextVar[tuple[_Held, ...]] = contextvars.ContextVar(
+    "zett_sessions_pg_transactions", default=()
+)
+
+
 class PgDatabase:
     """A lazily created asyncpg pool plus the transaction runner every operation goes through."""
 
     dialect = POSTGRES  # what shared queries need to know of PostgreSQL's SQL
     layout = LAYOUT  # a migrated database always has every column and index
+    is_memory = False
 
     def __init__(
         self,
@@ -147,6 +178,7 @@ class PgDatabase:
         read_only: bool = False,
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        busy_timeout_ms: int | None = None,
     ) -> None:
         self.dsn = check_dsn(dsn)
         self.shown = mask_dsn(dsn)
@@ -155,10 +187,21 @@ class PgDatabase:
         self.read_only = read_only
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
+        # How long a statement waits for a lock (``lock_timeout``; None: the server's setting,
+        # by default forever).  As SQLite's busy timeout 0 means "do not wait", 0 waits 1 ms.
+        self._lock_timeout_ms = busy_timeout_ms
+        self.busy_timeout_ms = 5000 if busy_timeout_ms is None else busy_timeout_ms
         self._pool: Any = None
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
+        self._opened = False
         self.schema_ready = False  # the migrations this code knows are recorded
+        self.migrations: list[str] = []  # as recorded when ``open()`` checked them
+
+    @property
+    def path(self) -> str:
+        """What messages, plans and reports name the database by (the password masked)."""
+        return self.shown
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -185,14 +228,21 @@ class PgDatabase:
                 settings = {"application_name": "zett-sessions"}
                 if self.read_only:
                     settings["default_transaction_read_only"] = "on"
+                if self._lock_timeout_ms is not None:
+                    settings["lock_timeout"] = f"{max(1, int(self._lock_timeout_ms))}ms"
                 with self.errors():
-                    self._pool = await asyncpg.create_pool(
-                        self.dsn,
-                        min_size=1,
-                        max_size=self.pool_size,
-                        timeout=self.connect_timeout,
-                        server_settings=settings,
-                    )
+                    try:
+                        self._pool = await asyncpg.create_pool(
+                            self.dsn,
+                            min_size=1,
+                            max_size=self.pool_size,
+                            timeout=self.connect_timeout,
+                            server_settings=settings,
+                        )
+                    except ValueError as error:  # asyncpg's parsing of the URL (a bad port)
+                        raise ValidationError(
+                            f"malformed PostgreSQL URL {self.shown!r}: {error}"
+                        ) from None
         return self._pool
 
     async def run(
@@ -228,6 +278,162 @@ class PgDatabase:
         if self._closed:
             return DatabaseError(f"storage for {self.shown} is closed", self.shown)
         return translate_error(error, self.shown, writing=writing)
+
+    # --- the commands' query surface (as ``database.Database``'s) ----------------------------
+
+    async def open(self) -> PgDatabase:
+        """Connect and check this is a zett-sessions database; never creates or migrates.
+
+        No recorded migrations is ``NotASessionDatabase``; steps this version does not know
+        are read (a newer release's schema keeps the columns read here) but never written.
+        """
+        if self._opened:
+            return self
+        await self.pool()
+        applied = await self.applied_migrations()
+        if applied is None:
+            raise NotASessionDatabase(
+                f"{self.shown} has no zett-agent session tables "
+                f"(no {MIGRATIONS_TABLE} record of zett-sessions' schema)",
+                self.shown,
+            )
+        self.migrations = applied
+        if not self.read_only:
+            self._check_known(applied)
+            missing = [name for name in MIGRATION_NAMES if name not in applied]
+            if missing:
+                raise UnsupportedLayout(
+                    f"{self.shown} lacks the schema migrations {', '.join(missing)}; a "
+                    "command never migrates (the storage's migrate() does)",
+                    self.shown,
+                    "older",
+                )
+            self.schema_ready = True
+        self._opened = True
+        return self
+
+    def require_layout(self, operation: str) -> None:
+        """Every migrated PostgreSQL database has the newest layout (``open()`` checked it)."""
+
+    def _enclosing(self) -> _Held | None:
+        """The transaction the running task holds on this database (``None``: none)."""
+        current = asyncio.current_task()
+        for held in reversed(_HELD.get()):
+            if held.database is self and held.task is current:
+                return held
+        return None
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self, *, writing: bool) -> AsyncIterator[PgDatabase]:
+        if writing and self.read_only:
+            raise DatabaseReadOnly(f"database {self.shown} was opened read-only", self.shown)
+        pool = await self.pool()
+        level = WRITE_ISOLATION if writing else "repeatable_read"
+        with self.errors(writing=writing):
+            async with (
+                pool.acquire() as connection,
+                connection.transaction(isolation=level, readonly=not writing),
+            ):
+                held = _Held(self, asyncio.current_task(), connection, writing)
+                token = _HELD.set((*_HELD.get(), held))
+                try:
+                    yield self
+                finally:
+                    _HELD.reset(token)
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[PgDatabase]:
+        """One consistent read (``REPEATABLE READ READ ONLY``); joins an enclosing one."""
+        await self.open()
+        if self._enclosing() is not None:
+            yield self
+            return
+        async with self._transaction(writing=False):
+            yield self
+
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[PgDatabase]:
+        """One ``READ COMMITTED`` write transaction; inside a write a ``SAVEPOINT`` that rolls
+        back alone; inside a read ``TransactionMisuse``."""
+        await self.open()
+        held = self._enclosing()
+        if held is None:
+            async with self._transaction(writing=True):
+                yield self
+            return
+        if not held.writing:
+            raise TransactionMisuse(
+                f"cannot write to {self.shown} inside a read transaction of the same task; "
+                "open the write first (its reads see its own changes)",
+                self.shown,
+            )
+        with self.errors(writing=True):
+            async with held.connection.transaction():
+                yield self
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """The enclosing transaction's connection, or a pooled one for one statement."""
+        held = self._enclosing()
+        if held is not None:
+            yield held.connection
+            return
+        pool = await self.pool()
+        with self.errors(writing=not self.read_only):
+            async with pool.acquire() as connection:
+                yield connection
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        async with self._connection() as connection:
+            with self.errors(writing=not self.read_only):
+                return list(await connection.fetch(numbered(sql), *params))
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = await self.fetchone(sql, params)
+        return None if row is None else row[0]
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; returns the number of rows it changed."""
+        async with self._connection() as connection:
+            with self.errors(writing=True):
+                return status_count(await connection.execute(numbered(sql), *params))
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        async with self._connection() as connection:
+            with self.errors(writing=True):
+                await connection.executemany(numbered(sql), rows)
+
+    async def stream(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        batch: int = STREAM_BATCH,
+        *,
+        heavy: Callable[[Any], bool] | None = None,
+    ) -> AsyncGenerator[Any, None]:
+        """Yield rows through a server-side cursor, ``batch`` at a time (inside the enclosing
+        transaction, or a read of its own); use it with ``contextlib.aclosing``.  ``heavy``
+        is SQLite's concern (it keeps the last row's values); a fetched batch holds no more."""
+        if self._enclosing() is None:
+            async with self.read(), contextlib.aclosing(self.stream(sql, params, batch)) as rows:
+                async for row in rows:
+                    yield row
+            return
+        held = self._enclosing()
+        assert held is not None
+        with self.errors(writing=held.writing):
+            cursor = await held.connection.cursor(numbered(sql), *params)
+        while True:
+            with self.errors(writing=held.writing):
+                rows = await cursor.fetch(batch)
+            if not rows:
+                return
+            for row in rows:
+                yield row
 
     # --- schema ----------------------------------------------------------------------------
 
@@ -318,6 +524,7 @@ class PgDatabase:
     async def close(self) -> None:
         """Close every pooled connection; safe to call twice.  Later calls fail typed."""
         self._closed = True
+        self._opened = False
         pool, self._pool = self._pool, None
         if pool is not None:
             with contextlib.suppress(asyncpg.InterfaceError, OSError):

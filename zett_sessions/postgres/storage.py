@@ -124,6 +124,16 @@ class PostgresSessionStorage:
         mode = ", read_only=True" if self.read_only else ""
         return f"PostgresSessionStorage({self.database.shown!r}{mode})"
 
+    @classmethod
+    def on(cls, database: PgDatabase) -> PostgresSessionStorage:
+        """A storage over an already configured ``PgDatabase`` (its mode, timeouts and pool);
+        it closes that handle when closed."""
+        storage = cls.__new__(cls)
+        storage.database = database
+        storage._blocking = None
+        storage._tables_seen = database.schema_ready
+        return storage
+
     @property
     def dsn(self) -> str:
         """The connection string with its password masked (safe to show)."""

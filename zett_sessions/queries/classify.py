@@ -25,7 +25,7 @@ deeper than Python's recursion limit.
 from __future__ import annotations
 
 from ..codec import BYTES_MARKER
-from ..schema import Layout
+from ..dialect import Queryable
 from .large_values import rows_sql
 
 _M = "message_json"
@@ -78,13 +78,16 @@ CODE = (
 )
 
 
-def records_sql(layout: Layout) -> str:
+def records_sql(db: Queryable) -> str:
     """A session's rows (``large_values.rows_sql``: large values left out) + the code, in
     sequence order.  A left-out envelope has no code (it reads as NULL).
 
-    Parameters: ``(session_id, first_sequence)``.
+    Parameters: ``(session_id, first_sequence)``.  The code is the dialect's: ``CODE`` on SQLite,
+    ``NULL`` where the backend has no JSON functions to compute it (every row then takes the
+    Python path, which gives the same records and flags).
     """
-    return rows_sql(layout, "session_id = ? AND sequence >= ?", f", {CODE} AS envelope_code")
+    code = f", {db.dialect.envelope_code()} AS envelope_code"
+    return rows_sql(db, "session_id = ? AND sequence >= ?", code)
 
 
 def needs_python(message_json: str) -> bool:

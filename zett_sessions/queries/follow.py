@@ -15,13 +15,12 @@ are parameters so tests can drive the loop without waiting.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..errors import (
     DatabaseLocked,
     SessionNotFound,
@@ -60,7 +59,7 @@ class NoSessions(SessionNotFound):
         self.session_id = ""
 
 
-async def latest_session(db: Database) -> str:
+async def latest_session(db: SessionDatabase) -> str:
     """Id of the most recently active session (the order of ``list``: ``updated_at``, then id).
 
     Runs inside the caller's read transaction (the activity index makes it one row read).
@@ -78,7 +77,7 @@ async def latest_session(db: Database) -> str:
     return await addressable(db, str(found))
 
 
-async def last_activity(db: Database, session_id: str) -> datetime | None:
+async def last_activity(db: SessionDatabase, session_id: str) -> datetime | None:
     """When the session's last raw row was stored (``None`` for an empty session)."""
     async with db.read():
         value = await db.scalar(
@@ -89,17 +88,17 @@ async def last_activity(db: Database, session_id: str) -> datetime | None:
     return parse_db_time(value)
 
 
-async def _row_id(db: Database, session_id: str, sequence: int) -> tuple[int, Any] | None:
+async def _row_id(db: SessionDatabase, session_id: str, sequence: int) -> tuple[int, Any] | None:
     """``(sequence, id)`` of the session's (last) row at ``sequence`` (``None``: no such row)."""
     found = await db.scalar(
         "SELECT id FROM raw_messages WHERE session_id = ? AND sequence = ? "
-        "ORDER BY rowid DESC LIMIT 1",
+        f"ORDER BY {db.dialect.row_key} DESC LIMIT 1",
         (session_id, sequence),
     )
     return None if found is None else (sequence, found)
 
 
-async def _still_there(db: Database, session_id: str, anchor: tuple[int, Any]) -> bool:
+async def _still_there(db: SessionDatabase, session_id: str, anchor: tuple[int, Any]) -> bool:
     """Whether the row last printed is still in the session (a damaged file may hold two rows
     with its sequence: the one with its id must be there)."""
     sequence, row_id = anchor
@@ -111,9 +110,9 @@ async def _still_there(db: Database, session_id: str, anchor: tuple[int, Any]) -
 
 
 async def follow(
-    db: Database,
+    db: SessionDatabase,
     session_id: str,
-    build: Callable[[sqlite3.Row], ItemT],
+    build: Callable[[Any], ItemT],
     state: TranscriptState[ItemT],
     *,
     interval: float,

@@ -1,40 +1,86 @@
-"""The database at a glance (``info``): file, layout, counts and activity span.
+"""The database at a glance (``info``): where it is, layout, storage, counts, activity span.
 
-Read-only and cheap on large files: counts use the smallest index (``count(*)`` of
+Read-only and cheap on large databases: counts use the smallest index (``count(*)`` of
 ``raw_messages`` scans ``ix_raw_messages_session_id``), activity comes from ``agent_sessions``
 (and ``session_snapshots``, since a snapshot does not move a session's ``updated_at``), and
 nothing is JSON-decoded.  Token totals need a scan of every raw row (no index holds the token
 columns): about 1 s warm / 3 s cold on a 1M-message, 3.4 GB file, so they are computed only
 when asked for (``tokens=True``).
+
+What only one backend can say comes from that backend's facts (``FACTS``, chosen by the
+database's dialect): an SQLite file's journal mode, pages and side file (``file_facts``); a
+PostgreSQL server's version, recorded migrations and table and index sizes
+(``postgres.info.server_facts``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SkipValidation
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..models import ModelUsage
 from ..readonly import file_size
-from ..schema import TOKEN_COLUMNS
+from ..schema import INDEXES, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from ..values import whole_number
 
 
-class DatabaseInfo(BaseModel):
+class FileFacts(BaseModel):
+    """An SQLite database file."""
+
     model_config = ConfigDict(frozen=True)
 
-    path: str
-    layout: str
-    layout_note: str
     journal_mode: str
     page_size: int
     page_count: int
     file_size: int
     wal_size: int | None  # None: no -wal file beside the database
     free_pages: int
+
+    @property
+    def free_bytes(self) -> int:
+        return self.free_pages * self.page_size
+
+
+class RelationSize(BaseModel):
+    """One of the three tables on a server: its bytes (with TOAST) and its indexes' bytes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    table_bytes: int
+    index_bytes: int
+
+
+class ServerFacts(BaseModel):
+    """A PostgreSQL database."""
+
+    model_config = ConfigDict(frozen=True)
+
+    server_version: str
+    migrations: tuple[str, ...]  # recorded in zett_sessions_migrations, oldest first
+    schema_version: int  # how many of them
+    relations: tuple[RelationSize, ...]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(r.table_bytes + r.index_bytes for r in self.relations)
+
+
+class DatabaseInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    backend: str  # "sqlite" or "postgres" (the dialect's name)
+    layout: str
+    layout_note: str
+    file: FileFacts | None = None  # an SQLite file
+    server: ServerFacts | None = None  # a PostgreSQL database
     sessions: int
     messages: int
     snapshots: int
@@ -47,17 +93,13 @@ class DatabaseInfo(BaseModel):
     newest_activity: datetime | None
     missing_indexes: tuple[str, ...]
 
-    @property
-    def free_bytes(self) -> int:
-        return self.free_pages * self.page_size
-
 
 def _latest(*moments: datetime | None) -> datetime | None:
     present = [moment for moment in moments if moment is not None]
     return max(present) if present else None
 
 
-async def _activity(db: Database) -> tuple[datetime | None, datetime | None]:
+async def _activity(db: SessionDatabase) -> tuple[datetime | None, datetime | None]:
     """(first creation, last activity) over sessions, raw rows (A0 only) and snapshots."""
     if db.layout.has_sessions_table:
         row = await db.fetchone("SELECT min(created_at), max(updated_at) FROM agent_sessions")
@@ -68,9 +110,9 @@ async def _activity(db: Database) -> tuple[datetime | None, datetime | None]:
     return parse_db_time(row[0]), _latest(parse_db_time(row[1]), parse_db_time(snapshot))
 
 
-async def _token_totals(db: Database) -> ModelUsage:
+async def _token_totals(db: SessionDatabase) -> ModelUsage:
     # total() (a float) instead of sum(): hand-edited huge values must not overflow the query
-    sums = ", ".join(f"total({column})" for column in TOKEN_COLUMNS)
+    sums = ", ".join(db.dialect.total(column) for column in TOKEN_COLUMNS)
     row = await db.fetchone(f"SELECT {sums} FROM raw_messages")
     assert row is not None
     # model_construct: sums of hand-edited rows may break ModelUsage's invariants; show them.
@@ -83,7 +125,39 @@ async def _token_totals(db: Database) -> ModelUsage:
     )
 
 
-async def database_info(db: Database, *, tokens: bool = False) -> DatabaseInfo:
+async def file_facts(db: SessionDatabase) -> dict[str, Any]:
+    """An SQLite file: its absolute path, storage, and the indexes its layout lacks (the
+    layout was read when it was opened)."""
+    journal = await db.scalar("PRAGMA journal_mode")
+    page_size = await db.scalar("PRAGMA page_size")
+    page_count = await db.scalar("PRAGMA page_count")
+    free_pages = await db.scalar("PRAGMA freelist_count")
+    facts = FileFacts(
+        journal_mode=str(journal).lower(),
+        page_size=int(page_size),
+        page_count=int(page_count),
+        file_size=file_size(db.path) or 0,
+        wal_size=file_size(db.path + "-wal"),
+        free_pages=int(free_pages),
+    )
+    return {"path": os.path.abspath(db.path), "file": facts, "missing": db.layout.missing_indexes}
+
+
+async def _server_facts(db: SessionDatabase) -> dict[str, Any]:
+    from ..postgres.info import server_facts
+
+    return await server_facts(db)
+
+
+# What only the backend can say, by dialect name: the ``DatabaseInfo`` fields ``path`` and
+# ``file`` or ``server``, and ``missing`` (index names).
+FACTS: dict[str, Callable[[SessionDatabase], Awaitable[dict[str, Any]]]] = {
+    "sqlite": file_facts,
+    "postgres": _server_facts,
+}
+
+
+async def database_info(db: SessionDatabase, *, tokens: bool = False) -> DatabaseInfo:
     """Facts about the open database ``db`` (token totals only when ``tokens``)."""
     layout = db.layout
     has_tokens = all(layout.has_column("raw_messages", column) for column in TOKEN_COLUMNS)
@@ -97,20 +171,13 @@ async def database_info(db: Database, *, tokens: bool = False) -> DatabaseInfo:
         compacted = await db.scalar("SELECT count(DISTINCT session_id) FROM session_snapshots")
         oldest, newest = await _activity(db)
         totals = await _token_totals(db) if tokens and has_tokens else None
-        journal = await db.scalar("PRAGMA journal_mode")
-        page_size = await db.scalar("PRAGMA page_size")
-        page_count = await db.scalar("PRAGMA page_count")
-        free_pages = await db.scalar("PRAGMA freelist_count")
+        facts = await FACTS[db.dialect.name](db)
+    missing = facts.pop("missing")
     return DatabaseInfo(
-        path=os.path.abspath(db.path),
+        **facts,
+        backend=db.dialect.name,
         layout=layout.name,
         layout_note=layout.note,
-        journal_mode=str(journal).lower(),
-        page_size=int(page_size),
-        page_count=int(page_count),
-        file_size=file_size(db.path) or 0,
-        wal_size=file_size(db.path + "-wal"),
-        free_pages=int(free_pages),
         sessions=int(sessions),
         messages=int(messages),
         snapshots=int(snapshots),
@@ -119,5 +186,5 @@ async def database_info(db: Database, *, tokens: bool = False) -> DatabaseInfo:
         tokens=totals,
         oldest_activity=oldest,
         newest_activity=newest,
-        missing_indexes=layout.missing_indexes,
+        missing_indexes=tuple(name for name in INDEXES if name in missing),
     )

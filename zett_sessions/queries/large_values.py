@@ -15,6 +15,10 @@ without loading the value), and the reader fetches the ones it needs on their ow
 Each large column is named once in ``rows_sql``: every mention of a column makes SQLite load
 (copy) the value again.  The row also carries its ``rowid`` (``ROW_REF``) to find the value again
 inside the same read transaction.
+
+On PostgreSQL (the dialect's hooks) the length comes from ``octet_length`` (for a compressed
+TOAST value, without decompressing it), the row is found again by its primary key, and the
+bytes are the value's UTF-8 (``convert_to``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from ..database import Database
-from ..schema import RAW_COLUMNS, Layout
+from ..backend import SessionDatabase
+from ..dialect import Queryable
+from ..schema import RAW_COLUMNS
 from ..values import lenient_text, text_or_none
 
 LARGE = 1 << 20  # bytes: a longer text value is left out of the row and read on its own
@@ -39,36 +44,37 @@ EXTRA_COLUMNS = (*TYPES, ROW_REF)
 _INDEX = {name: index for index, name in enumerate((*RAW_COLUMNS, *EXTRA_COLUMNS))}
 
 
-def _rowid(layout: Layout) -> str:
-    """A name of the rowid that no real column of ``raw_messages`` shadows."""
-    for name in ("rowid", "_rowid_", "oid"):
-        if not layout.has_column("raw_messages", name):
-            return name
-    raise AssertionError("raw_messages names all three rowid aliases")  # pragma: no cover
+def _rowid(db: Queryable) -> str:
+    """How a row of ``raw_messages`` is found again: a name of SQLite's rowid that no real
+    column shadows, or the backend's row key."""
+    return db.dialect.row_ref(db.layout)
 
 
-def _left_out(column: str) -> str:
-    return f"typeof({column}) = 'text' AND length(CAST({column} AS BLOB)) > {LARGE}"
+def _left_out(db: Queryable, column: str) -> str:
+    dialect = db.dialect
+    return f"{dialect.text(column)} AND {dialect.byte_length(column)} > {LARGE}"
 
 
-def row_select(layout: Layout) -> str:
+def row_select(db: Queryable) -> str:
     """``raw_select``'s columns with large values left out, then ``EXTRA_COLUMNS``."""
+    layout = db.layout
     columns = []
     for name in RAW_COLUMNS:
         if name in LARGE_COLUMNS and layout.has_column("raw_messages", name):
-            columns.append(f"CASE WHEN {_left_out(name)} THEN NULL ELSE {name} END AS {name}")
+            left_out = _left_out(db, name)
+            columns.append(f"CASE WHEN {left_out} THEN NULL ELSE {name} END AS {name}")
         else:
             columns.append(layout.select_list("raw_messages", (name,)))
     types = [
-        f"typeof({name}) AS {name}_type"
+        f"{db.dialect.type_name(name)} AS {name}_type"
         if layout.has_column("raw_messages", name)
         else f"'null' AS {name}_type"
         for name in LARGE_COLUMNS
     ]
-    return ", ".join([*columns, *types, f"{_rowid(layout)} AS {ROW_REF}"])
+    return ", ".join([*columns, *types, f"{_rowid(db)} AS {ROW_REF}"])
 
 
-def rows_sql(layout: Layout, where: str, extra: str = "") -> str:
+def rows_sql(db: Queryable, where: str, extra: str = "") -> str:
     """The rows of ``raw_messages`` matching ``where``, in sequence order (``row_select``).
 
     ``extra`` adds columns computed from those values (e.g. ``classify.CODE``).  The rows come
@@ -77,10 +83,10 @@ def rows_sql(layout: Layout, where: str, extra: str = "") -> str:
     ``extra`` mentions them.
     """
     inner = (
-        f"SELECT {row_select(layout)} FROM raw_messages WHERE {where} "
-        "ORDER BY sequence LIMIT -1 OFFSET 0"
+        f"SELECT {row_select(db)} FROM raw_messages WHERE {where} "
+        f"ORDER BY sequence {db.dialect.all_rows} OFFSET 0"
     )
-    return f"SELECT *{extra} FROM ({inner})"
+    return f"SELECT *{extra} FROM ({inner}) AS selected"
 
 
 def left_out(row: Any, column: str) -> bool:
@@ -99,34 +105,42 @@ def row_ref(row: Any) -> Any:
     return row[_INDEX[ROW_REF]]
 
 
-async def full_text(db: Database, column: str, ref: Any) -> str:
+async def _utf8(db: SessionDatabase) -> bool:
+    """Whether the stored bytes of a text value are its UTF-8 (a UTF-16 SQLite file's are not;
+    PostgreSQL's ``convert_to`` gives UTF-8 whatever the server's encoding)."""
+    pragma = db.dialect.encoding_pragma
+    return pragma is None or await db.scalar(pragma) == "UTF-8"
+
+
+async def full_text(db: SessionDatabase, column: str, ref: Any) -> str:
     """The whole value of ``column`` in the row ``ref``, decoded as every TEXT value is."""
-    where = f"FROM raw_messages WHERE {_rowid(db.layout)} = ?"
-    if await db.scalar("PRAGMA encoding") != "UTF-8":
+    where = f"FROM raw_messages WHERE {_rowid(db)} = ?"
+    if not await _utf8(db):
         return text_or_none(await db.scalar(f"SELECT {column} {where}", (ref,))) or ""
-    data = await db.scalar(f"SELECT CAST({column} AS BLOB) {where}", (ref,))
+    data = await db.scalar(f"SELECT {db.dialect.stored_bytes(column)} {where}", (ref,))
     await _let_go(db)
     return lenient_text(data) if isinstance(data, bytes) else ""
 
 
-async def _let_go(db: Database) -> None:
+async def _let_go(db: SessionDatabase) -> None:
     """aiosqlite's worker thread holds the result of its last call until it runs the next one:
     a trivial call, so the bytes of a large value are not kept beside their decoded text."""
     await db.scalar("SELECT NULL")
 
 
-async def text_chunks(db: Database, column: str, ref: Any) -> AsyncIterator[str]:
+async def text_chunks(db: SessionDatabase, column: str, ref: Any) -> AsyncIterator[str]:
     """The value of ``column`` in the row ``ref`` in pieces (joined: ``full_text``)."""
-    where = f"FROM raw_messages WHERE {_rowid(db.layout)} = ?"
-    if await db.scalar("PRAGMA encoding") != "UTF-8":
+    where = f"FROM raw_messages WHERE {_rowid(db)} = ?"
+    if not await _utf8(db):
         yield await full_text(db, column, ref)
         return
-    size = await db.scalar(f"SELECT length(CAST({column} AS BLOB)) {where}", (ref,))
+    dialect = db.dialect
+    size = await db.scalar(f"SELECT {dialect.byte_length(column)} {where}", (ref,))
     if not isinstance(size, int):
         return
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     step = max(CHUNK, -(-size // PIECES))
-    piece = f"SELECT substr(CAST({column} AS BLOB), ?, ?) {where}"
+    piece = f"SELECT substr({dialect.stored_bytes(column)}, ?, ?) {where}"
     for start in range(1, size + 1, step):
         data = await db.scalar(piece, (start, step, ref))
         yield decoder.decode(data if isinstance(data, bytes) else b"", final=start + step > size)
@@ -161,7 +175,7 @@ class CompletedRow:
         return self._row.keys()
 
 
-async def with_message(db: Database, row: sqlite3.Row) -> sqlite3.Row | CompletedRow:
+async def with_message(db: SessionDatabase, row: sqlite3.Row) -> sqlite3.Row | CompletedRow:
     """``row`` with its ``message_json`` read back in if it was left out (else ``row``)."""
     if not left_out(row, "message_json"):
         return row

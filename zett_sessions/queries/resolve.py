@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..errors import AmbiguousSessionId, SessionNotFound, UnaddressableSession
 from ..readonly import prefix_upper_bound
 from ..schema import Layout
@@ -19,7 +19,7 @@ def _places(layout: Layout) -> list[tuple[str, str]]:
     return places
 
 
-async def session_exists(db: Database, session_id: str) -> bool:
+async def session_exists(db: SessionDatabase, session_id: str) -> bool:
     """A session exists when it has a session row, raw rows or snapshots."""
     for table, column in _places(db.layout):
         sql = f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1"
@@ -34,7 +34,7 @@ def id_spellings(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((text, text.strip())))
 
 
-async def resolve_session(db: Database, text: str) -> str:
+async def resolve_session(db: SessionDatabase, text: str) -> str:
     """Return the id ``text`` names; raise ``SessionNotFound`` or ``AmbiguousSessionId``.
 
     Exact ids win over prefixes.  Prefix lookups are index range scans (``id >= p AND
@@ -64,7 +64,7 @@ async def resolve_session(db: Database, text: str) -> str:
     return await addressable(db, found.pop())
 
 
-async def addressable(db: Database, session_id: str) -> str:
+async def addressable(db: SessionDatabase, session_id: str) -> str:
     """``session_id`` as read back from the database, when a query can name it again; raise
     ``UnaddressableSession`` when lenient decoding changed it (U+FFFD for bytes not UTF-8)."""
     if UNREADABLE in session_id and not await session_exists(db, session_id):

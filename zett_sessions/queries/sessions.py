@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..dialect import Queryable
 from ..schema import SESSION_COLUMNS
 from ..timeutil import parse_db_time
@@ -108,7 +108,7 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _page_sql(db: Database, where: str, paged: bool) -> str:
+def _page_sql(db: SessionDatabase, where: str, paged: bool) -> str:
     layout = db.layout
     limit = " LIMIT ? OFFSET ?" if paged else ""
     return (
@@ -153,7 +153,7 @@ def _listing(row: Any) -> SessionListing:
     )
 
 
-def session_ids_sql(db: Database, filters: SessionFilter) -> tuple[str, list[Any]]:
+def session_ids_sql(db: SessionDatabase, filters: SessionFilter) -> tuple[str, list[Any]]:
     """SQL selecting the ids of the sessions ``filters`` select, in one column named ``id``
     (through the session table's indexes; layout A0 derives its sessions from the raw log)."""
     where, params = filters.where(db)
@@ -163,7 +163,7 @@ def session_ids_sql(db: Database, filters: SessionFilter) -> tuple[str, list[Any
 
 
 async def list_sessions(
-    db: Database, filters: SessionFilter, *, limit: int | None, offset: int = 0
+    db: SessionDatabase, filters: SessionFilter, *, limit: int | None, offset: int = 0
 ) -> SessionPage:
     """One page of sessions, newest activity first, with the filtered total."""
     if not db.layout.has_sessions_table:
@@ -171,7 +171,7 @@ async def list_sessions(
     where, params = filters.where(db)
     async with db.read():
         total = await db.scalar(f"SELECT count(*) FROM agent_sessions{where}", params)
-        paged_params = [*params, limit if limit is not None else -1, offset]
+        paged_params = [*params, limit if limit is not None else db.dialect.no_limit, offset]
         rows = await db.fetchall(_page_sql(db, where, True), paged_params)
         ageless = await unknown_age_sessions(db, filters)
     return SessionPage(
@@ -183,7 +183,9 @@ async def list_sessions(
     )
 
 
-async def iter_sessions(db: Database, filters: SessionFilter) -> AsyncIterator[SessionListing]:
+async def iter_sessions(
+    db: SessionDatabase, filters: SessionFilter
+) -> AsyncIterator[SessionListing]:
     """Every selected session, newest first, streamed (for ``--all`` and pipelines)."""
     if not db.layout.has_sessions_table:
         page = await _list_a0(db, filters, limit=None, offset=0)
@@ -197,7 +199,7 @@ async def iter_sessions(db: Database, filters: SessionFilter) -> AsyncIterator[S
 
 
 async def _list_a0(
-    db: Database, filters: SessionFilter, *, limit: int | None, offset: int
+    db: SessionDatabase, filters: SessionFilter, *, limit: int | None, offset: int
 ) -> SessionPage:
     where, params = filters.where(db)
     rows = await db.fetchall(f"{_A0_SQL}{where}{NEWEST_FIRST}", params)
@@ -212,7 +214,7 @@ async def _list_a0(
     )
 
 
-async def unknown_age_sessions(db: Database, filters: SessionFilter) -> list[str]:
+async def unknown_age_sessions(db: SessionDatabase, filters: SessionFilter) -> list[str]:
     """Ids that ``filters`` would select by age but for a last-activity time that is not in
     the stored text form (``SessionFilter.unknown_age``): an age filter leaves them out and
     says so.  The same index range as the selection (``updated_at < cutoff``)."""
@@ -223,7 +225,7 @@ async def unknown_age_sessions(db: Database, filters: SessionFilter) -> list[str
     return sorted(str(row[0]) for row in await db.fetchall(sql, params))
 
 
-async def get_listing(db: Database, session_id: str) -> SessionListing | None:
+async def get_listing(db: SessionDatabase, session_id: str) -> SessionListing | None:
     """One session with its counts (``None`` when it has no session row)."""
     page = await list_sessions(db, SessionFilter(ids=(session_id,)), limit=1)
     return page.sessions[0] if page.sessions else None

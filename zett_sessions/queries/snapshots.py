@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from ..backend import SessionDatabase
 from ..codec import decode_envelope
-from ..database import Database
 from ..models import (
     CHECKPOINT_PREFIX,
     AssistantMessage,
@@ -94,26 +94,25 @@ class CompactedSession(BaseModel):
         return all(report.valid for report in self.reports)
 
 
-async def _session_facts(db: Database, session_id: str) -> tuple[str | None, int, int]:
+async def _session_facts(db: SessionDatabase, session_id: str) -> tuple[str | None, int, int]:
     """(title, highest raw sequence, raw row count) of one session."""
-    title_sql = (
-        "(SELECT title FROM agent_sessions WHERE id = ?1)"
-        if db.layout.has_sessions_table
-        else "NULL"
-    )
+    title_sql = "(SELECT title FROM agent_sessions WHERE id = ?)"
+    params: tuple[str, ...] = (session_id, session_id)
+    if not db.layout.has_sessions_table:
+        title_sql, params = "NULL", (session_id,)
     row = await db.fetchone(
         # a damaged row's text sequence would be the max (text sorts after integers)
         f"SELECT {title_sql}, "
-        "coalesce(max(CASE WHEN typeof(sequence) = 'integer' THEN sequence END), 0), count(*) "
-        "FROM raw_messages WHERE session_id = ?1",
-        (session_id,),
+        f"coalesce(max(CASE WHEN {db.dialect.integer('sequence')} THEN sequence END), 0), "
+        "count(*) FROM raw_messages WHERE session_id = ?",
+        params,
     )
     assert row is not None
     title = row[0] if isinstance(row[0], str) else None
     return title, int(row[1]), int(row[2])
 
 
-async def _batch_problem(db: Database, session_id: str, boundary: int) -> str | None:
+async def _batch_problem(db: SessionDatabase, session_id: str, boundary: int) -> str | None:
     """Rules 3 and 4: the boundary row exists and the boundary does not split a tool batch."""
     rows = await db.fetchall(
         "SELECT sequence, message_json FROM raw_messages WHERE session_id = ? AND sequence >= ? "
@@ -149,7 +148,7 @@ def _range_problems(boundary: int, highest: int, previous: ContextSnapshot | Non
     return problems
 
 
-async def _reports(db: Database, session_id: str) -> list[SnapshotReport]:
+async def _reports(db: SessionDatabase, session_id: str) -> list[SnapshotReport]:
     """Two queries per session, one per snapshot (the batch check)."""
     rows = await db.fetchall(
         f"SELECT {snapshot_select(db.layout, 's')}, (SELECT count(*) FROM raw_messages r "
@@ -186,7 +185,7 @@ async def _reports(db: Database, session_id: str) -> list[SnapshotReport]:
     return reports
 
 
-async def session_snapshots(db: Database, session_id: str) -> list[SnapshotReport]:
+async def session_snapshots(db: SessionDatabase, session_id: str) -> list[SnapshotReport]:
     """Every snapshot version of one session, oldest first (``[]`` when it has none)."""
     async with db.read():
         return await _reports(db, session_id)
@@ -201,24 +200,26 @@ class SnapshotOverview(BaseModel):
     unaddressable: int = 0  # snapshot groups filed under an id that is not UTF-8 text
 
 
-async def compacted_sessions(db: Database) -> SnapshotOverview:
+async def compacted_sessions(db: SessionDatabase) -> SnapshotOverview:
     """Every session with at least one snapshot, most recently active first.
 
     A damaged file may file snapshots under a BLOB or a non-UTF-8 session id: such an id does
     not survive decoding, so its snapshots cannot be looked up by it; they are counted in
     ``unaddressable`` (``verify`` reports them) instead of failing the listing.
     """
+    is_text = db.dialect.text("s.session_id")
     if db.layout.has_sessions_table:
         sql = (
-            "SELECT s.session_id, typeof(s.session_id) = 'text' AS is_text, "
+            f"SELECT s.session_id, {is_text} AS is_text, "
             "max(coalesce(a.updated_at, s.created_at)) AS active "
             "FROM session_snapshots s LEFT JOIN agent_sessions a ON a.id = s.session_id "
             "GROUP BY s.session_id ORDER BY active DESC, s.session_id DESC"
         )
     else:
         sql = (
-            "SELECT session_id, typeof(session_id) = 'text' AS is_text, max(created_at) AS active "
-            "FROM session_snapshots GROUP BY session_id ORDER BY active DESC, session_id DESC"
+            f"SELECT s.session_id, {is_text} AS is_text, max(s.created_at) AS active "
+            "FROM session_snapshots s GROUP BY s.session_id "
+            "ORDER BY active DESC, s.session_id DESC"
         )
     result = []
     unaddressable = 0

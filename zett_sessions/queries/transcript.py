@@ -19,7 +19,6 @@ the last one until its batch closes, so flags are the same as in a full read.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -28,8 +27,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..backend import SessionDatabase
 from ..codec import decode_envelope, parse_envelope
-from ..database import Database
 from ..models import (
     MESSAGE_TYPES,
     AssistantMessage,
@@ -273,16 +272,19 @@ class TranscriptHeader(BaseModel):
         return max(0, self.last_sequence - self.snapshot.compacted_through_sequence)
 
 
-async def read_header(db: Database, session_id: str, *, totals: bool = True) -> TranscriptHeader:
+async def read_header(
+    db: SessionDatabase, session_id: str, *, totals: bool = True
+) -> TranscriptHeader:
     """The header of ``session_id`` (which must exist); call inside ``db.read()``.
 
     ``totals=False`` leaves the token and time totals out (``None``): they read every row of
     the session (≈ 1.3 ms per 1,000 messages), and ``read_totals`` gives them later."""
     layout = db.layout
+    integer = db.dialect.integer("sequence")  # a damaged row's text "sequence" is none
     counts = await db.fetchone(
-        "SELECT count(*) AS n, min(CASE WHEN typeof(sequence) = 'integer' THEN sequence END) "
-        "AS first, max(CASE WHEN typeof(sequence) = 'integer' THEN sequence END) AS last "
-        "FROM raw_messages WHERE session_id = ?",  # a damaged row's text "sequence" is none
+        f"SELECT count(*) AS n, min(CASE WHEN {integer} THEN sequence END) "
+        f"AS first, max(CASE WHEN {integer} THEN sequence END) AS last "
+        "FROM raw_messages WHERE session_id = ?",
         (session_id,),
     )
     assert counts is not None
@@ -346,7 +348,7 @@ async def read_header(db: Database, session_id: str, *, totals: bool = True) -> 
     )
 
 
-async def latest_snapshot(db: Database, session_id: str) -> ContextSnapshot | None:
+async def latest_snapshot(db: SessionDatabase, session_id: str) -> ContextSnapshot | None:
     """The highest snapshot version of a session (its checkpoint decoded), if any."""
     row = await db.fetchone(
         f"SELECT {snapshot_select(db.layout)} FROM session_snapshots "
@@ -356,20 +358,20 @@ async def latest_snapshot(db: Database, session_id: str) -> ContextSnapshot | No
     return snapshot_from_row(row) if row is not None else None
 
 
-async def read_totals(db: Database, session_id: str) -> Totals:
+async def read_totals(db: SessionDatabase, session_id: str) -> Totals:
     """Token and time totals over every raw row of ``session_id``."""
     layout = db.layout
     # total(), not sum(): sum() of hand-edited huge integers fails the whole query with
     # "integer overflow"; total() is a float that is turned back into an int below.
+    total = db.dialect.total
     tokens = [
-        f"total({name})" if layout.has_column("raw_messages", name) else "NULL"
-        for name in TOKEN_COLUMNS
+        total(name) if layout.has_column("raw_messages", name) else "NULL" for name in TOKEN_COLUMNS
     ]
     with_usage = "count(input_tokens)" if layout.has_column("raw_messages", "input_tokens") else "0"
     timed = layout.has_column("raw_messages", "duration_ns")
     durations = (
-        "total(CASE WHEN role = 3 THEN duration_ns END), "
-        "total(CASE WHEN role = 4 THEN duration_ns END), min(started_at), max(completed_at)"
+        f"{total('CASE WHEN role = 3 THEN duration_ns END')}, "
+        f"{total('CASE WHEN role = 4 THEN duration_ns END')}, min(started_at), max(completed_at)"
         if timed
         else "NULL, NULL, NULL, NULL"
     )
@@ -439,7 +441,7 @@ def annotator_for(hold: bool) -> Annotator[ItemT]:
     )
 
 
-async def latest_boundary(db: Database, session_id: str) -> Boundary | None:
+async def latest_boundary(db: SessionDatabase, session_id: str) -> Boundary | None:
     """The latest snapshot's version and inclusive boundary, without decoding it."""
     row = await db.fetchone(
         "SELECT version, compacted_through_sequence FROM session_snapshots "
@@ -451,7 +453,7 @@ async def latest_boundary(db: Database, session_id: str) -> Boundary | None:
     return Boundary(row[0], row[1])
 
 
-async def start_sequence(db: Database, session_id: str, first: int) -> int:
+async def start_sequence(db: SessionDatabase, session_id: str, first: int) -> int:
     """Where to start reading so that records from ``first`` on get the right flags.
 
     That is the head of the segment containing ``first``: the last row at or before it that
@@ -460,7 +462,7 @@ async def start_sequence(db: Database, session_id: str, first: int) -> int:
     bound = first
     while bound > 0:
         row = await db.fetchone(
-            f"SELECT {row_select(db.layout)} FROM raw_messages WHERE session_id = ? "
+            f"SELECT {row_select(db)} FROM raw_messages WHERE session_id = ? "
             f"AND sequence <= ? AND role IN ({', '.join(str(int(k)) for k in _HEAD_ROLES)}) "
             "ORDER BY sequence DESC LIMIT 1",
             (session_id, bound),
@@ -473,7 +475,7 @@ async def start_sequence(db: Database, session_id: str, first: int) -> int:
     return 0
 
 
-async def first_of_last(db: Database, session_id: str, count: int) -> int | None:
+async def first_of_last(db: SessionDatabase, session_id: str, count: int) -> int | None:
     """Sequence of the first of the last ``count`` records (``None``: an empty log).
 
     For ``count == 0`` it is one past the last sequence: nothing is shown, but the stream still
@@ -481,7 +483,7 @@ async def first_of_last(db: Database, session_id: str, count: int) -> int | None
     """
     # Only integer sequences count: a damaged row's NULL or text sequence is still streamed (it
     # sorts first or last), but it cannot be a place to start from.
-    valid = "session_id = ? AND typeof(sequence) = 'integer'"
+    valid = f"session_id = ? AND {db.dialect.integer('sequence')}"
     if count <= 0:
         last = await db.scalar(
             f"SELECT max(sequence) FROM raw_messages WHERE {valid}", (session_id,)
@@ -498,7 +500,7 @@ async def first_of_last(db: Database, session_id: str, count: int) -> int | None
 
 
 async def stream_transcript(
-    db: Database,
+    db: SessionDatabase,
     session_id: str,
     selection: Selection,
     build: Callable[[Any], ItemT],
@@ -556,18 +558,18 @@ async def stream_transcript(
 
 
 async def _rows(
-    db: Database, session_id: str, start: int, through: int | None, annotator: Annotator[Any]
-) -> AsyncGenerator[sqlite3.Row, None]:
+    db: SessionDatabase, session_id: str, start: int, through: int | None, annotator: Annotator[Any]
+) -> AsyncGenerator[Any, None]:
     """The rows from ``start`` through ``through`` (a range bounded in SQL, through the
     ``(session_id, sequence)`` index), then the rows after it one at a time, only while a tool
     batch open at ``through`` waits for what closes it (its flags need them)."""
     where = "session_id = ? AND sequence >= ?"
     params: tuple[Any, ...] = (session_id, start)
     if through is None:
-        sql = rows_sql(db.layout, where)
+        sql = rows_sql(db, where)
     else:
         sql, params = (
-            rows_sql(db.layout, f"{where} AND sequence <= ?"),
+            rows_sql(db, f"{where} AND sequence <= ?"),
             (session_id, start, through),
         )
     async with aclosing(db.stream(sql, params, heavy=has_large)) as rows:
@@ -575,7 +577,7 @@ async def _rows(
             yield row
     if through is None or not annotator.holding:
         return
-    sql = rows_sql(db.layout, "session_id = ? AND sequence > ?")
+    sql = rows_sql(db, "session_id = ? AND sequence > ?")
     async with aclosing(db.stream(sql, (session_id, through), 1, heavy=has_large)) as rows:
         async for row in rows:
             yield row  # the caller feeds it to the annotator before this goes on
@@ -607,7 +609,7 @@ class ResumeContext(Generic[ItemT]):
 
 
 async def read_context(
-    db: Database,
+    db: SessionDatabase,
     session_id: str,
     build: Callable[[Any], ItemT],
     snapshot: ContextSnapshot | None,
@@ -622,7 +624,7 @@ async def read_context(
     """
     boundary = snapshot.compacted_through_sequence if snapshot else 0
     tail: list[ItemT] = []
-    sql = rows_sql(db.layout, "session_id = ? AND sequence > ?")
+    sql = rows_sql(db, "session_id = ? AND sequence > ?")
     async with aclosing(db.stream(sql, (session_id, boundary), heavy=has_large)) as rows:
         async for row in rows:
             tail.append(build(await with_message(db, row)))

@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..queries.info import DatabaseInfo
+from ..queries.info import DatabaseInfo, FileFacts, ServerFacts
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import count, human_bytes, moment_label, safe_cell
@@ -17,17 +17,22 @@ from .jsonout import usage_json
 
 
 def info_json(info: DatabaseInfo) -> dict[str, Any]:
+    """The same keys on both backends: a file's storage keys are ``null`` on PostgreSQL,
+    ``server`` is ``null`` on SQLite."""
+    file, server = info.file, info.server
     return {
         "path": info.path,
+        "backend": info.backend,
         "layout": info.layout,
         "layout_note": info.layout_note,
-        "journal_mode": info.journal_mode,
-        "page_size": info.page_size,
-        "page_count": info.page_count,
-        "file_size": info.file_size,
-        "wal_size": info.wal_size,
-        "free_pages": info.free_pages,
-        "free_bytes": info.free_bytes,
+        "journal_mode": file.journal_mode if file else None,
+        "page_size": file.page_size if file else None,
+        "page_count": file.page_count if file else None,
+        "file_size": file.file_size if file else None,
+        "wal_size": file.wal_size if file else None,
+        "free_pages": file.free_pages if file else None,
+        "free_bytes": file.free_bytes if file else None,
+        "server": _server_json(server) if server else None,
         "sessions": info.sessions,
         "messages": info.messages,
         "snapshots": info.snapshots,
@@ -37,6 +42,19 @@ def info_json(info: DatabaseInfo) -> dict[str, Any]:
         "oldest_activity": iso_utc(info.oldest_activity),
         "newest_activity": iso_utc(info.newest_activity),
         "missing_indexes": list(info.missing_indexes),
+    }
+
+
+def _server_json(server: ServerFacts) -> dict[str, Any]:
+    return {
+        "server_version": server.server_version,
+        "schema_version": server.schema_version,
+        "migrations": list(server.migrations),
+        "tables": [
+            {"name": r.name, "table_bytes": r.table_bytes, "index_bytes": r.index_bytes}
+            for r in server.relations
+        ],
+        "total_bytes": server.total_bytes,
     }
 
 
@@ -65,21 +83,13 @@ def info_view(info: DatabaseInfo, now: datetime | None = None) -> Table:
             style="yellow",
         )
     )
-    wal = "no -wal file" if info.wal_size is None else human_bytes(info.wal_size)
-    free = f"{count(info.free_pages)} ({human_bytes(info.free_bytes)})"
     snapshots = f"{count(info.snapshots)} in {plural(info.compacted_sessions, 'session')}"
     return fields_table(
         [
             ("Path", safe_cell(info.path)),
             ("Layout", layout),
-            ("Journal mode", info.journal_mode),
-            (
-                "File size",
-                f"{human_bytes(info.file_size)} ({count(info.page_count)} pages of "
-                f"{count(info.page_size)} B)",
-            ),
-            ("WAL size", wal),
-            ("Free pages", free),
+            *(_file_rows(info.file) if info.file else ()),
+            *(_server_rows(info.server) if info.server else ()),
             ("Sessions", count(info.sessions)),
             ("Messages", count(info.messages)),
             ("Snapshots", snapshots),
@@ -89,3 +99,30 @@ def info_view(info: DatabaseInfo, now: datetime | None = None) -> Table:
             ("Missing indexes", missing),
         ]
     )
+
+
+def _file_rows(file: FileFacts) -> list[tuple[str, Text | str]]:
+    wal = "no -wal file" if file.wal_size is None else human_bytes(file.wal_size)
+    return [
+        ("Journal mode", file.journal_mode),
+        (
+            "File size",
+            f"{human_bytes(file.file_size)} ({count(file.page_count)} pages of "
+            f"{count(file.page_size)} B)",
+        ),
+        ("WAL size", wal),
+        ("Free pages", f"{count(file.free_pages)} ({human_bytes(file.free_bytes)})"),
+    ]
+
+
+def _server_rows(server: ServerFacts) -> list[tuple[str, Text | str]]:
+    tables = ", ".join(
+        f"{r.name} {human_bytes(r.table_bytes)} (+{human_bytes(r.index_bytes)} indexes)"
+        for r in server.relations
+    )
+    schema = f"{server.schema_version} ({', '.join(server.migrations) or 'none recorded'})"
+    return [
+        ("Server", safe_cell(f"PostgreSQL {server.server_version}")),
+        ("Schema version", schema),
+        ("Size", f"{human_bytes(server.total_bytes)}: {tables}"),
+    ]

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from ..backend import SessionDatabase
 from ..database import Database
 from ..errors import DatabaseError, NotAnArchive, NotASessionDatabase, UsageError
 from ..rows import SNAPSHOT_COLUMNS
@@ -119,7 +120,7 @@ def _archived_sql(table: str, columns: Sequence[str]) -> str:
 class ArchiveWriter:
     """The archive of one run, open and locked: ``add`` copies sessions into it durably."""
 
-    def __init__(self, source: Database, lock: LockedFile, archive: Database) -> None:
+    def __init__(self, source: SessionDatabase, lock: LockedFile, archive: Database) -> None:
         self._layout = source.layout
         self._lock = lock
         self._archive = archive
@@ -173,7 +174,7 @@ class ArchiveWriter:
 
 
 @contextlib.asynccontextmanager
-async def open_archive(source: Database, path: Path) -> AsyncIterator[ArchiveWriter]:
+async def open_archive(source: SessionDatabase, path: Path) -> AsyncIterator[ArchiveWriter]:
     """The archive at ``path``, locked against other runs (see ``archive_file``) for as long
     as the block runs; a file this run created is removed again if nothing went into it."""
     if source.is_memory:

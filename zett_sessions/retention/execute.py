@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..errors import DatabaseError, ZettSessionsError
 from ..schema import IN_IDS, json_ids
 from ..values import plural
@@ -62,7 +62,7 @@ class DeleteCheckFailed(DatabaseError):
 
 
 async def execute_plan(
-    db: Database,
+    db: SessionDatabase,
     plan: DeletePlan,
     policy: RetentionPolicy,
     *,
@@ -132,7 +132,7 @@ async def execute_plan(
 
 
 @contextlib.asynccontextmanager
-async def _checkpoints_between_batches(db: Database) -> AsyncIterator[None]:
+async def _checkpoints_between_batches(db: SessionDatabase) -> AsyncIterator[None]:
     """No automatic checkpoint at each COMMIT: ``_writers_turn`` checkpoints while the write
     lock is free anyway (the connection's setting is restored afterwards)."""
     automatic = await db.scalar("PRAGMA wal_autocheckpoint")
@@ -144,7 +144,7 @@ async def _checkpoints_between_batches(db: Database) -> AsyncIterator[None]:
             await db.execute(f"PRAGMA wal_autocheckpoint = {int(automatic)}")
 
 
-async def _writers_turn(db: Database, pause: float) -> None:
+async def _writers_turn(db: SessionDatabase, pause: float) -> None:
     """Leave the write lock free for ``pause`` seconds at least; checkpoint meanwhile."""
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -171,7 +171,7 @@ class _Budget:
 
 
 async def _run_batch(
-    db: Database,
+    db: SessionDatabase,
     plan: DeletePlan,
     policy: RetentionPolicy,
     batch: Sequence[PlannedSession],
@@ -242,7 +242,7 @@ def _next_batch(units: deque[list[PlannedSession]], rows: int, size: int) -> lis
 
 
 async def _reevaluate(
-    db: Database, plan: DeletePlan, policy: RetentionPolicy, batch: Sequence[PlannedSession]
+    db: SessionDatabase, plan: DeletePlan, policy: RetentionPolicy, batch: Sequence[PlannedSession]
 ) -> tuple[list[PlannedSession], list[SkippedSession]]:
     """The batch's sessions that the policy still selects now, and why the others are not."""
     current, now_skipped = await replan(db, policy, plan, [s.id for s in batch])
@@ -268,7 +268,7 @@ def _why(session: PlannedSession, now: SkippedSession | None, exists: bool) -> S
     return skipped_session(session, reason, detail)
 
 
-async def _existing(db: Database, ids: Sequence[str]) -> set[str]:
+async def _existing(db: SessionDatabase, ids: Sequence[str]) -> set[str]:
     if not ids:
         return set()
     found: set[str] = set()
@@ -286,7 +286,7 @@ async def _existing(db: Database, ids: Sequence[str]) -> set[str]:
 
 
 async def _without_kept_children(
-    db: Database, final: list[PlannedSession]
+    db: SessionDatabase, final: list[PlannedSession]
 ) -> tuple[list[PlannedSession], list[SkippedSession]]:
     """Leave out every session with a child that stays (one that appeared since the plan, or
     a planned child kept now), and then its planned ancestors: nothing kept loses its parent."""
@@ -316,7 +316,7 @@ async def _without_kept_children(
     return [s for s in final if s.id in going], kept
 
 
-async def _delete(db: Database, final: Sequence[PlannedSession]) -> None:
+async def _delete(db: SessionDatabase, final: Sequence[PlannedSession]) -> None:
     ids = json_ids(s.id for s in final)
     expected = {
         "raw_messages": sum(s.messages for s in final),
@@ -344,12 +344,12 @@ async def _delete(db: Database, final: Sequence[PlannedSession]) -> None:
             )
 
 
-async def _delete_from(db: Database, table: str, column: str, ids: str) -> int:
+async def _delete_from(db: SessionDatabase, table: str, column: str, ids: str) -> int:
     """One set-based delete; returns how many rows it removed."""
     return await db.execute(f"DELETE FROM {table} WHERE {column} {IN_IDS}", (ids,))
 
 
-async def _space(db: Database, before: int, run_vacuum: bool) -> SpaceReport:
+async def _space(db: SessionDatabase, before: int, run_vacuum: bool) -> SpaceReport:
     error = await vacuum(db) if run_vacuum else None
     vacuumed = run_vacuum and error is None
     folded = await fold_wal(db) if vacuumed else True

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..errors import SessionNotFound, UsageError
 from ..queries.resolve import id_spellings, resolve_session, session_exists
 from ..queries.sessions import SessionFilter, iter_sessions, unknown_age_sessions
@@ -62,7 +62,7 @@ def nothing_selected() -> UsageError:
 
 
 async def build_plan(
-    db: Database,
+    db: SessionDatabase,
     policy: RetentionPolicy,
     *,
     now: datetime | None = None,
@@ -109,7 +109,7 @@ async def build_plan(
 
 
 async def replan(
-    db: Database, policy: RetentionPolicy, plan: DeletePlan, ids: Sequence[str]
+    db: SessionDatabase, policy: RetentionPolicy, plan: DeletePlan, ids: Sequence[str]
 ) -> tuple[list[PlannedSession], list[SkippedSession]]:
     """``build_plan`` again, as the database stands now, for the part of ``plan`` that is the
     sessions ``ids`` (one batch of a delete): which of them the policy still selects, and why
@@ -137,7 +137,7 @@ class _Selection:
 
 
 async def _evaluate(
-    db: Database,
+    db: SessionDatabase,
     policy: RetentionPolicy,
     resolved: tuple[str, ...] | None,
     now: datetime,
@@ -222,7 +222,7 @@ def check_guards(plan: DeletePlan, policy: RetentionPolicy) -> list[Refusal]:
 
 
 async def _resolve_ids(
-    db: Database, texts: Sequence[str], exact_only: Collection[str], missing_ok: bool
+    db: SessionDatabase, texts: Sequence[str], exact_only: Collection[str], missing_ok: bool
 ) -> tuple[tuple[str, ...], list[SkippedSession]]:
     """Full ids in one query; prefixes and rowless sessions one by one (they are rare).
 
@@ -273,7 +273,9 @@ class _Candidate:
     dated: bool = True  # False: updated_at is not a time in the stored form (age unknown)
 
 
-async def _select(db: Database, filters: SessionFilter, via: str = "selected") -> list[_Candidate]:
+async def _select(
+    db: SessionDatabase, filters: SessionFilter, via: str = "selected"
+) -> list[_Candidate]:
     """Sessions matching ``filters``, newest activity first, with their message counts."""
     if not db.layout.has_sessions_table:  # layout A0: sessions derived from the raw log
         return [
@@ -317,7 +319,7 @@ async def _select(db: Database, filters: SessionFilter, via: str = "selected") -
     ]
 
 
-async def _rowless_sessions(db: Database, ids: Sequence[str]) -> list[_Candidate]:
+async def _rowless_sessions(db: SessionDatabase, ids: Sequence[str]) -> list[_Candidate]:
     """Named sessions that have raw rows or snapshots but no session row (damaged files)."""
     if not ids:
         return []
@@ -360,7 +362,7 @@ class _Recent:
 
 
 async def _most_recent(
-    db: Database, policy: RetentionPolicy, resolved: tuple[str, ...] | None
+    db: SessionDatabase, policy: RetentionPolicy, resolved: tuple[str, ...] | None
 ) -> _Recent | None:
     if not policy.keep_last:
         return None
@@ -438,7 +440,9 @@ def skipped_session(session: _Described, reason: str, detail: str) -> SkippedSes
 # --- children ----------------------------------------------------------------------------
 
 
-async def _children(db: Database, parents: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]]:
+async def _children(
+    db: SessionDatabase, parents: Iterable[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
     """parent id → {child id → title/updated_at} for every direct child of ``parents``."""
     rows = await db.fetchall(
         "SELECT id, parent_session_id, title, updated_at FROM agent_sessions "
@@ -455,7 +459,7 @@ async def _children(db: Database, parents: Iterable[str]) -> dict[str, dict[str,
 
 
 async def _add_subtrees(
-    db: Database,
+    db: SessionDatabase,
     planned: dict[str, _Candidate],
     protected: dict[str, SkippedSession],
     policy: RetentionPolicy,
@@ -529,7 +533,7 @@ def _drop_ancestors(
 
 
 async def _completed(
-    db: Database,
+    db: SessionDatabase,
     sessions: list[_Candidate],
     children: dict[str, dict[str, dict[str, Any]]],
     measure_bytes: bool,
@@ -573,7 +577,7 @@ async def _completed(
     ]
 
 
-async def _raw_bytes(db: Database, sessions: list[_Candidate], ids: str) -> dict[str, int]:
+async def _raw_bytes(db: SessionDatabase, sessions: list[_Candidate], ids: str) -> dict[str, int]:
     """Bytes the planned raw rows occupy: measured row by row for plans up to
     ``EXACT_BYTES_LIMIT`` messages; above that (reading gigabytes just for an estimate would
     cost a good share of the delete itself) the file's average bytes per raw row is used."""
@@ -597,7 +601,7 @@ async def _raw_bytes(db: Database, sessions: list[_Candidate], ids: str) -> dict
     return {s.id: round(s.messages * per_row) for s in sessions}
 
 
-async def _total_sessions(db: Database) -> int:
+async def _total_sessions(db: SessionDatabase) -> int:
     if db.layout.has_sessions_table:
         return int(await db.scalar("SELECT count(*) FROM agent_sessions"))
     return int(await db.scalar("SELECT count(DISTINCT session_id) FROM raw_messages"))

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..errors import DatabaseError, DatabaseLocked
 from ..readonly import file_size
 from .models import Refusal
@@ -48,20 +48,20 @@ def disk_refusal(path: str) -> Refusal | None:
     return None
 
 
-async def free_bytes(db: Database) -> tuple[int, int]:
+async def free_bytes(db: SessionDatabase) -> tuple[int, int]:
     """(page size, bytes on the freelist) of an open database."""
     page_size = int(await db.scalar("PRAGMA page_size"))
     return page_size, int(await db.scalar("PRAGMA freelist_count")) * page_size
 
 
-async def checkpoint(db: Database) -> None:
+async def checkpoint(db: SessionDatabase) -> None:
     """Fold the WAL into the file without waiting for or blocking anyone (PASSIVE)."""
     with contextlib.suppress(DatabaseError):
         if str(await db.scalar("PRAGMA journal_mode")).lower() == "wal":
             await db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
-async def vacuum(db: Database) -> str | None:
+async def vacuum(db: SessionDatabase) -> str | None:
     """VACUUM (a write transaction of its own); returns an error message or ``None``.
 
     In WAL mode VACUUM writes the whole new database into the WAL: ``fold_wal`` must then
@@ -74,7 +74,7 @@ async def vacuum(db: Database) -> str | None:
     return None
 
 
-async def fold_wal(db: Database) -> bool:
+async def fold_wal(db: SessionDatabase) -> bool:
     """Checkpoint every WAL frame into the file and truncate the WAL to zero bytes, without
     waiting for anyone (a TRUNCATE checkpoint that waits blocks every writer meanwhile).
     False when another connection's read still needs part of the WAL: the file and the WAL

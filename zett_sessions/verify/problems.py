@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..database import Database
+from ..backend import SessionDatabase
 from ..queries.sessions import (
     NEWEST_FIRST,
     SessionFilter,
@@ -70,7 +70,7 @@ def _next_slice(examined: int, found: int, wanted: int) -> int:
 
 
 async def find_problems(
-    db: Database,
+    db: SessionDatabase,
     filters: SessionFilter,
     *,
     limit: int | None,

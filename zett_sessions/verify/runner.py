@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from ..backend import SessionDatabase
 from ..codec import decode_envelope
-from ..database import Database
 from ..errors import DatabaseUnreadable, ValidationError
 from ..queries.sessions import SessionFilter, session_ids_sql
 from ..schema import Layout
@@ -336,7 +336,7 @@ def check_range(
             return _RangeChecker(reader, span, now, summarize).run()
 
 
-async def _split(db: Database, parts: int, scope: Scope | None = None) -> list[_Range]:
+async def _split(db: SessionDatabase, parts: int, scope: Scope | None = None) -> list[_Range]:
     """Cut the session-id space (of the sessions in ``scope``) into ``parts`` ranges holding
     about as many raw rows each; counted through the ``session_id`` index."""
     where, params = _Range(scope=scope).where("session_id")
@@ -355,7 +355,7 @@ async def _split(db: Database, parts: int, scope: Scope | None = None) -> list[_
     return [_Range(low, high, scope) for low, high in itertools.pairwise(bounds)]
 
 
-async def _parent_links(db: Database) -> dict[str, str]:
+async def _parent_links(db: SessionDatabase) -> dict[str, str]:
     links: dict[str, str] = {}
     if not db.layout.has_sessions_table:
         return links
@@ -383,7 +383,7 @@ async def _in_child(**arguments: Any) -> _Result:
 
 
 async def _run_ranges(
-    db: Database, spans: list[_Range], now: datetime, summarize: frozenset[str] = frozenset()
+    db: SessionDatabase, spans: list[_Range], now: datetime, summarize: frozenset[str] = frozenset()
 ) -> list[_Result]:
     """One range: a thread of this process.  Several (a large database): one child process
     each, so SQLite works on every core and this process stays small."""
@@ -403,7 +403,7 @@ async def _run_ranges(
 
 
 async def verify_database(
-    db: Database,
+    db: SessionDatabase,
     session_ids: Sequence[str] | None = None,
     *,
     filters: SessionFilter | None = None,
@@ -431,7 +431,7 @@ async def verify_database(
 
 
 async def verify_scope(
-    db: Database,
+    db: SessionDatabase,
     scope: Scope | None,
     *,
     deep: bool = False,
@@ -505,7 +505,7 @@ async def verify_scope(
 
 
 def _scope(
-    db: Database, session_ids: Sequence[str] | None, filters: SessionFilter | None
+    db: SessionDatabase, session_ids: Sequence[str] | None, filters: SessionFilter | None
 ) -> Scope | None:
     """``None`` for the whole database."""
     if filters is None:

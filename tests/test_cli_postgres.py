@@ -1,0 +1,180 @@
+"""The commands on a PostgreSQL URL: what only a server case has (the rest of every command's
+tests run on both backends through the ``databases`` fixture).
+
+Inspection runs in read-only transactions, works for a role that may only ``SELECT``, never
+creates or migrates anything, and no output, error or JSON ever shows a password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+import pgcluster
+from pgtest import admin, copy_into, new_schema
+from support import NEWEST_IDS, copy_sample, run_cli
+from zett_sessions.backend import open_database
+from zett_sessions.errors import DatabaseReadOnly
+
+INSPECTIONS = [
+    ["list"],
+    ["list", "--json", "--all"],
+    ["show", NEWEST_IDS["crashed"][:13]],
+    ["show", NEWEST_IDS["compacted"], "--json"],
+    ["show", NEWEST_IDS["crashed"], "--context"],
+    ["tail", NEWEST_IDS["tools"], "-n", "3"],
+    ["tail", "--latest", "--json"],
+    ["snapshot-info", "--all"],
+    ["snapshot-info", NEWEST_IDS["compacted"], "--json"],
+    ["info", "--tokens"],
+]
+
+
+def schema_of(dsn: str) -> str:
+    return dsn.rsplit("search_path=", 1)[1]
+
+
+async def tables(server: str, schema: str) -> set[str]:
+    import asyncpg
+
+    connection = await asyncpg.connect(server)
+    try:
+        rows = await connection.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = $1", schema
+        )
+    finally:
+        await connection.close()
+    return {row[0] for row in rows}
+
+
+@pytest.fixture
+def seeded_dsn(tmp_path: Path, pg_server: str, request: pytest.FixtureRequest) -> str:
+    dsn = new_schema(pg_server, request)
+    copy_into(copy_sample(tmp_path), dsn)
+    return dsn
+
+
+@pytest.fixture
+def select_only_dsn(seeded_dsn: str, pg_server: str) -> Iterator[str]:
+    """The seeded sample as a role that may only ``SELECT`` (and use the schema)."""
+    role = f"zs_reader_{uuid.uuid4().hex[:12]}"
+    schema = schema_of(seeded_dsn)
+    asyncio.run(
+        admin(
+            pg_server,
+            f"CREATE ROLE {role} LOGIN",
+            f'GRANT USAGE ON SCHEMA "{schema}" TO {role}',
+            f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO {role}',
+        )
+    )
+    parts = urlsplit(seeded_dsn)
+    try:
+        yield urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+    finally:
+        asyncio.run(
+            admin(
+                pg_server,
+                f'REVOKE ALL ON SCHEMA "{schema}" FROM {role}',
+                f"DROP OWNED BY {role}",
+                f"DROP ROLE {role}",
+            )
+        )
+
+
+@pytest.mark.parametrize("args", INSPECTIONS)
+def test_a_role_that_may_only_select_runs_every_inspection(
+    select_only_dsn: str, args: list[str]
+) -> None:
+    r = run_cli(["--db", select_only_dsn, *args])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.strip()
+
+
+def test_a_role_that_may_only_select_cannot_rename(select_only_dsn: str) -> None:
+    r = run_cli(["--db", select_only_dsn, "rename", NEWEST_IDS["plain"], "New"])
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr.startswith("Error: cannot write to database ")
+    assert r.stderr.count("\n") == 1
+
+
+def test_inspection_transactions_are_read_only(seeded_dsn: str) -> None:
+    """The handle every inspection command gets: each transaction is read-only on the server,
+    so even a mistaken write would be refused there."""
+
+    async def scenario() -> tuple[str, str]:
+        db = open_database(seeded_dsn, read_only=True)
+        try:
+            await db.open()
+            outside = await db.scalar("SHOW transaction_read_only")
+            async with db.read():
+                inside = await db.scalar("SHOW transaction_read_only")
+                with pytest.raises(DatabaseReadOnly):
+                    await db.execute("UPDATE agent_sessions SET title = 'x'")
+            return outside, inside
+        finally:
+            await db.close()
+
+    assert asyncio.run(scenario()) == ("on", "on")
+
+
+@pytest.mark.parametrize("args", [*INSPECTIONS, ["rename", "x", "Title"]])
+def test_no_command_creates_or_migrates_an_empty_database(
+    pg_dsn: str, pg_server: str, args: list[str]
+) -> None:
+    r = run_cli(["--db", pg_dsn, *args])
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert "has no zett-agent session tables" in r.stderr and r.stderr.count("\n") == 1
+    assert asyncio.run(tables(pg_server, schema_of(pg_dsn))) == set()
+
+
+def test_the_url_can_come_from_the_environment(
+    seeded_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZETT_SESSIONS_DB", seeded_dsn)
+    r = run_cli(["list", "-q", "--limit", "1"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == NEWEST_IDS["plain"] + "\n"
+
+
+@pytest.mark.parametrize("args", [["list"], ["info", "--json"], ["show", "x", "--json"]])
+def test_a_password_never_appears_in_an_error(args: list[str]) -> None:
+    port = pgcluster._free_port()  # nothing listens there
+    r = run_cli(["--db", f"postgresql://zs:s3cret-pw@127.0.0.1:{port}/db", *args])
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert "s3cret" not in r.stderr and "zs:***@127.0.0.1" in r.stderr
+    assert r.stderr.startswith("Error: cannot connect to ") and r.stderr.count("\n") == 1
+
+
+def test_a_password_never_appears_in_output_or_json(seeded_dsn: str) -> None:
+    with_password = seeded_dsn.replace("://zs@", "://zs:s3cret-pw@")  # trust auth ignores it
+    for args in (["info"], ["info", "--json"], ["list", "--json"]):
+        r = run_cli(["--db", with_password, *args])
+        assert r.exit_code == 0, r.stderr
+        assert "s3cret" not in r.stdout + r.stderr
+    assert json.loads(run_cli(["--db", with_password, "info", "--json"]).stdout)["path"] == (
+        seeded_dsn.replace("://zs@", "://zs:***@")
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://u:pw@h:notaport/db", "postgresql://u:pw@h/db?sslmode=sometimes"],
+)
+def test_a_malformed_url_is_a_usage_error_without_its_password(url: str) -> None:
+    r = run_cli(["--db", url, "list"])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
+    assert ":pw@" not in r.stderr and "u:***@" in r.stderr
+
+
+def test_a_database_that_does_not_exist_is_not_found(pg_server: str) -> None:
+    missing = urlunsplit(urlsplit(pg_server)._replace(path="/no_such_database"))
+    r = run_cli(["--db", missing, "list"])
+    assert (r.exit_code, r.stdout) == (1, "")
+    assert r.stderr.startswith(f"Error: no database at {missing}")

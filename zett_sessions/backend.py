@@ -1,0 +1,119 @@
+"""The database a command works on: an SQLite file or a PostgreSQL server, behind one surface.
+
+``SessionDatabase`` is what the queries, ``verify``, retention and the commands use: SQLite's
+``database.Database`` and PostgreSQL's ``postgres.connection.PgDatabase`` both provide it (one
+connection primitive per backend).  Queries are written once; what differs in their SQL is the
+backend's ``dialect``; what only one backend can do (SQLite's pages, journal and integrity
+check; PostgreSQL's relation sizes and migrations) is a capability of its own module, chosen
+through the database object, never by a test on the backend in a command.
+
+``open_database`` is the one place that decides the backend from a location: a
+``postgresql://`` (or ``postgres://``) URL is a server, anything else a file path.  This module
+imports neither aiosqlite nor asyncpg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from .database import Database
+    from .dialect import Dialect
+    from .postgres.connection import PgDatabase
+    from .postgres.storage import PostgresSessionStorage
+    from .schema import Layout
+    from .sqlite_storage import SQLiteSessionStorage
+
+
+class SessionDatabase(Protocol):
+    """An opened (or lazily opening) session database of either backend."""
+
+    @property
+    def path(self) -> str:
+        """What messages and reports name it by (a file path, or a URL with its password
+        masked)."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def busy_timeout_ms(self) -> int:
+        """How long a statement waits for a busy writer (SQLite) or a lock (PostgreSQL)."""
+
+    @property
+    def is_memory(self) -> bool: ...
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def layout(self) -> Layout: ...
+
+    async def open(self) -> Any: ...
+
+    async def close(self) -> None: ...
+
+    def require_layout(self, operation: str) -> None: ...
+
+    def read(self) -> AbstractAsyncContextManager[Any]: ...
+
+    def write(self) -> AbstractAsyncContextManager[Any]: ...
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+    async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+    def stream(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        batch: int = 512,
+        *,
+        heavy: Callable[[Any], bool] | None = None,
+    ) -> AsyncGenerator[Any, None]: ...
+
+
+def is_server(location: str) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a file."""
+    from .postgres.dsn import is_dsn
+
+    return is_dsn(location)
+
+
+def open_database(
+    location: str | None,
+    *,
+    read_only: bool,
+    create: bool = False,
+    busy_timeout_ms: int = 5000,
+) -> SessionDatabase:
+    """A handle on the database at ``location`` (``None``: the default file), not yet opened.
+
+    ``read_only``: it never creates, migrates or writes anything.  A writable handle never
+    creates a database unless ``create`` (only SQLite files are ever created by a command).
+    """
+    if location is not None and is_server(location):
+        from .postgres.connection import PgDatabase
+
+        return PgDatabase(location, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
+    from .database import Database
+
+    return Database(location, read_only=read_only, create=create, busy_timeout_ms=busy_timeout_ms)
+
+
+def storage_on(db: SessionDatabase) -> SQLiteSessionStorage | PostgresSessionStorage:
+    """The session storage of ``db``'s backend over this very handle (its mode and timeouts):
+    the commands' writes go through the storage's own rules and statements."""
+    if db.dialect.name == "postgres":
+        from .postgres.storage import PostgresSessionStorage
+
+        return PostgresSessionStorage.on(cast("PgDatabase", db))
+    from .sqlite_storage import SQLiteSessionStorage
+
+    return SQLiteSessionStorage.on(cast("Database", db))
