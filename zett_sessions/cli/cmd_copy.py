@@ -20,7 +20,7 @@ from .options import (
     SinceOption,
     TitleOption,
     TypeOption,
-    non_blank,
+    session_filter,
 )
 from .state import app_state
 
@@ -84,22 +84,24 @@ def copy_command(
     Example: zett-sessions copy sessions.sqlite3 postgresql://agent@db/agents --dry-run
     """
     import asyncio
+    from dataclasses import replace
 
-    from ..queries.sessions import SessionFilter
-    from ..timeutil import activity_cutoff, parse_moment, utc_now
+    from ..timeutil import utc_now
     from ..transfer import copy_sessions
 
     state = app_state(ctx)
     out = state.output()
-    now = utc_now()
-    agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
-    filters = SessionFilter(
-        agent=agent,
-        types=tuple(session_type or ()),
-        roots=roots,
-        active_since=parse_moment(since, now=now) if since is not None else None,
-        active_before=activity_cutoff(before, older_than, now=now),
-        title=title,
+    filters = replace(
+        session_filter(
+            agent=agent,
+            session_type=session_type,
+            roots=roots,
+            since=since,
+            until=before,
+            older_than=older_than,
+            title=title,
+            now=utc_now(),
+        ),
         ids=tuple(session) if session else None,
     )
     with _progress_bar() as progress:
