@@ -8,8 +8,8 @@ from zett_sessions import errors as e
 from zett_sessions.cli import errors as boundary
 from zett_sessions.cli.errors import Refused, StaleRun
 from zett_sessions.cli.exit_codes import ExitCode
-from zett_sessions.queries.follow import NoSessions
 from zett_sessions.timeutil import DurationTooLong
+from zett_sessions.transcript.follow import NoSessions
 
 
 class OddDiskFull(e.DiskFull):

@@ -37,15 +37,15 @@ from support import (
 )
 from zett_sessions.backend import open_database
 from zett_sessions.models import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
-from zett_sessions.queries.follow import Gone, Stale, follow
-from zett_sessions.queries.transcript import (
+from zett_sessions.rows import record_from_row
+from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.transcript.follow import Gone, Stale, follow
+from zett_sessions.transcript.query import (
     Selection,
     TranscriptState,
     annotator_for,
     stream_transcript,
 )
-from zett_sessions.rows import record_from_row
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
 
 TIMEOUT = SAFETY_NET  # seconds: turns a hung follow test into a failure; no test waits for it
 

@@ -2,7 +2,7 @@
 
 Issue 18 (item 11): peak memory grew with the largest message (5.5x for ``show``, 12.7x with
 ``--json``) and ``show --from 1 --through 3`` read a large row beyond the range.  Large values
-are now left out of the transcript query and read one at a time (``queries/large_values.py``),
+are now left out of the transcript query and read one at a time (``transcript/large_values.py``),
 long ``--full`` bodies are written in pieces, and a range is bounded in SQL.  The memory itself
 is measured by ``bench/big_message.py``; these tests pin the behaviour: the same output as
 before, byte for byte, with every value of a session treated as large, and no row beyond a
@@ -32,9 +32,9 @@ from support import (
     write_hostile_session,
 )
 from zett_sessions.database import Database
-from zett_sessions.queries import large_values
-from zett_sessions.render import transcript as render_transcript
 from zett_sessions.schema import RAW_COLUMNS
+from zett_sessions.transcript import large_values
+from zett_sessions.transcript import render as render_transcript
 
 ODD = "odd-rows"
 # Envelopes the large path must write exactly as the whole-row path does.

@@ -1,7 +1,8 @@
-"""``show --json`` of a whole session (cli/records_json): the same document as the general path.
+"""``show --json`` of a whole session (transcript/records_json): the same document as the
+general path.
 
 The general path (``row_item`` + ``Annotator`` + ``write_json_records``) is the reference; the
-fast path lets SQLite read the envelopes (queries/classify) and flags come from ``FlagScan``.
+fast path lets SQLite read the envelopes (transcript/classify) and flags come from ``FlagScan``.
 Both run in-process on the same database and their texts are compared, for every session of
 both samples and for a session of damaged rows.
 """
@@ -19,15 +20,15 @@ from typing import Any
 import pytest
 
 from support import LEGACY, NEWEST, copy_sample, run_cli, sample_with_layout
-from zett_sessions.cli.records_json import flags_document, write_session_records
-from zett_sessions.cli.transcript_io import Request, _records, flags_json, write_json_records
 from zett_sessions.database import Database
 from zett_sessions.models import AssistantMessage, ToolCall, ToolMessage, UndecodableMessage
-from zett_sessions.queries.annotate import Annotator
-from zett_sessions.queries.flagscan import FlagScan
-from zett_sessions.queries.transcript import Selection, TranscriptState, annotator_for, row_item
 from zett_sessions.render.jsonout import kind_name
-from zett_sessions.render.transcript import TranscriptOptions, dropped_json
+from zett_sessions.transcript.annotate import Annotator
+from zett_sessions.transcript.flagscan import FlagScan
+from zett_sessions.transcript.query import Selection, TranscriptState, annotator_for, row_item
+from zett_sessions.transcript.records_json import flags_document, write_session_records
+from zett_sessions.transcript.render import TranscriptOptions, dropped_json
+from zett_sessions.transcript.write import Request, _records, flags_json, write_json_records
 
 SESSION = "damaged-rows"
 

@@ -28,13 +28,14 @@ from zett_sessions.models import (
     UserMessage,
 )
 from zett_sessions.projection import Dropped, project
-from zett_sessions.queries.annotate import Annotator, CallRef, Entry, OpenBatch
-from zett_sessions.queries.follow import Stale
-from zett_sessions.queries.transcript import Boundary, row_item
 from zett_sessions.render.jsonout import record_json
-from zett_sessions.render.jsonrows import escape_terminal, record_json_text
-from zett_sessions.render.markdown import code, fence
-from zett_sessions.render.transcript import (
+from zett_sessions.rows import raw_select, record_from_row
+from zett_sessions.transcript.annotate import Annotator, CallRef, Entry, OpenBatch
+from zett_sessions.transcript.follow import Stale
+from zett_sessions.transcript.jsonrows import escape_terminal, record_json_text
+from zett_sessions.transcript.markdown import code, fence
+from zett_sessions.transcript.query import Boundary, row_item
+from zett_sessions.transcript.render import (
     BODY_CHARS,
     BODY_LINES,
     TranscriptOptions,
@@ -44,7 +45,6 @@ from zett_sessions.render.transcript import (
     image_placeholder,
     stale_message,
 )
-from zett_sessions.rows import raw_select, record_from_row
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 12_292
 

@@ -66,9 +66,9 @@ class Dialect:
         return f"CAST({column} AS BLOB)"
 
     def envelope_code(self) -> str:
-        """``queries.classify``'s per-row envelope code, or ``NULL`` where the backend has no
+        """``transcript.classify``'s per-row envelope code, or ``NULL`` where the backend has no
         JSON functions to compute it with (every row then takes the Python path)."""
-        from .queries.classify import CODE
+        from .transcript.classify import CODE
 
         return CODE
 

@@ -86,10 +86,10 @@ def show_command(
     Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
     """
     from ..errors import UsageError
-    from ..queries.transcript import ROLE_KINDS, Selection
-    from ..render.transcript import TranscriptOptions
+    from ..transcript.query import ROLE_KINDS, Selection
+    from ..transcript.render import TranscriptOptions
+    from ..transcript.write import Format, Request, show
     from .state import app_state, run_with
-    from .transcript_io import Format, Request, show
 
     if json_output and output_format is ShowFormat.markdown:
         raise UsageError("--json and --format markdown cannot be combined")

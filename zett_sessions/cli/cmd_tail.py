@@ -80,11 +80,11 @@ def tail_command(
     Example: zett-sessions tail --latest -f --stale-after 10m
     """
     from ..errors import UsageError
-    from ..queries.transcript import Selection
-    from ..render.transcript import TranscriptOptions
     from ..timeutil import parse_duration
+    from ..transcript.query import Selection
+    from ..transcript.render import TranscriptOptions
+    from ..transcript.write import Format, Request, tail
     from .state import app_state, run_with
-    from .transcript_io import Format, Request, tail
 
     if latest == (session is not None):
         raise UsageError("give either a SESSION or --latest")

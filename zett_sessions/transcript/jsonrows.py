@@ -26,12 +26,12 @@ from typing import Any
 
 from ..codec import to_wire
 from ..models import Message
-from ..queries.large_values import left_out, row_ref
-from ..queries.transcript import RowItem, strict_json
+from ..render.jsonout import kind_name, message_json
+from ..render.sanitize import JSON_UNSAFE
 from ..schema import CONTEXT_COLUMNS, RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import iso_utc, parse_db_time
-from .jsonout import kind_name, message_json
-from .sanitize import JSON_UNSAFE
+from .large_values import left_out, row_ref
+from .query import RowItem, strict_json
 
 _UNSAFE_RE = re.compile("[" + "".join(re.escape(chr(code)) for code in JSON_UNSAFE) + "]")
 _NON_FINITE = ("NaN", "Infinity")

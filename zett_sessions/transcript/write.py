@@ -21,10 +21,14 @@ from typing import TYPE_CHECKING, Any
 # uses (JSON records, Markdown) are imported where that format is written: here, they would
 # load more modules into a text show or tail (6-10 ms measured; bench/run.py's target for tail
 # is its imports + 50 ms).
-from ..queries.annotate import Annotator
-from ..queries.follow import Gone, Stale, follow, latest_session
+from ..cli.errors import StaleRun
+from ..cli.output import Output, dumps
 from ..queries.resolve import resolve_session
-from ..queries.transcript import (
+from ..render.jsonout import kind_name, snapshot_json
+from ..rows import record_from_row
+from .annotate import Annotator
+from .follow import Gone, Stale, follow, latest_session
+from .query import (
     Boundary,
     Selection,
     TranscriptState,
@@ -36,8 +40,7 @@ from ..queries.transcript import (
     row_item,
     stream_transcript,
 )
-from ..render.jsonout import kind_name, snapshot_json
-from ..render.transcript import (
+from .render import (
     TranscriptRenderer,
     boundary_text,
     checkpoint_text,
@@ -49,9 +52,6 @@ from ..render.transcript import (
     stale_message,
     totals_table,
 )
-from ..rows import record_from_row
-from .errors import StaleRun
-from .output import Output, dumps
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -59,9 +59,9 @@ if TYPE_CHECKING:
 
     from ..backend import SessionDatabase
     from ..models import RawMessageRecord
-    from ..queries.annotate import Entry
-    from ..queries.transcript import TranscriptHeader
-    from ..render.transcript import TranscriptOptions
+    from .annotate import Entry
+    from .query import TranscriptHeader
+    from .render import TranscriptOptions
 
 
 class Format(StrEnum):
@@ -208,7 +208,7 @@ def write_renderable(console: Console, renderable: RenderableType, **options: An
 async def _show_markdown(
     db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..render.markdown import boundary_markdown, entry_markdown_parts, header_markdown
+    from .markdown import boundary_markdown, entry_markdown_parts, header_markdown
 
     out.line(header_markdown(header))
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
@@ -261,7 +261,7 @@ async def write_json_records(
     closing: str,
 ) -> None:
     """A JSON array of records, one per line, written as they arrive (``[]`` when none)."""
-    from ..render.jsonrows import RecordWriter
+    from .jsonrows import RecordWriter
 
     writer = RecordWriter()
     write = sys.stdout.write
@@ -278,8 +278,8 @@ async def write_json_records(
 
 async def write_record(db: SessionDatabase, parts: list[Any]) -> None:
     """Write one record's ``RecordWriter.parts``, reading each left-out value in pieces."""
-    from ..queries.large_values import text_chunks
-    from ..render.jsonrows import ElementPieces, string_piece
+    from .jsonrows import ElementPieces, string_piece
+    from .large_values import text_chunks
 
     write = sys.stdout.write
     for part in parts:
@@ -302,7 +302,7 @@ async def write_record(db: SessionDatabase, parts: list[Any]) -> None:
 async def _show_context(
     db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from ..render.jsonrows import RecordWriter
+    from .jsonrows import RecordWriter
 
     if request.fmt is Format.json:
         context = await read_context(db, session_id, row_item, header.snapshot)
@@ -373,7 +373,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
 
 
 async def _write_ndjson(db: SessionDatabase, stream: AsyncGenerator[Any, None]) -> None:
-    from ..render.jsonrows import RecordWriter
+    from .jsonrows import RecordWriter
 
     writer = RecordWriter()
     async with aclosing(stream) as entries:
@@ -393,7 +393,7 @@ async def _follow(
     out: Output,
     renderer: TranscriptRenderer,
 ) -> None:
-    from ..render.jsonrows import RecordWriter
+    from .jsonrows import RecordWriter
 
     record_text = RecordWriter()
     events = follow(

@@ -7,7 +7,7 @@ SQLite's parser finds the same facts about ten times faster, without building Py
 
 ``records_sql`` selects a session's rows (``raw_select`` columns, in sequence order) plus one
 *code* per row, ``NULL`` unless the envelope passes exactly the checks of
-``transcript.row_item``'s light path (``parse_envelope`` + ``_light_message``):
+``query.row_item``'s light path (``parse_envelope`` + ``_light_message``):
 
 * ``<kind>H``: a message that starts a segment of the context and opens no tool batch;
 * ``<kind>X``: a message left out of the context (``include_in_messages`` false);

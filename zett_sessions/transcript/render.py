@@ -36,15 +36,15 @@ from ..models import (
     UserMessage,
 )
 from ..projection import Dropped
-from ..queries.annotate import Entry
-from ..queries.follow import Stale
-from ..queries.transcript import Boundary, ResumeContext, Totals, TranscriptHeader
+from ..render.common import count, exact_time, human_bytes, human_duration_ns, moment_label
+from ..render.fields import fields_table
+from ..render.jsonout import kind_name, session_json
+from ..render.sanitize import sanitize, single_line
 from ..timeutil import iso_utc
 from ..values import plural
-from .common import count, exact_time, human_bytes, human_duration_ns, moment_label
-from .fields import fields_table
-from .jsonout import kind_name, session_json
-from .sanitize import sanitize, single_line
+from .annotate import Entry
+from .follow import Stale
+from .query import Boundary, ResumeContext, Totals, TranscriptHeader
 
 BODY_CHARS = 2000
 BODY_LINES = 40

@@ -26,11 +26,11 @@ from ..errors import (
     SessionNotFound,
     UnfinishedTransaction,
 )
+from ..queries.resolve import addressable, session_exists
 from ..rows import raw_select
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
-from .resolve import addressable, session_exists
-from .transcript import ItemT, TranscriptState
+from .query import ItemT, TranscriptState
 
 POLL_BATCH = 1000
 

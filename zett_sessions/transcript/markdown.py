@@ -26,11 +26,11 @@ from ..models import (
     UndecodableMessage,
 )
 from ..projection import Dropped
-from ..queries.annotate import Entry
-from ..queries.transcript import Boundary, TranscriptHeader
-from .common import count, exact_time, human_duration_ns
-from .sanitize import sanitize, single_line
-from .transcript import (
+from ..render.common import count, exact_time, human_duration_ns
+from ..render.sanitize import sanitize, single_line
+from .annotate import Entry
+from .query import Boundary, TranscriptHeader
+from .render import (
     REASONS,
     TranscriptOptions,
     cut,

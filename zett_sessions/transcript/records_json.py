@@ -1,14 +1,14 @@
 """``show --json`` of a whole session: the ``"records"`` array and the flags, at SQLite's pace.
 
-The general path (``transcript_io.write_json_records``) parses every envelope with
+The general path (``write.write_json_records``) parses every envelope with
 ``json.loads``, builds a light message and an annotator entry per row, then writes the record;
 on a 30k-message session that is over a second of Python per run.  Here SQLite reads the
-envelopes' structure (``queries.classify``), ``RecordWriter.text`` writes each regular row from
+envelopes' structure (``classify``), ``RecordWriter.text`` writes each regular row from
 its columns with the stored envelope spliced in, ``FlagScan`` keeps only what flags need, and
 the text goes out in blocks.  Rows SQLite cannot vouch for go through ``row_item`` and
 ``RecordWriter`` as before, so every record is what the general path writes for it
 (``tests/test_records_json.py`` compares the two on both samples and on damaged rows).  A row
-with a value left out for its size (``queries.large_values``) goes the general way too, and its
+with a value left out for its size (``large_values``) goes the general way too, and its
 record is written between two blocks, the large values copied from the database in pieces.
 """
 
@@ -19,15 +19,15 @@ import sys
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from ..queries.classify import needs_python, records_sql
-from ..queries.flagscan import FlagScan
-from ..queries.large_values import EXTRA_COLUMNS, has_large, with_message
-from ..queries.transcript import row_item
 from ..render.jsonout import kind_name
-from ..render.jsonrows import CONTENT, MESSAGE, SEQUENCE, RecordWriter
-from ..render.transcript import dropped_json
 from ..schema import RAW_COLUMNS
-from .transcript_io import write_record
+from .classify import needs_python, records_sql
+from .flagscan import FlagScan
+from .jsonrows import CONTENT, MESSAGE, SEQUENCE, RecordWriter
+from .large_values import EXTRA_COLUMNS, has_large, with_message
+from .query import row_item
+from .render import dropped_json
+from .write import write_record
 
 if TYPE_CHECKING:
     from ..backend import SessionDatabase
@@ -40,7 +40,7 @@ async def write_session_records(db: SessionDatabase, session_id: str, *, indent:
     """Write ``"records": [...]`` of every row of ``session_id``; call inside ``db.read()``.
 
     The array opens with ``indent + '"records": ['`` and closes with ``indent + '],'``, one
-    record per line, as ``transcript_io.write_json_records`` lays it out.
+    record per line, as ``write.write_json_records`` lays it out.
     """
     write = sys.stdout.write
     writer = RecordWriter()
@@ -97,5 +97,5 @@ async def write_session_records(db: SessionDatabase, session_id: str, *, indent:
 
 
 def flags_document(scan: FlagScan) -> list[dict[str, Any]]:
-    """The ``"flags"`` list (``transcript_io.flags_json`` for a ``FlagScan``)."""
+    """The ``"flags"`` list (``write.flags_json`` for a ``FlagScan``)."""
     return [dropped_json(f.dropped, f.sequence, kind_name(f.kind)) for f in scan.flags]

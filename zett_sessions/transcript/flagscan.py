@@ -24,7 +24,7 @@ from typing import Any
 from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
 from ..projection import Dropped, project
 from .annotate import is_head
-from .transcript import light_message
+from .query import light_message
 
 MessageLike = Message | UndecodableMessage
 
