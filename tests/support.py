@@ -740,7 +740,8 @@ class TerminalProcess(_ReadProcess):
     What the terminal shows is collected by a reader thread (``\\r\\n`` read as ``\\n``);
     ``wait_for`` waits for a text to appear there (the handshake), ``type`` sends keys,
     ``interrupt`` sends SIGINT as Ctrl-C does.  ``$COLUMNS`` is removed from the environment,
-    so the width is the terminal's.  Use as a context manager.
+    so the width is the terminal's; ``env`` adds variables (``None``: removes one).  Use as a
+    context manager.
     """
 
     def __init__(
@@ -749,7 +750,7 @@ class TerminalProcess(_ReadProcess):
         columns: int = 100,
         rows: int = 30,
         stdout_tty: bool = False,
-        env: dict[str, str] | None = None,
+        env: dict[str, str | None] | None = None,
         timeout: float = SAFETY_NET,
     ) -> None:
         self.timeout = timeout
@@ -757,7 +758,11 @@ class TerminalProcess(_ReadProcess):
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         environment = {k: v for k, v in os.environ.items() if k not in {"COLUMNS", "LINES"}}
         environment.update({"PYTHONIOENCODING": "utf-8", "ZETT_SESSIONS_PAGER": "cat"})
-        environment.update(env or {})
+        for name, value in (env or {}).items():  # None: leave the variable out
+            if value is None:
+                environment.pop(name, None)
+            else:
+                environment[name] = value
         self.process = subprocess.Popen(
             [sys.executable, "-m", "zett_sessions", *args],
             stdin=slave,

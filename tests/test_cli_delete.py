@@ -522,9 +522,11 @@ def test_json_document_has_the_plan_and_the_result(db: Path) -> None:
         "percent": 33.333,
     }
     assert plan["sessions"][0]["updated_at"].endswith("Z")
+    # `message_count`, list's name for it, beside the original `messages` (issue 17)
+    assert [(s["messages"], s["message_count"]) for s in plan["sessions"]] == [(4, 4), (2, 2)]
     assert result["deleted"] == [
-        {"id": "old-c", "messages": 4, "snapshots": 0},
-        {"id": "old-b", "messages": 2, "snapshots": 1},
+        {"id": "old-c", "messages": 4, "message_count": 4, "snapshots": 0},
+        {"id": "old-b", "messages": 2, "message_count": 2, "snapshots": 1},
     ]
     assert result["totals"] == {"sessions": 2, "messages": 6, "snapshots": 1}
     assert result["archive"] is None

@@ -22,6 +22,13 @@ from .models import AssistantMessage, Message, ToolMessage, UndecodableMessage
 T = TypeVar("T")
 
 DropReason = Literal["orphan_result", "incomplete_batch", "undecodable"]
+# Each reason under the name of the finding code ``verify`` reports for it (verify/codes.py):
+# show's flags, a resume's dropped rows and the demo's planted faults carry both in JSON.
+DROP_REASON_CODES: dict[str, str] = {
+    "incomplete_batch": "incomplete_tool_batch",
+    "orphan_result": "orphan_tool_result",
+    "undecodable": "undecodable_envelope",
+}
 
 
 @dataclass(frozen=True)

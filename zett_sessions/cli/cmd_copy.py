@@ -12,7 +12,6 @@ import typer
 from .errors import Refused, handle_errors
 from .options import (
     AgentOption,
-    BeforeOption,
     DryRunOption,
     JsonOption,
     OlderThanOption,
@@ -20,6 +19,7 @@ from .options import (
     SinceOption,
     TitleOption,
     TypeOption,
+    UntilOption,
     session_filter,
 )
 from .state import app_state
@@ -60,7 +60,7 @@ def copy_command(
     title: TitleOption = None,
     since: SinceOption = None,
     older_than: OlderThanOption = None,
-    before: BeforeOption = None,
+    until: UntilOption = None,
     batch_rows: Annotated[
         int,
         typer.Option(
@@ -97,7 +97,7 @@ def copy_command(
             session_type=session_type,
             roots=roots,
             since=since,
-            until=before,
+            until=until,
             older_than=older_than,
             title=title,
             now=utc_now(),
@@ -170,4 +170,6 @@ def _progress_bar() -> Iterator[Callable[[CopyProgress], None] | None]:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("copy")(copy_command)
+    from .command import register
+
+    register(app, "copy", copy_command)

@@ -11,9 +11,9 @@ import typer
 from .complete import complete_session_id
 from .errors import Refused, handle_errors
 from .options import (
+    FULL_HELP,
     INT_MAX,
     AgentOption,
-    BeforeOption,
     DbOption,
     DryRunOption,
     FullIdsOption,
@@ -22,6 +22,7 @@ from .options import (
     RootsOption,
     TitleOption,
     TypeOption,
+    UntilOption,
     YesOption,
     non_blank,
 )
@@ -109,14 +110,14 @@ def delete_command(
     sessions: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[SESSION]...",
+            metavar="SESSION",
             help="Session ids or unique prefixes; `-` reads exact ids from stdin, one per line.",
             show_default=False,
             autocompletion=complete_session_id,
         ),
     ] = None,
     older_than: OlderThanOption = None,
-    before: BeforeOption = None,
+    until: UntilOption = None,
     agent: AgentOption = None,
     session_type: TypeOption = None,
     roots: RootsOption = False,
@@ -188,7 +189,7 @@ def delete_command(
     json_output: JsonOption = False,
     full_ids: FullIdsOption = False,
     full: Annotated[
-        bool, typer.Option("--full", help="List every planned session, with full ids.")
+        bool, typer.Option("--full", help=f"{FULL_HELP}, every planned session.")
     ] = False,
     db: DbOption = None,
 ) -> None:
@@ -213,7 +214,7 @@ def delete_command(
     ids, piped = read_ids(sessions or [], null=null)
     used_stdin = "-" in (sessions or [])
     now = utc_now()
-    cutoff = activity_cutoff(before, older_than, now=now)
+    cutoff = activity_cutoff(until, older_than, now=now)
     agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
     policy = RetentionPolicy(
         ids=ids if sessions else None,
@@ -256,6 +257,7 @@ def delete_command(
                 dry_run=dry_run,
                 width=out.out.width,
                 rows=None if full else PLAN_ROWS,
+                full=full,
             )
         )
     if dry_run:
@@ -335,4 +337,6 @@ def _document(plan: DeletePlan, policy: RetentionPolicy, result: DeleteResult | 
 
 
 def register(app: typer.Typer) -> None:
-    app.command("delete")(delete_command)
+    from .command import register
+
+    register(app, "delete", delete_command)

@@ -93,4 +93,6 @@ def invoked_as(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo_command)
+    from .command import register
+
+    register(app, "demo", demo_command)

@@ -52,4 +52,6 @@ def info_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("info")(info_command)
+    from .command import register
+
+    register(app, "info", info_command)

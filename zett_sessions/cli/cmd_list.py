@@ -25,6 +25,8 @@ from .options import (
     TitleOption,
     TypeOption,
     UntilOption,
+    chosen_format,
+    format_option,
     session_filter,
     with_parent,
 )
@@ -40,7 +42,7 @@ DEFAULT_LIMIT = 20
 
 
 class ListFormat(StrEnum):
-    table = "table"
+    text = "text"
     json = "json"
     jsonl = "jsonl"
     csv = "csv"
@@ -93,8 +95,8 @@ def list_command(
         ),
     ] = False,
     output_format: Annotated[
-        ListFormat, typer.Option("--format", help="Output format.")
-    ] = ListFormat.table,
+        str, format_option(ListFormat, "text (default), json, jsonl (a line each) or csv.")
+    ] = "text",
     json_output: JsonOption = False,
     full_ids: FullIdsOption = False,
     full: FullOption = False,
@@ -108,7 +110,7 @@ def list_command(
     from ..timeutil import utc_now
 
     state = app_state(ctx)
-    fmt = ListFormat.json if json_output else output_format
+    fmt = ListFormat.json if json_output else chosen_format(output_format, ListFormat)
     ids_only = ids_only or null
     unpaged = show_all or (ids_only and limit is None)
     page_size = None if unpaged else (limit or DEFAULT_LIMIT)
@@ -250,4 +252,6 @@ def _table(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("list")(list_command)
+    from .command import register
+
+    register(app, "list", list_command)

@@ -76,4 +76,6 @@ def rename_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("rename")(rename_command)
+    from .command import register
+
+    register(app, "rename", rename_command)

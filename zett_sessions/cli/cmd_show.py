@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from .errors import handle_errors
-from .options import INT_MAX, DbOption, FullOption, JsonOption, SessionArg
+from .options import (
+    INT_MAX,
+    DbOption,
+    FullOption,
+    JsonOption,
+    SessionArg,
+    chosen_format,
+    format_option,
+)
 
 
 class ShowFormat(StrEnum):
@@ -71,8 +79,8 @@ def show_command(
     ] = False,
     full: FullOption = False,
     output_format: Annotated[
-        ShowFormat, typer.Option("--format", help="text, markdown (shareable) or json.")
-    ] = ShowFormat.text,
+        str, format_option(ShowFormat, "text (default), markdown (shareable) or json.")
+    ] = "text",
     json_output: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -91,13 +99,14 @@ def show_command(
     from ..transcript.write import Format, Request, show
     from .state import app_state, run_with
 
-    if json_output and output_format is ShowFormat.markdown:
+    chosen = chosen_format(output_format, ShowFormat)
+    if json_output and chosen is ShowFormat.markdown:
         raise UsageError("--json and --format markdown cannot be combined")
     if first is not None and through is not None and through < first:
         raise UsageError(f"--through {through} is before --from {first}")
     if context and (first is not None or through is not None or roles):
         raise UsageError("--context shows the whole resume context; drop --from/--through/--role")
-    if context and output_format is ShowFormat.markdown:
+    if context and chosen is ShowFormat.markdown:
         raise UsageError("--context has no markdown format; use text or --json")
     state = app_state(ctx)
     request = Request(
@@ -108,7 +117,7 @@ def show_command(
             roles=frozenset(ROLE_KINDS[role.value] for role in roles or ()),
         ),
         options=TranscriptOptions(full=full, reasoning=reasoning, details=details),
-        fmt=Format.json if json_output else Format(output_format.value),
+        fmt=Format.json if json_output else Format(chosen.value),
         context=context,
     )
     out = state.output()
@@ -116,4 +125,6 @@ def show_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("show")(show_command)
+    from .command import register
+
+    register(app, "show", show_command)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .errors import handle_errors
-from .options import DbOption, FullIdsOption, JsonOption
+from .options import FULL_HELP, DbOption, FullIdsOption, JsonOption
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ def snapshot_info_command(
     session: Annotated[
         str | None,
         typer.Argument(
-            metavar="[SESSION]",
+            metavar="SESSION",
             help="Session id or unique prefix (omit with --all).",
             show_default=False,
         ),
@@ -31,7 +31,7 @@ def snapshot_info_command(
         typer.Option("--all", help="Every compacted session: one row each (its latest version)."),
     ] = False,
     full: Annotated[
-        bool, typer.Option("--full", help="Also print each summary's text, untruncated.")
+        bool, typer.Option("--full", help=f"{FULL_HELP}, and each summary's whole text.")
     ] = False,
     full_ids: FullIdsOption = False,
     json_output: JsonOption = False,
@@ -122,4 +122,6 @@ def _print_all(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("snapshot-info")(snapshot_info_command)
+    from .command import register
+
+    register(app, "snapshot-info", snapshot_info_command)

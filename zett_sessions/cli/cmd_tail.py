@@ -19,7 +19,7 @@ def tail_command(
     session: Annotated[
         str | None,
         typer.Argument(
-            metavar="[SESSION]",
+            metavar="SESSION",
             help="Session id or any unique prefix of it (or use --latest).",
             show_default=False,
         ),
@@ -109,4 +109,6 @@ def tail_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("tail")(tail_command)
+    from .command import register
+
+    register(app, "tail", tail_command)

@@ -18,6 +18,8 @@ from .options import (
     SinceOption,
     TypeOption,
     UntilOption,
+    chosen_format,
+    format_option,
     session_filter,
     with_parent,
 )
@@ -26,10 +28,11 @@ from .state import app_state, run_with
 if TYPE_CHECKING:
     from ..backend import SessionDatabase
     from ..verify.models import VerifyReport
+    from .output import Output
 
 
 class VerifyFormat(StrEnum):
-    human = "human"
+    text = "text"
     json = "json"
     jsonl = "jsonl"
 
@@ -46,7 +49,7 @@ def verify_command(
     sessions: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[SESSION]...",
+            metavar="SESSION",
             help="Only these sessions (id or unique prefix); default: the whole database.",
             show_default=False,
         ),
@@ -81,10 +84,19 @@ def verify_command(
     children_of: ChildrenOfOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
+    list_codes: Annotated[
+        bool,
+        typer.Option(
+            "--list-codes",
+            help="Print every finding code with its severity, meaning and what to do; no check.",
+        ),
+    ] = False,
     output_format: Annotated[
-        VerifyFormat,
-        typer.Option("--format", help="human, json (one document) or jsonl (one finding a line)."),
-    ] = VerifyFormat.human,
+        str,
+        format_option(
+            VerifyFormat, "text (default), json (one document) or jsonl (a finding a line)."
+        ),
+    ] = "text",
     json_output: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -92,7 +104,7 @@ def verify_command(
 
     Sequences, snapshots, tool batches (judged like the provider-safe projection, on the raw
     log and on the resumed context), rows, sessions and SQLite's own integrity check; every
-    finding has a stable code (see docs/verify.md).  Sessions with errors get a crash summary:
+    finding has a stable code (--list-codes lists them).  Sessions with errors get a crash summary:
     where the log ends, the open tool calls, what a resume would send.  SESSIONs and the
     filters of `list` limit the run to those sessions' rows (whole-database checks are skipped
     and named in the summary).
@@ -108,10 +120,13 @@ def verify_command(
     unknown = sorted(set(codes or ()) - set(CODES))
     if unknown:
         raise UsageError(
-            f"unknown finding code {', '.join(unknown)} (known: {', '.join(sorted(CODES))})"
+            f"unknown finding code {', '.join(unknown)} (`zett-sessions verify --list-codes` "
+            "lists them)"
         )
     state = app_state(ctx)
-    fmt = VerifyFormat.json if json_output else output_format
+    fmt = VerifyFormat.json if json_output else chosen_format(output_format, VerifyFormat)
+    if list_codes:
+        return print_codes(state.output(), fmt)
     chosen = session_filter(
         agent=agent,
         session_type=session_type,
@@ -139,6 +154,19 @@ def verify_command(
         raise typer.Exit(int(ExitCode.VERIFY_ERRORS))
 
 
+def print_codes(out: Output, fmt: VerifyFormat) -> None:
+    from ..render.verify import registry_json, registry_view
+
+    if fmt is VerifyFormat.json:
+        out.json(registry_json())
+    elif fmt is VerifyFormat.jsonl:
+        for entry in registry_json():
+            out.jsonl(entry)
+    else:
+        with out.paged() as console:
+            console.print(registry_view())
+
+
 def render_report(out: object, report: VerifyReport, fmt: VerifyFormat, *, quiet: bool) -> None:
     from ..render.verify import finding_json, summary_line, verify_json, verify_view
     from .output import Output
@@ -157,4 +185,6 @@ def render_report(out: object, report: VerifyReport, fmt: VerifyFormat, *, quiet
 
 
 def register(app: typer.Typer) -> None:
-    app.command("verify")(verify_command)
+    from .command import register
+
+    register(app, "verify", verify_command)

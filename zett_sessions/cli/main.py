@@ -25,12 +25,10 @@ from . import (
     cmd_tail,
     cmd_verify,
 )
+from .command import Group
 from .exit_codes import EXIT_CODES_HELP
+from .options import BUSY_TIMEOUT_MAX
 from .state import AppState
-
-# SQLite takes the busy timeout in milliseconds as a 32-bit int: longer would not wait at all
-# (database.BUSY_TIMEOUT_MAX_MS; not imported here, so that --help stays cheap).
-BUSY_TIMEOUT_MAX = (2**31 - 1) // 1000
 
 
 def _version(value: bool) -> None:
@@ -101,6 +99,7 @@ def new_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
     """The application with the global options and ``commands`` (by default all of them)."""
     application = typer.Typer(
         name="zett-sessions",
+        cls=Group,
         help="Inspect and maintain zett-agent session databases (SQLite files or PostgreSQL).",
         epilog=EXIT_CODES_HELP,
         no_args_is_help=True,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -34,14 +35,17 @@ SessionArg = Annotated[
     ),
 ]
 JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print one JSON document on stdout (keys in the README).")
+    bool, typer.Option("--json", help="Print one JSON document on stdout (stable keys).")
 ]
-FullOption = Annotated[
-    bool, typer.Option("--full", help="Do not truncate long text; show ids in full.")
-]
+# --full means one thing everywhere: shorten nothing (whole text, full ids, every row).
+FULL_HELP = "Shorten nothing: whole text, full ids"
+FullOption = Annotated[bool, typer.Option("--full", help=f"{FULL_HELP}.")]
 FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="Show session ids in full.")]
 # SQLite integers are 64-bit: a larger number cannot be a row count, a sequence or a type.
 INT_MAX = 2**63 - 1
+# SQLite takes the busy timeout in milliseconds as a 32-bit int: longer would not wait at all
+# (database.BUSY_TIMEOUT_MAX_MS; not imported here, so that --help stays cheap).
+BUSY_TIMEOUT_MAX = (2**31 - 1) // 1000
 
 OffsetOption = Annotated[
     int, typer.Option("--offset", min=0, max=INT_MAX, metavar="N", help="Skip N rows.")
@@ -78,26 +82,63 @@ OlderThanOption = Annotated[
         "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
     ),
 ]
-BeforeOption = Annotated[
-    str | None,
-    typer.Option(
-        "--before", metavar="DATE", help="Last activity before DATE (ISO; UTC without offset)."
-    ),
-]
 SinceOption = Annotated[
     str | None,
     typer.Option(
         "--since", metavar="WHEN", help="Last activity at/after WHEN (2026-03-01, 30d, 12h)."
     ),
 ]
+# ``--before`` is a hidden second spelling (delete and copy used it; git log has both).
 UntilOption = Annotated[
     str | None,
-    typer.Option("--until", metavar="WHEN", help="Last activity before WHEN (date or 30d)."),
+    typer.Option(
+        "--until",
+        "--before",
+        metavar="WHEN",
+        help="Last activity before WHEN (2026-03-01, 30d; UTC without an offset).",
+    ),
 ]
 ChildrenOfOption = Annotated[
     str | None,
     typer.Option("--children-of", metavar="SESSION", help="Only children of this session."),
 ]
+
+
+# --- --format: one vocabulary --------------------------------------------------------------
+#
+# Every command calls its human view ``text``; ``table`` (list's old name) and ``human``
+# (verify's) are hidden second spellings, accepted everywhere.
+FORMAT_ALIASES = {"table": "text", "human": "text"}
+F = TypeVar("F", bound=StrEnum)
+
+
+def format_option(formats: type[StrEnum], help: str) -> Any:
+    """The ``--format`` option of a command whose formats are ``formats`` (a ``StrEnum``):
+    text on the command line, checked by ``chosen_format``, completed from ``formats``."""
+    names = [member.value for member in formats]
+
+    def complete(incomplete: str) -> list[str]:
+        return [name for name in names if name.startswith(incomplete)]
+
+    return typer.Option(
+        "--format",
+        metavar="<" + "|".join(names) + ">",
+        help=help,
+        autocompletion=complete,
+        show_default=False,
+    )
+
+
+def chosen_format(value: str, formats: type[F]) -> F:
+    """``value`` (or an alias of it) as a member of ``formats``; anything else is exit 2."""
+    name = FORMAT_ALIASES.get(value.lower(), value.lower())
+    for member in formats:
+        if member.value == name:
+            return member
+    known = ", ".join(member.value for member in formats)
+    from ..errors import UsageError
+
+    raise UsageError(f"--format {value!r} is not one of {known}")
 
 
 def session_filter(

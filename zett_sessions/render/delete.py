@@ -52,9 +52,11 @@ def plan_renderable(
     now: datetime | None = None,
     width: int = 100,
     rows: int | None = PLAN_ROWS,
+    full: bool = False,
 ) -> RenderableType:
     """Heading, the sessions table (the first ``rows``), what is left alone and why, blocked
-    children; with ``dry_run``, the guards a real run would trip."""
+    children; with ``dry_run``, the guards a real run would trip.  ``full``: titles whole
+    (folded), never cut."""
     ids = _ids(plan, None, full_ids)
     parts: list[RenderableType] = []
     if not plan.sessions:
@@ -63,7 +65,7 @@ def plan_renderable(
     else:
         verb = "Would delete" if dry_run else "Plan: delete"
         parts.append(Text(f"{verb} {plan_totals(plan)}", style="bold"))
-        parts.append(_sessions_table(plan, ids, now, width, rows))
+        parts.append(_sessions_table(plan, ids, now, width, rows, full))
         hidden = len(plan.sessions) - rows if rows is not None else 0
         if hidden > 0:
             parts.append(
@@ -92,7 +94,12 @@ def plan_totals(plan: DeletePlan) -> str:
 
 
 def _sessions_table(
-    plan: DeletePlan, ids: dict[str, str], now: datetime | None, width: int, rows: int | None
+    plan: DeletePlan,
+    ids: dict[str, str],
+    now: datetime | None,
+    width: int,
+    rows: int | None,
+    full: bool = False,
 ) -> Table:
     """Fixed columns first; the title gets the width they leave (at least 12)."""
     table = Table(box=None, pad_edge=False, header_style="bold underline")
@@ -103,7 +110,9 @@ def _sessions_table(
     agent_width = min(12, max(len(s.agent_name or "—") for s in shown))
     agent_width = max(5, min(agent_width, room - 12))
     title_width = max(12, min(TITLE_LIMIT, room - agent_width))
-    table.add_column("Title", overflow="ellipsis", no_wrap=True, max_width=title_width)
+    table.add_column(
+        "Title", overflow="fold" if full else "ellipsis", no_wrap=not full, max_width=title_width
+    )
     table.add_column("Agent", overflow="ellipsis", no_wrap=True, max_width=agent_width)
     table.add_column("Last activity", no_wrap=True, min_width=13)
     table.add_column("Msgs", justify="right", no_wrap=True, min_width=4)
@@ -113,7 +122,7 @@ def _sessions_table(
         mark = Text("↳ ", style="dim") if session.via == "descendant" else Text("")
         table.add_row(
             Text(ids[session.id]),
-            mark + safe_cell(session.title, TITLE_LIMIT, "(untitled)"),
+            mark + safe_cell(session.title, None if full else TITLE_LIMIT, "(untitled)"),
             safe_cell(session.agent_name, 64, "—"),
             relative_time(session.updated_at, now),
             count(session.messages),
@@ -275,6 +284,7 @@ def plan_json(plan: DeletePlan, policy: RetentionPolicy) -> dict[str, Any]:
                 "created_at": iso_utc(s.created_at),
                 "updated_at": iso_utc(s.updated_at),
                 "messages": s.messages,
+                "message_count": s.messages,
                 "snapshots": s.snapshots,
                 "estimated_bytes": s.estimated_bytes,
                 "children": list(s.children),
@@ -309,7 +319,13 @@ def result_json(result: DeleteResult) -> dict[str, Any]:
     space = result.space
     return {
         "deleted": [
-            {"id": s.id, "messages": s.messages, "snapshots": s.snapshots} for s in result.deleted
+            {
+                "id": s.id,
+                "messages": s.messages,
+                "message_count": s.messages,
+                "snapshots": s.snapshots,
+            }
+            for s in result.deleted
         ],
         "skipped": [_skipped_json(skip) for skip in result.skipped],
         "totals": {

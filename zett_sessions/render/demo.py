@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..demo import DemoResult
+from ..projection import DROP_REASON_CODES
 from .common import count, safe_cell
 
 
@@ -35,7 +36,10 @@ def demo_summary(result: DemoResult) -> Group:
         table.add_row(key, safe_cell(session_id))
     faults = Text("Planted faults (for verify): ", style="dim")
     faults.append(
-        "; ".join(f"{fault.kind} at sequence {fault.sequence}" for fault in result.faults)
+        "; ".join(
+            f"{DROP_REASON_CODES[fault.kind]} at sequence {fault.sequence}"
+            for fault in result.faults
+        )
         + " in the crashed session.",
         style="dim",
     )

@@ -16,6 +16,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..projection import DROP_REASON_CODES
 from ..timeutil import iso_utc
 from ..values import plural
 from ..verify.codes import CODES, Severity
@@ -77,6 +78,7 @@ def crash_json(summary: CrashSummary) -> dict[str, Any]:
                     "sequence": drop.sequence,
                     "kind": drop.kind,
                     "reason": drop.reason,
+                    "code": DROP_REASON_CODES.get(drop.reason),
                     "detail": drop.detail,
                 }
                 for drop in resume.dropped
@@ -171,6 +173,33 @@ def codes_table(report: VerifyReport) -> Table:
             info.meaning,
         )
     return table
+
+
+def registry_json() -> list[dict[str, str]]:
+    """``verify --list-codes --json``: every finding code, as the registry holds it."""
+    return [
+        {
+            "code": info.code,
+            "severity": info.severity.value,
+            "area": info.area,
+            "meaning": info.meaning,
+            "action": info.action,
+        }
+        for info in CODES.values()
+    ]
+
+
+def registry_view() -> Group:
+    """``verify --list-codes``: each code, its severity and area, then what it means and what
+    to do, indented under it (readable at any width, greppable by code)."""
+    parts: list[RenderableType] = []
+    for info in CODES.values():
+        line = Text(info.code, style="bold")
+        line.append(f"  {info.severity.value}", style=SEVERITY_STYLE[info.severity])
+        line.append(f"  {info.area}", style="dim")
+        parts.append(line)
+        parts.append(Text(f"    {info.meaning}\n    → {info.action}"))
+    return Group(*parts)
 
 
 def _session_heading(session_id: str | None, summary: CrashSummary | None) -> Text:

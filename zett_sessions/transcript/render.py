@@ -35,7 +35,7 @@ from ..models import (
     UndecodableMessage,
     UserMessage,
 )
-from ..projection import Dropped
+from ..projection import DROP_REASON_CODES, Dropped
 from ..render.common import count, exact_time, human_bytes, human_duration_ns, moment_label
 from ..render.fields import fields_table
 from ..render.jsonout import kind_name, session_json
@@ -616,6 +616,7 @@ def dropped_json(dropped: Dropped[Any], sequence: int, role: str) -> dict[str, A
         "sequence": sequence,
         "role": role,
         "reason": dropped.reason,
+        "code": DROP_REASON_CODES[dropped.reason],
         "detail": dropped.detail,
         "missing_call_ids": list(dropped.missing_call_ids),
         "unexpected_result_ids": list(dropped.unexpected_result_ids),
