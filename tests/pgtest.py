@@ -15,11 +15,13 @@ parameter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import hashlib
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,3 +245,103 @@ def open_storage(location: str, **options: Any) -> Any:
 
         return PostgresSessionStorage(location, **options)
     return SQLiteSessionStorage(location, **options)
+
+
+def run_sync(work: Any) -> Any:
+    """``asyncio.run(work)``, from a thread of its own when this one runs an event loop (a
+    test's callback called by the code under test)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def query(location: str | Path, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` (``?`` placeholders) on the database at ``location`` (a file or a URL),
+    read outside the code under test."""
+    location = str(location)
+    from zett_sessions.postgres.dsn import is_dsn
+
+    if not is_dsn(location):
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(location)) as conn:
+            return [tuple(row) for row in conn.execute(sql, params).fetchall()]
+
+    async def fetch() -> list[tuple[Any, ...]]:
+        import asyncpg
+
+        from zett_sessions.postgres.dialect import numbered
+
+        connection = await asyncpg.connect(location)
+        try:
+            return [tuple(row) for row in await connection.fetch(numbered(sql), *params)]
+        finally:
+            await connection.close()
+
+    result: list[tuple[Any, ...]] = run_sync(fetch())
+    return result
+
+
+def session_ids(location: str | Path) -> set[str]:
+    return {row[0] for row in query(location, "SELECT id FROM agent_sessions")}
+
+
+def fingerprint(location: str | Path) -> str:
+    """What must not change when a command changes nothing: a file's bytes, or every row of
+    the three tables on a server."""
+    from zett_sessions.postgres.dsn import is_dsn
+
+    if not is_dsn(str(location)):
+        return hashlib.sha256(Path(location).read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for table in ("agent_sessions", "raw_messages", "session_snapshots"):
+        for row in sorted(map(repr, query(location, f"SELECT * FROM {table}"))):
+            digest.update(row.encode())
+    return digest.hexdigest()
+
+
+def execute(location: str | Path, *statements: str, params: Sequence[Any] = ()) -> None:
+    """Run ``statements`` (``?`` placeholders; ``params`` for each) on one connection to the
+    database at ``location``, committed, outside the code under test."""
+    location = str(location)
+    from zett_sessions.postgres.dsn import is_dsn
+
+    if not is_dsn(location):
+        import support
+
+        support.execute_sql(Path(location), *statements, params=params)
+        return
+
+    async def run() -> None:
+        import asyncpg
+
+        from zett_sessions.postgres.dialect import numbered
+
+        connection = await asyncpg.connect(location)
+        try:
+            for statement in statements:
+                await connection.execute(numbered(statement), *params)
+        finally:
+            await connection.close()
+
+    run_sync(run())
+
+
+def write_at_once(location: str | Path, sql: str) -> None:
+    """``sql`` by a connection that does not wait for any lock (it fails if one is held)."""
+    no_wait = "SET lock_timeout = '1ms'" if "://" in str(location) else "PRAGMA busy_timeout = 0"
+    execute(location, no_wait, sql)
+
+
+def time_value(location: str | Path, moment: Any) -> Any:
+    """``moment`` as a parameter for a time column of that backend (text, or a datetime)."""
+    if "://" in str(location):
+        return moment
+    from zett_sessions.timeutil import format_db_time
+
+    return format_db_time(moment)

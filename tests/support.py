@@ -231,10 +231,32 @@ def age_sessions(path: Path, ages: dict[str, timedelta]) -> None:
         conn.close()
 
 
-def table_rows(path: Path, table: str, session_ids: Sequence[str] | None = None) -> list[tuple]:
-    """Every row of ``table`` (all columns, sorted), optionally only of ``session_ids``."""
+def table_rows(
+    path: Path | str, table: str, session_ids: Sequence[str] | None = None
+) -> list[tuple]:
+    """Every row of ``table`` (all columns, sorted), optionally only of ``session_ids``; on a
+    PostgreSQL URL the columns zett-agent's schema names, sorted the same way."""
     import json
     import sqlite3
+
+    if "://" in str(path):
+        from pgtest import query
+        from zett_sessions.rows import SNAPSHOT_COLUMNS
+        from zett_sessions.schema import RAW_COLUMNS, SESSION_COLUMNS
+
+        names = {
+            "agent_sessions": SESSION_COLUMNS,
+            "raw_messages": RAW_COLUMNS,
+            "session_snapshots": SNAPSHOT_COLUMNS,
+        }[table]
+        key = "id" if table == "agent_sessions" else "session_id"
+        where = f" WHERE {key} = ANY(?::text[])" if session_ids is not None else ""
+        found = query(
+            str(path),
+            f"SELECT {', '.join(sorted(names))} FROM {table}{where}",
+            (list(session_ids),) if session_ids is not None else (),
+        )
+        return sorted(found, key=repr)
 
     key = "id" if table == "agent_sessions" else "session_id"
     where = f" WHERE {key} IN (SELECT value FROM json_each(?))" if session_ids is not None else ""
@@ -326,15 +348,16 @@ def busiest_session(path: Path) -> str:
     return str(row[0])
 
 
-def retention_plan(path: Path, policy: Any) -> Any:
-    """``build_plan`` for ``policy`` on a read-only connection (what ``delete`` shows)."""
+def retention_plan(path: Path | str, policy: Any) -> Any:
+    """``build_plan`` for ``policy`` on a read-only connection (what ``delete`` shows); ``path``
+    is a file or a PostgreSQL URL."""
     import asyncio
 
-    from zett_sessions.database import Database
+    from zett_sessions.backend import open_database
     from zett_sessions.retention import build_plan
 
     async def go() -> Any:
-        db = Database(path, read_only=True)
+        db = open_database(str(path), read_only=True)
         try:
             await db.open()
             async with db.read():
@@ -346,18 +369,23 @@ def retention_plan(path: Path, policy: Any) -> Any:
 
 
 def retention_run(
-    path: Path, policy: Any, plan: Any = None, *, busy_timeout_ms: int = 5000, **options: Any
+    path: Path | str,
+    policy: Any,
+    plan: Any = None,
+    *,
+    busy_timeout_ms: int = 5000,
+    **options: Any,
 ) -> Any:
-    """Plan (unless given) and execute ``policy`` on a writable connection."""
+    """Plan (unless given) and execute ``policy`` on a writable connection (either backend)."""
     import asyncio
 
-    from zett_sessions.database import Database
+    from zett_sessions.backend import open_database
     from zett_sessions.retention import execute_plan
 
     shown = plan if plan is not None else retention_plan(path, policy)
 
     async def go() -> Any:
-        db = Database(path, create=False, busy_timeout_ms=busy_timeout_ms)
+        db = open_database(str(path), read_only=False, busy_timeout_ms=busy_timeout_ms)
         try:
             await db.open()
             return await execute_plan(db, shown, policy, **options)

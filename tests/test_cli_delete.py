@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pgtest import Databases, fingerprint, query, session_ids
 from support import (
     FORBIDDEN_TERMINAL_CHARS,
     HOSTILE_STRINGS,
@@ -22,7 +23,6 @@ from support import (
     TerminalProcess,
     busiest_session,
     copy_sample,
-    digest,
     execute_sql,
     run_cli,
     sample_with_layout,
@@ -34,23 +34,19 @@ from zett_sessions.cli import cmd_delete
 DAY = timedelta(days=1)
 
 
-def ids_in(path: Path) -> set[str]:
-    return {row[0] for row in _query(path, "SELECT id FROM agent_sessions")}
+def ids_in(path: Path | str) -> set[str]:
+    return session_ids(path)
 
 
-def _query(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+def _query(path: Path | str, sql: str) -> list[tuple[Any, ...]]:
+    return query(path, sql)
 
 
-def delete(path: Path, *args: str, input: str | None = None) -> Any:
+def delete(path: Path | str, *args: str, input: str | None = None) -> Any:
     return run_cli(["--db", str(path), "delete", *args], input=input)
 
 
-def planned(path: Path, *args: str) -> list[str]:
+def planned(path: Path | str, *args: str) -> list[str]:
     """Ids a dry run would delete (from the JSON plan)."""
     r = delete(path, *args, "--dry-run", "--json")
     assert r.exit_code == 0, r.stderr
@@ -58,7 +54,7 @@ def planned(path: Path, *args: str) -> list[str]:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def db_file(tmp_path: Path) -> Path:
     return seed_sessions(
         tmp_path / "sessions.sqlite3",
         [
@@ -72,6 +68,12 @@ def db(tmp_path: Path) -> Path:
     )
 
 
+@pytest.fixture
+def db(db_file: Path, databases: Databases) -> str:
+    """The seeded sessions in the parametrized backend (a PostgreSQL copy of the file)."""
+    return databases.of_file(db_file)
+
+
 ALL = {"old-a", "old-b", "old-c", "old-kid", "mid", "busy"}
 
 
@@ -82,25 +84,25 @@ def test_help_has_an_example() -> None:
     assert "--older-than" in r.stdout and "--archive-to" in r.stdout
 
 
-def test_nothing_selected_is_a_usage_error_and_never_deletes_everything(db: Path) -> None:
-    before = digest(db)
+def test_nothing_selected_is_a_usage_error_and_never_deletes_everything(db: str) -> None:
+    before = fingerprint(db)
     r = delete(db, "--yes")
     assert r.exit_code == 2
     assert r.stdout == ""
     assert "nothing selected" in r.stderr and "--all" in r.stderr
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
 @pytest.mark.parametrize("args", [["--title", ""], ["--agent", " "], ["--title", "", "--all"]])
 def test_a_blank_text_filter_is_a_usage_error_not_every_titled_session(
-    db: Path, args: list[str]
+    db: str, args: list[str]
 ) -> None:
-    before = digest(db)
+    before = fingerprint(db)
     r = delete(db, *args, "--skip-active", "0", "--yes")
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr == f"Error: {args[0]} must not be empty\n"
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
 @pytest.mark.parametrize(
@@ -112,22 +114,22 @@ def test_a_blank_text_filter_is_a_usage_error_not_every_titled_session(
     ],
 )
 def test_an_empty_age_is_a_usage_error_not_every_age(
-    db: Path, args: list[str], message: str
+    db: str, args: list[str], message: str
 ) -> None:
     """``--older-than "$AGE"`` with an empty ``$AGE`` beside another filter must not widen the
     delete to sessions of every age."""
-    before = digest(db)
+    before = fingerprint(db)
     r = delete(db, "--agent", "coding-agent", *args, "--yes")
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr.startswith(f"Error: {message}")
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
 # --- selection ---------------------------------------------------------------------------
 
 
-def test_delete_by_id_and_prefix(db: Path) -> None:
+def test_delete_by_id_and_prefix(db: str) -> None:
     r = delete(db, "old-b", "mi", "--yes")
     assert r.exit_code == 0, r.stderr
     assert "Plan: delete 2 sessions" in r.stdout
@@ -135,22 +137,22 @@ def test_delete_by_id_and_prefix(db: Path) -> None:
     assert ids_in(db) == ALL - {"old-b", "mid"}
 
 
-def test_ids_on_stdin_with_dash(db: Path) -> None:
+def test_ids_on_stdin_with_dash(db: str) -> None:
     r = delete(db, "-", "--yes", input="old-b\n\nmid\n")
     assert r.exit_code == 0, r.stderr
     assert ids_in(db) == ALL - {"old-b", "mid"}
 
 
 @pytest.mark.parametrize("line", ["bus", "  mid  ", "old-b\r", "mi"])
-def test_ids_on_stdin_name_sessions_only_exactly(db: Path, line: str) -> None:
+def test_ids_on_stdin_name_sessions_only_exactly(db: str, line: str) -> None:
     """A pipe carries exact ids: a fragment is never a prefix of another session, and nothing
     is stripped (a CRLF line names no session)."""
-    before = digest(db)
+    before = fingerprint(db)
     r = delete(db, "-", "--yes", "--skip-active", "0", input=f"old-a\n{line}\n")
     assert r.exit_code == 3, r.stdout
     assert r.stdout == ""
     assert r.stderr.startswith("Error: no session matches") and r.stderr.count("\n") == 1
-    assert digest(db) == before
+    assert fingerprint(db) == before
     r = delete(db, "-", "--yes", "--missing-ok", "--json", "--skip-active", "0", input=line)
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["plan"]["sessions"] == []
@@ -217,17 +219,17 @@ def test_null_separated_ids_need_dash_and_keep_every_character(tmp_path: Path) -
     assert ids_in(path) == {"padded"}
 
 
-def test_ids_on_stdin_that_are_not_utf8_are_a_usage_error(db: Path) -> None:
+def test_ids_on_stdin_that_are_not_utf8_are_a_usage_error(db: str) -> None:
     from typer.testing import CliRunner
 
     from zett_sessions.cli.main import app
 
-    before = digest(db)
+    before = fingerprint(db)
     r = CliRunner().invoke(app, ["--db", str(db), "delete", "-", "--yes"], input=b"old-a\n\xff\n")
     assert r.exit_code == 2, r.stdout
     assert r.stdout == ""
     assert r.stderr.startswith("Error: the ids on stdin are not UTF-8 text (byte 7")
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
 def test_ids_with_surrounding_whitespace_are_found_as_typed_and_from_list_q(
@@ -244,28 +246,28 @@ def test_ids_with_surrounding_whitespace_are_found_as_typed_and_from_list_q(
     assert ids_in(path) == set()
 
 
-def test_empty_stdin_deletes_nothing(db: Path) -> None:
+def test_empty_stdin_deletes_nothing(db: str) -> None:
     r = delete(db, "-", "--yes", input="")
     assert r.exit_code == 0, r.stderr
     assert "Nothing to delete" in r.stdout
     assert ids_in(db) == ALL
 
 
-def test_ids_on_stdin_need_yes(db: Path) -> None:
-    before = digest(db)
+def test_ids_on_stdin_need_yes(db: str) -> None:
+    before = fingerprint(db)
     r = delete(db, "-", input="old-b\n")
     assert r.exit_code == 5
     assert "--yes" in r.stderr and "stdin" in r.stderr
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
-def test_an_unknown_id_exits_3_unless_missing_ok(db: Path) -> None:
-    before = digest(db)
+def test_an_unknown_id_exits_3_unless_missing_ok(db: str) -> None:
+    before = fingerprint(db)
     r = delete(db, "old-b", "no-such-session", "--yes")
     assert r.exit_code == 3
     assert "no-such-session" in r.stderr
     assert r.stdout == ""
-    assert digest(db) == before
+    assert fingerprint(db) == before
     r = delete(db, "old-b", "no-such-session", "--yes", "--missing-ok", "--json")
     assert r.exit_code == 0, r.stderr
     document = json.loads(r.stdout)
@@ -286,19 +288,21 @@ def test_an_unknown_id_exits_3_unless_missing_ok(db: Path) -> None:
     ],
     ids=["older-than", "before", "agent", "type-repeatable", "roots", "title"],
 )
-def test_each_policy_filter(db: Path, options: list[str], expected: list[str]) -> None:
+def test_each_policy_filter(db: str, options: list[str], expected: list[str]) -> None:
     assert planned(db, *options, "--children", "keep") == expected
 
 
-def test_before_takes_a_date_time_in_utc(db: Path) -> None:
+def test_before_takes_a_date_time_in_utc(db_file: Path, databases: Databases) -> None:
     execute_sql(
-        db, "UPDATE agent_sessions SET updated_at = '2026-01-01 11:59:59.000000' WHERE id = 'mid'"
+        db_file,
+        "UPDATE agent_sessions SET updated_at = '2026-01-01 11:59:59.000000' WHERE id = 'mid'",
     )
+    db = databases.of_file(db_file)
     assert "mid" in planned(db, "--before", "2026-01-01T12:00:00")
     assert "mid" not in planned(db, "--before", "2026-01-01T12:00:00+01:00")
 
 
-def test_ids_and_policy_intersect(db: Path) -> None:
+def test_ids_and_policy_intersect(db: str) -> None:
     r = delete(db, "old-b", "mid", "--older-than", "100d", "--dry-run", "--json")
     assert r.exit_code == 0, r.stderr
     plan = json.loads(r.stdout)["plan"]
@@ -314,14 +318,14 @@ def test_ids_and_policy_intersect(db: Path) -> None:
     ]
 
 
-def test_keep_last_keeps_the_newest_selected(db: Path) -> None:
+def test_keep_last_keeps_the_newest_selected(db: str) -> None:
     assert planned(db, "--older-than", "100d", "--keep-last", "2", "--children", "keep") == [
         "old-b",
         "old-a",
     ]
 
 
-def test_skip_active_leaves_busy_sessions_alone_and_reports_them(db: Path) -> None:
+def test_skip_active_leaves_busy_sessions_alone_and_reports_them(db: str) -> None:
     r = delete(db, "busy", "mid", "--yes")
     assert r.exit_code == 0, r.stderr
     assert "Left alone:" in r.stdout and "busy" in r.stdout and "active" in r.stdout
@@ -330,30 +334,30 @@ def test_skip_active_leaves_busy_sessions_alone_and_reports_them(db: Path) -> No
     assert planned(db, "busy", "--skip-active", "0") == ["busy"]
 
 
-def test_all_selects_everything_but_active_sessions(db: Path) -> None:
+def test_all_selects_everything_but_active_sessions(db: str) -> None:
     assert set(planned(db, "--all")) == ALL - {"busy"}
 
 
 # --- children ----------------------------------------------------------------------------
 
 
-def test_children_refuse_is_the_default_and_names_them(db: Path) -> None:
-    before = digest(db)
+def test_children_refuse_is_the_default_and_names_them(db: str) -> None:
+    before = fingerprint(db)
     r = delete(db, "old-a", "--yes")
     assert r.exit_code == 5
     assert "old-kid" in r.stdout and "child of old-a" in r.stdout
     assert "--children delete" in r.stderr
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
-def test_children_delete_removes_the_subtree(db: Path) -> None:
+def test_children_delete_removes_the_subtree(db: str) -> None:
     r = delete(db, "old-a", "--children", "delete", "--yes")
     assert r.exit_code == 0, r.stderr
     assert "↳" in r.stdout
     assert ids_in(db) == ALL - {"old-a", "old-kid"}
 
 
-def test_children_keep_leaves_a_dangling_parent(db: Path) -> None:
+def test_children_keep_leaves_a_dangling_parent(db: str) -> None:
     r = delete(db, "old-a", "--children", "keep", "--yes")
     assert r.exit_code == 0, r.stderr
     assert ids_in(db) == ALL - {"old-a"}
@@ -367,15 +371,15 @@ def test_children_keep_leaves_a_dangling_parent(db: Path) -> None:
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     path = copy_sample(tmp_path, NEWEST)
-    before = digest(path)
+    before = fingerprint(path)
     r = run_cli(["--db", str(path), "delete", "--all", "--dry-run", "--skip-active", "0"])
     assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith("Would delete 8 sessions (64 messages, 2 snapshots, about ")
     assert "100.0% of 8 sessions" in r.stdout
-    assert digest(path) == before
+    assert fingerprint(path) == before
 
 
-def test_dry_run_reports_what_a_real_run_would_refuse_and_exits_0(db: Path) -> None:
+def test_dry_run_reports_what_a_real_run_would_refuse_and_exits_0(db: str) -> None:
     r = delete(db, "old-a", "--dry-run")
     assert r.exit_code == 0, r.stderr
     assert "A real run would be refused" in r.stdout
@@ -384,17 +388,17 @@ def test_dry_run_reports_what_a_real_run_would_refuse_and_exits_0(db: Path) -> N
     assert json.loads(r.stdout)["result"] is None
 
 
-def test_refuses_without_yes_when_stdin_is_not_a_tty(db: Path) -> None:
-    before = digest(db)
+def test_refuses_without_yes_when_stdin_is_not_a_tty(db: str) -> None:
+    before = fingerprint(db)
     r = delete(db, "mid")
     assert r.exit_code == 5
     assert "Plan: delete 1 session" in r.stdout
     assert r.stderr.startswith("Error: ")
     assert "--yes" in r.stderr and "not a terminal" in r.stderr
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
-def test_json_without_yes_refuses_and_still_prints_the_plan(db: Path) -> None:
+def test_json_without_yes_refuses_and_still_prints_the_plan(db: str) -> None:
     r = delete(db, "mid", "--json")
     assert r.exit_code == 5
     document = json.loads(r.stdout)
@@ -406,7 +410,7 @@ def test_json_without_yes_refuses_and_still_prints_the_plan(db: Path) -> None:
 
 @pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("n\n", False), ("\n", False)])
 def test_interactive_confirmation_defaults_to_no(
-    db: Path, monkeypatch: pytest.MonkeyPatch, answer: str, deleted: bool
+    db: str, monkeypatch: pytest.MonkeyPatch, answer: str, deleted: bool
 ) -> None:
     monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
     r = delete(db, "mid", input=answer)
@@ -421,9 +425,7 @@ def test_interactive_confirmation_defaults_to_no(
         assert "mid" in ids_in(db)
 
 
-def test_the_end_of_stdin_at_the_question_is_a_no(
-    db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_end_of_stdin_at_the_question_is_a_no(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
     r = delete(db, "mid", input="")
     assert r.exit_code == 0, r.stderr
@@ -431,8 +433,8 @@ def test_the_end_of_stdin_at_the_question_is_a_no(
     assert "mid" in ids_in(db)
 
 
-def test_ctrl_c_at_the_question_exits_130_quietly_and_deletes_nothing(db: Path) -> None:
-    before = digest(db)
+def test_ctrl_c_at_the_question_exits_130_quietly_and_deletes_nothing(db: str) -> None:
+    before = fingerprint(db)
     with TerminalProcess("--db", str(db), "delete", "mid") as terminal:
         terminal.wait_for("[y/N]:")
         terminal.interrupt()
@@ -442,10 +444,10 @@ def test_ctrl_c_at_the_question_exits_130_quietly_and_deletes_nothing(db: Path) 
     question = screen[screen.index("Delete 1 session") :]
     assert question.rstrip().endswith("[y/N]:"), screen  # no Aborted!, no Error, no traceback
     assert "Aborted" not in screen and "Error" not in screen and "Traceback" not in screen
-    assert "mid" in ids_in(db) and digest(db) == before
+    assert "mid" in ids_in(db) and fingerprint(db) == before
 
 
-def test_nothing_matched_exits_0(db: Path) -> None:
+def test_nothing_matched_exits_0(db: str) -> None:
     r = delete(db, "--older-than", "1000d", "--yes", "--json")
     assert r.exit_code == 0, r.stderr
     document = json.loads(r.stdout)
@@ -467,35 +469,36 @@ def test_nothing_matched_exits_0(db: Path) -> None:
     ],
 )
 def test_size_guards_refuse_a_larger_plan(
-    db: Path, guard: str, limit: str, allowed: str, message: str
+    db: str, guard: str, limit: str, allowed: str, message: str
 ) -> None:
     policy = ("--older-than", "100d", "--children", "keep", "--yes")
-    before = digest(db)
+    before = fingerprint(db)
     r = delete(db, *policy, guard, limit)
     assert r.exit_code == 5
     assert message in r.stderr
-    assert digest(db) == before
+    assert fingerprint(db) == before
     r = delete(db, *policy, guard, allowed)
     assert r.exit_code == 0, r.stderr
     assert ids_in(db) == {"mid", "busy"}
 
 
 def test_vacuum_refused_up_front_when_the_disk_is_too_full(
-    db: Path, monkeypatch: pytest.MonkeyPatch
+    db_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    db = db_file
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda _: usage(10**9, 10**9 - 10, 10))
-    before = digest(db)
+    before = fingerprint(db)
     r = delete(db, "mid", "--vacuum", "--yes")
     assert r.exit_code == 5
     assert "--vacuum needs about" in r.stderr
-    assert digest(db) == before
+    assert fingerprint(db) == before
 
 
 # --- JSON, archive, vacuum ---------------------------------------------------------------
 
 
-def test_json_document_has_the_plan_and_the_result(db: Path) -> None:
+def test_json_document_has_the_plan_and_the_result(db: str, databases: Databases) -> None:
     r = delete(db, "old-b", "old-c", "--yes", "--json")
     assert r.exit_code == 0, r.stderr
     document = json.loads(r.stdout)
@@ -540,22 +543,34 @@ def test_json_document_has_the_plan_and_the_result(db: Path) -> None:
         "wal_bytes_after",
         "database_bytes",
         "reclaim_pending",
+        "backend",
+        "vacuum_statement",
     }
+    assert (result["space"]["backend"], result["space"]["vacuum_statement"]) == (
+        databases.backend,
+        "VACUUM (ANALYZE) agent_sessions, raw_messages, session_snapshots"
+        if databases.postgres
+        else "VACUUM",
+    )
 
 
-def test_archive_to_copies_before_deleting(db: Path, tmp_path: Path) -> None:
+def test_archive_to_copies_before_deleting(db: str, db_file: Path, tmp_path: Path) -> None:
+    """From either backend the archive is an SQLite file holding the rows as stored (on
+    PostgreSQL the times come back in zett-agent's text form)."""
     archive = tmp_path / "archive.sqlite3"
-    rows = table_rows(db, "raw_messages", ["old-a", "old-kid"])
+    rows = table_rows(db_file, "raw_messages", ["old-a", "old-kid"])
+    sessions = table_rows(db_file, "agent_sessions", ["old-a", "old-kid"])
     r = delete(db, "old-a", "--children", "delete", "--archive-to", str(archive), "--yes")
     assert r.exit_code == 0, r.stderr
     assert "Archived 2 sessions (4 messages, 0 snapshots) to" in r.stdout
     assert table_rows(archive, "raw_messages") == rows
+    assert table_rows(archive, "agent_sessions") == sessions
     listed = run_cli(["--db", str(archive), "list", "--ids"])
     assert listed.exit_code == 0, listed.stderr
     assert set(listed.stdout.split()) == {"old-a", "old-kid"}
 
 
-def test_archive_to_the_database_itself_is_a_usage_error(db: Path) -> None:
+def test_archive_to_the_database_itself_is_a_usage_error(db: str) -> None:
     r = delete(db, "mid", "--archive-to", str(db), "--yes")
     assert r.exit_code == 2
     assert "being deleted from" in r.stderr
@@ -563,7 +578,10 @@ def test_archive_to_the_database_itself_is_a_usage_error(db: Path) -> None:
 
 
 @pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
-def test_archive_to_a_side_file_of_the_database_is_a_usage_error(db: Path, suffix: str) -> None:
+def test_archive_to_a_side_file_of_the_database_is_a_usage_error(
+    db_file: Path, suffix: str
+) -> None:
+    db = db_file
     side = Path(f"{db}{suffix}")
     existed = side.exists()
     before = side.read_bytes() if existed else None
@@ -594,9 +612,8 @@ def test_vacuum_reports_the_size_before_and_after(tmp_path: Path) -> None:
 # --- robustness --------------------------------------------------------------------------
 
 
-def test_hostile_titles_never_reach_the_terminal(tmp_path: Path) -> None:
-    path = seed_sessions(
-        tmp_path / "hostile.sqlite3",
+def test_hostile_titles_never_reach_the_terminal(databases: Databases) -> None:
+    path = databases.seeded(
         [
             SeedSession(f"h{n}", age=100 * DAY, title=text[:200], agent="x")
             for n, text in enumerate(HOSTILE_STRINGS)
@@ -615,7 +632,8 @@ def test_hostile_titles_never_reach_the_terminal(tmp_path: Path) -> None:
     assert titles == {text[:200] for text in HOSTILE_STRINGS}
 
 
-def test_a_locked_database_is_an_operational_error(db: Path) -> None:
+def test_a_locked_database_is_an_operational_error(db_file: Path) -> None:
+    db = db_file
     with closing(sqlite3.connect(db, isolation_level=None)) as holder:
         holder.execute("BEGIN IMMEDIATE")
         try:
@@ -727,12 +745,12 @@ def test_a_time_not_in_the_stored_form_is_never_old_and_is_reported(
     plan = json.loads(r.stdout)["plan"]
     assert [s["id"] for s in plan["sessions"]] == ["old"]
     assert [(s["id"], s["reason"]) for s in plan["skipped"]] == [("damaged", "unknown-age")]
-    before = digest(path)
+    before = fingerprint(path)
     r = delete(path, "--older-than", "90d", "--yes")
     assert r.exit_code == 0, r.stderr
     assert "damaged" in r.stdout and "age is unknown" in r.stdout
     assert ids_in(path) == {"damaged", "recent"}
-    assert digest(path) != before
+    assert fingerprint(path) != before
 
     # named by id, it is still not "inactive": --skip-active protects it unless turned off
     r = delete(path, "damaged", "--dry-run", "--json")

@@ -12,12 +12,13 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 import pgcluster
-from pgtest import admin, copy_into, new_schema
+from pgtest import admin, copy_into, fingerprint, new_schema, session_ids
 from support import NEWEST_IDS, copy_sample, run_cli
 from zett_sessions.backend import open_database
 from zett_sessions.errors import DatabaseReadOnly
@@ -33,6 +34,7 @@ INSPECTIONS = [
     ["snapshot-info", "--all"],
     ["snapshot-info", NEWEST_IDS["compacted"], "--json"],
     ["info", "--tokens"],
+    ["delete", "--all", "--skip-active", "0", "--children", "delete", "--dry-run"],
 ]
 
 
@@ -96,11 +98,22 @@ def test_a_role_that_may_only_select_runs_every_inspection(
     assert r.stdout.strip()
 
 
-def test_a_role_that_may_only_select_cannot_rename(select_only_dsn: str) -> None:
-    r = run_cli(["--db", select_only_dsn, "rename", NEWEST_IDS["plain"], "New"])
-    assert (r.exit_code, r.stdout) == (1, "")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rename", NEWEST_IDS["plain"], "New"],
+        ["delete", NEWEST_IDS["plain"], "--skip-active", "0", "--yes"],
+    ],
+)
+def test_a_role_that_may_only_select_cannot_rename_or_delete(
+    select_only_dsn: str, seeded_dsn: str, args: list[str]
+) -> None:
+    before = fingerprint(seeded_dsn)
+    r = run_cli(["--db", select_only_dsn, *args])
+    assert r.exit_code == 1
     assert r.stderr.startswith("Error: cannot write to database ")
     assert r.stderr.count("\n") == 1
+    assert fingerprint(seeded_dsn) == before
 
 
 def test_inspection_transactions_are_read_only(seeded_dsn: str) -> None:
@@ -178,3 +191,89 @@ def test_a_database_that_does_not_exist_is_not_found(pg_server: str) -> None:
     r = run_cli(["--db", missing, "list"])
     assert (r.exit_code, r.stdout) == (1, "")
     assert r.stderr.startswith(f"Error: no database at {missing}")
+
+
+# --- delete on a server ---------------------------------------------------------------------
+
+
+def test_delete_vacuum_runs_vacuum_analyze_of_the_three_tables_and_says_so(
+    seeded_dsn: str,
+) -> None:
+    once = ["--skip-active", "0", "--yes", "--vacuum"]
+    r = run_cli(["--db", seeded_dsn, "delete", NEWEST_IDS["crashed"], *once])
+    assert r.exit_code == 0, r.stderr
+    assert "Ran VACUUM (ANALYZE) agent_sessions, raw_messages, session_snapshots" in r.stdout
+    r = run_cli(["--db", seeded_dsn, "delete", NEWEST_IDS["plain"], *once, "--json"])
+    assert r.exit_code == 0, r.stderr
+    space = json.loads(r.stdout)["result"]["space"]
+    assert (space["backend"], space["vacuumed"], space["vacuum_error"]) == ("postgres", True, None)
+    assert space["file_bytes_after"] == space["database_bytes"] > 0
+    assert NEWEST_IDS["plain"] not in session_ids(seeded_dsn)
+
+
+@pytest.fixture
+def writer_dsn(seeded_dsn: str, pg_server: str) -> Iterator[str]:
+    """The seeded sample as a role that may read and write rows but owns no table."""
+    role = f"zs_writer_{uuid.uuid4().hex[:12]}"
+    schema = schema_of(seeded_dsn)
+    asyncio.run(
+        admin(
+            pg_server,
+            f"CREATE ROLE {role} LOGIN",
+            f'GRANT USAGE ON SCHEMA "{schema}" TO {role}',
+            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO {role}',
+        )
+    )
+    parts = urlsplit(seeded_dsn)
+    try:
+        yield urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+    finally:
+        asyncio.run(
+            admin(
+                pg_server,
+                f'REVOKE ALL ON SCHEMA "{schema}" FROM {role}',
+                f"DROP OWNED BY {role}",
+                f"DROP ROLE {role}",
+            )
+        )
+
+
+def test_a_role_that_owns_no_table_deletes_but_its_vacuum_is_reported_as_failed(
+    writer_dsn: str,
+) -> None:
+    once = ["--skip-active", "0", "--yes", "--vacuum"]
+    r = run_cli(["--db", writer_dsn, "delete", NEWEST_IDS["plain"], *once])
+    assert r.exit_code == 1
+    assert "Deleted 1 session" in r.stdout
+    assert "only the tables' owner (or a superuser) may VACUUM them" in r.stdout
+    assert r.stderr.startswith("Error: the sessions were deleted, but VACUUM failed: ")
+    assert NEWEST_IDS["plain"] not in session_ids(writer_dsn)
+
+
+def test_delete_waits_for_a_locked_session_row_then_reports_it_and_deletes_nothing(
+    seeded_dsn: str,
+) -> None:
+    """A writer holding a planned session's row (an append in flight) longer than
+    --busy-timeout: that batch is rolled back and the error names the lock."""
+    import asyncpg
+
+    async def scenario() -> Any:
+        holder = await asyncpg.connect(seeded_dsn)
+        try:
+            async with holder.transaction():
+                await holder.execute(
+                    "SELECT 1 FROM agent_sessions WHERE id = $1 FOR UPDATE", NEWEST_IDS["plain"]
+                )
+                args = ["--db", seeded_dsn, "--busy-timeout", "0.2", "delete"]
+                return await asyncio.to_thread(
+                    run_cli, [*args, NEWEST_IDS["plain"], "--skip-active", "0", "--yes"]
+                )
+        finally:
+            await holder.close()
+
+    before = fingerprint(seeded_dsn)
+    r = asyncio.run(scenario())
+    assert r.exit_code == 1
+    assert r.stderr.startswith("Error: database ") and "is busy" in r.stderr
+    assert "lock" in r.stderr and r.stderr.count("\n") == 1
+    assert fingerprint(seeded_dsn) == before

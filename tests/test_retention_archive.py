@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pgtest import Databases, execute, query
 from support import (
     LEGACY_IDS,
     SAFETY_NET,
@@ -40,32 +41,39 @@ DAY = timedelta(days=1)
 TABLE_NAMES = tuple(TABLES)
 
 
-def plan_and_run(path: Path, policy: RetentionPolicy, archive: Path) -> DeleteResult:
+def plan_and_run(path: Path | str, policy: RetentionPolicy, archive: Path) -> DeleteResult:
     result: DeleteResult = retention_run(path, policy, archive=archive)
     return result
 
 
-def everything(path: Path, ids: list[str] | None = None) -> dict[str, list[tuple]]:
+def everything(path: Path | str, ids: list[str] | None = None) -> dict[str, list[tuple]]:
     return {table: table_rows(path, table, ids) for table in TABLE_NAMES}
+
+
+SEEDED = [
+    SeedSession("old-1", age=200 * DAY, messages=6, snapshots=2, title="first"),
+    SeedSession("old-kid", age=190 * DAY, messages=3, parent="old-1"),
+    SeedSession("young", age=3 * DAY, messages=2),
+]
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    return seed_sessions(
-        tmp_path / "sessions.sqlite3",
-        [
-            SeedSession("old-1", age=200 * DAY, messages=6, snapshots=2, title="first"),
-            SeedSession("old-kid", age=190 * DAY, messages=3, parent="old-1"),
-            SeedSession("young", age=3 * DAY, messages=2),
-        ],
-    )
+    return seed_sessions(tmp_path / "sessions.sqlite3", SEEDED)
 
 
-def test_archive_holds_exactly_the_deleted_sessions(db: Path, tmp_path: Path) -> None:
+@pytest.fixture
+def source(db: Path, databases: Databases) -> str:
+    """The seeded file on the parametrized backend (on PostgreSQL a copy of its sessions): the
+    archive, an SQLite file from either, must hold the file's rows exactly."""
+    return databases.of_file(db)
+
+
+def test_archive_holds_exactly_the_deleted_sessions(db: Path, source: str, tmp_path: Path) -> None:
     archive = tmp_path / "archive.sqlite3"
     planned = ["old-1", "old-kid"]
     expected = everything(db, planned)
-    result = plan_and_run(db, RetentionPolicy(ids=("old-1",), children="delete"), archive)
+    result = plan_and_run(source, RetentionPolicy(ids=("old-1",), children="delete"), archive)
     assert [d.id for d in result.deleted] == planned
     assert result.archive is not None and result.archive.created
     assert (result.archive.sessions, result.archive.messages, result.archive.snapshots) == (
@@ -74,8 +82,8 @@ def test_archive_holds_exactly_the_deleted_sessions(db: Path, tmp_path: Path) ->
         2,
     )
     assert everything(archive) == expected
-    assert everything(db, planned) == {table: [] for table in TABLE_NAMES}
-    assert len(table_rows(db, "raw_messages")) == 2
+    assert everything(source, planned) == {table: [] for table in TABLE_NAMES}
+    assert len(table_rows(source, "raw_messages")) == 2
 
 
 def test_a_new_archive_has_the_exact_ddl_and_is_private(db: Path, tmp_path: Path) -> None:
@@ -102,31 +110,31 @@ def test_an_existing_archive_is_appended_to(db: Path, tmp_path: Path) -> None:
 
 
 def test_a_session_already_archived_with_identical_rows_is_accepted(
-    db: Path, tmp_path: Path
+    db: Path, source: str, tmp_path: Path
 ) -> None:
     archive = tmp_path / "archive.sqlite3"
     copy = tmp_path / "copy.sqlite3"
     copy.write_bytes(db.read_bytes())
     plan_and_run(copy, RetentionPolicy(ids=("young",)), archive)  # e.g. a run that crashed
     before = everything(archive)
-    result = plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    result = plan_and_run(source, RetentionPolicy(ids=("young",)), archive)
     assert result.archive is not None and result.archive.already_archived == ("young",)
     assert everything(archive) == before
-    assert table_rows(db, "agent_sessions", ["young"]) == []
+    assert table_rows(source, "agent_sessions", ["young"]) == []
 
 
 def test_a_session_archived_with_different_rows_is_refused_and_nothing_changes(
-    db: Path, tmp_path: Path
+    source: str, tmp_path: Path
 ) -> None:
     archive = tmp_path / "archive.sqlite3"
     other = seed_sessions(tmp_path / "other.sqlite3", [SeedSession("young", messages=5)])
     plan_and_run(other, RetentionPolicy(ids=("young",), skip_active=timedelta(0)), archive)
     archived = everything(archive)
-    source = everything(db)
+    rows = everything(source)
     with pytest.raises(RetentionRefused, match="different rows"):
-        plan_and_run(db, RetentionPolicy(ids=("young", "old-kid")), archive)
+        plan_and_run(source, RetentionPolicy(ids=("young", "old-kid")), archive)
     assert everything(archive) == archived
-    assert everything(db) == source
+    assert everything(source) == rows
 
 
 def test_a_failed_archive_check_deletes_nothing_and_removes_a_new_archive(
@@ -290,18 +298,20 @@ def test_verify_passes_on_the_archive(db: Path, tmp_path: Path, source: str) -> 
 
 
 def test_a_session_without_a_session_row_is_archived_with_a_derived_one(
-    db: Path, tmp_path: Path
+    db: Path, source: str, tmp_path: Path
 ) -> None:
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        conn.execute("DELETE FROM agent_sessions WHERE id = 'old-1'")  # damaged: rows, no session
-        conn.commit()
     rows = table_rows(db, "raw_messages", ["old-1"])
+    span = query(
+        db, "SELECT min(created_at), max(created_at) FROM raw_messages WHERE session_id = 'old-1'"
+    )
+    execute(source, "DELETE FROM agent_sessions WHERE id = 'old-1'")  # damaged: no session row
     archive = tmp_path / "archive.sqlite3"
-    result = plan_and_run(db, RetentionPolicy(ids=("old-1",), children="keep"), archive)
+    result = plan_and_run(source, RetentionPolicy(ids=("old-1",), children="keep"), archive)
     assert [(d.id, d.messages, d.snapshots) for d in result.deleted] == [("old-1", 6, 2)]
     assert table_rows(archive, "raw_messages") == rows
-    assert [row[2] for row in table_rows(archive, "agent_sessions")] == ["old-1"]
-    assert table_rows(db, "raw_messages", ["old-1"]) == []
+    derived = query(archive, "SELECT id, session_type, created_at, updated_at FROM agent_sessions")
+    assert derived == [("old-1", 0, *span[0])]  # its times from its raw rows
+    assert table_rows(source, "raw_messages", ["old-1"]) == []
 
 
 def padded_sessions(path: Path, *specs: tuple[str, int]) -> Path:

@@ -14,19 +14,25 @@ from typing import Any
 
 import pytest
 
+from pgtest import (
+    Databases,
+    execute,
+    fingerprint,
+    open_storage,
+    query,
+    time_value,
+    write_at_once,
+)
 from support import (
     SAFETY_NET,
     SeedSession,
     busiest_session,
-    digest,
-    execute_sql,
     retention_plan,
     retention_run,
     sample_with_layout,
     seed_sessions,
     table_rows,
 )
-from zett_sessions.database import Database
 from zett_sessions.errors import DatabaseLocked
 from zett_sessions.models import UserMessage
 from zett_sessions.queries.sessions import SessionFilter
@@ -38,34 +44,34 @@ from zett_sessions.retention import (
     RetentionPolicy,
 )
 from zett_sessions.retention import execute as execute_module
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
-from zett_sessions.timeutil import format_db_time
 
 DAY = timedelta(days=1)
 TABLES = ("agent_sessions", "raw_messages", "session_snapshots")
 
 
-def plan_for(path: Path, policy: RetentionPolicy) -> DeletePlan:
+def plan_for(path: Path | str, policy: RetentionPolicy) -> DeletePlan:
     plan: DeletePlan = retention_plan(path, policy)
     return plan
 
 
-def run_plan(path: Path, plan: DeletePlan, policy: RetentionPolicy, **options: Any) -> DeleteResult:
+def run_plan(
+    path: Path | str, plan: DeletePlan, policy: RetentionPolicy, **options: Any
+) -> DeleteResult:
     result: DeleteResult = retention_run(path, policy, plan, **options)
     return result
 
 
-def append_to(path: Path, session_id: str, text: str) -> None:
+def append_to(path: Path | str, session_id: str, text: str) -> None:
     """Append one user message the way zett-agent would (bumps the session's activity)."""
 
     async def write() -> None:
-        async with SQLiteSessionStorage(path) as storage:
+        async with open_storage(str(path)) as storage:
             await storage.append(session_id, "late", UserMessage(content=text))
 
     asyncio.run(write())
 
 
-def snapshot_of(path: Path) -> dict[str, list[tuple]]:
+def snapshot_of(path: Path | str) -> dict[str, list[tuple]]:
     return {table: table_rows(path, table) for table in TABLES}
 
 
@@ -74,19 +80,25 @@ def old_policy(days: float = 100, **options: object) -> RetentionPolicy:
     return RetentionPolicy(filters=SessionFilter(active_before=cutoff), **options)  # type: ignore[arg-type]
 
 
+SEEDED = [
+    SeedSession("old-1", age=200 * DAY, messages=5, snapshots=2),
+    SeedSession("old-2", age=150 * DAY, messages=3),
+    SeedSession("young", age=5 * DAY, messages=4, snapshots=1),
+]
+
+
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return seed_sessions(
-        tmp_path / "sessions.sqlite3",
-        [
-            SeedSession("old-1", age=200 * DAY, messages=5, snapshots=2),
-            SeedSession("old-2", age=150 * DAY, messages=3),
-            SeedSession("young", age=5 * DAY, messages=4, snapshots=1),
-        ],
-    )
+def db_file(tmp_path: Path) -> Path:
+    return seed_sessions(tmp_path / "sessions.sqlite3", SEEDED)
 
 
-def test_execute_deletes_exactly_the_planned_rows_of_all_three_tables(db: Path) -> None:
+@pytest.fixture
+def db(databases: Databases) -> str:
+    """The seeded sessions on the parametrized backend."""
+    return databases.seeded(SEEDED)
+
+
+def test_execute_deletes_exactly_the_planned_rows_of_all_three_tables(db: str) -> None:
     before = snapshot_of(db)
     policy = old_policy()
     result = run_plan(db, plan_for(db, policy), policy)
@@ -102,16 +114,16 @@ def test_execute_deletes_exactly_the_planned_rows_of_all_three_tables(db: Path) 
 
 
 def test_a_failure_after_the_first_delete_leaves_the_database_unchanged(
-    db: Path, monkeypatch: pytest.MonkeyPatch
+    db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     policy = old_policy()
     plan = plan_for(db, policy)
     before_rows = snapshot_of(db)
-    before_digest = digest(db)
+    before_digest = fingerprint(db)
     real = execute_module._delete_from
     calls: list[str] = []
 
-    async def failing(db_: Database, table: str, column: str, ids: str) -> int:
+    async def failing(db_: Any, table: str, column: str, ids: Any) -> int:
         if calls:
             raise RuntimeError("injected failure after the first DELETE")
         calls.append(table)
@@ -122,18 +134,18 @@ def test_a_failure_after_the_first_delete_leaves_the_database_unchanged(
         run_plan(db, plan, policy)
     assert calls == ["raw_messages"]  # the first DELETE really ran before the failure
     assert snapshot_of(db) == before_rows
-    assert digest(db) == before_digest
+    assert fingerprint(db) == before_digest
 
 
 def test_a_row_count_mismatch_rolls_everything_back(
-    db: Path, monkeypatch: pytest.MonkeyPatch
+    db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     policy = old_policy()
     plan = plan_for(db, policy)
     before = snapshot_of(db)
     real = execute_module._delete_from
 
-    async def miscounting(db_: Database, table: str, column: str, ids: str) -> int:
+    async def miscounting(db_: Any, table: str, column: str, ids: Any) -> int:
         return await real(db_, table, column, ids) + (1 if table == "session_snapshots" else 0)
 
     monkeypatch.setattr(execute_module, "_delete_from", miscounting)
@@ -142,7 +154,7 @@ def test_a_row_count_mismatch_rolls_everything_back(
     assert snapshot_of(db) == before
 
 
-def test_a_session_active_again_at_delete_time_is_skipped_and_reported(db: Path) -> None:
+def test_a_session_active_again_at_delete_time_is_skipped_and_reported(db: str) -> None:
     policy = RetentionPolicy(ids=("old-1", "old-2"))
     plan = plan_for(db, policy)
 
@@ -153,7 +165,7 @@ def test_a_session_active_again_at_delete_time_is_skipped_and_reported(db: Path)
     assert len(table_rows(db, "raw_messages", ["old-2"])) == 4
 
 
-def test_a_session_with_new_activity_no_longer_older_than_the_cutoff_is_kept(db: Path) -> None:
+def test_a_session_with_new_activity_no_longer_older_than_the_cutoff_is_kept(db: str) -> None:
     policy = old_policy(skip_active=timedelta(0))
     plan = plan_for(db, policy)
 
@@ -164,10 +176,10 @@ def test_a_session_with_new_activity_no_longer_older_than_the_cutoff_is_kept(db:
     assert len(table_rows(db, "raw_messages", ["old-2"])) == 4
 
 
-def test_a_session_that_no_longer_matches_is_skipped_as_changed(db: Path) -> None:
+def test_a_session_that_no_longer_matches_is_skipped_as_changed(db: str) -> None:
     policy = old_policy(skip_active=timedelta(0))
     plan = plan_for(db, policy)
-    execute_sql(
+    execute(
         db, "UPDATE agent_sessions SET updated_at = '2999-01-01 00:00:00.000000' WHERE id = 'old-1'"
     )
     result = run_plan(db, plan, policy)
@@ -175,12 +187,12 @@ def test_a_session_that_no_longer_matches_is_skipped_as_changed(db: Path) -> Non
     assert [(s.id, s.reason) for s in result.skipped] == [("old-1", "changed")]
 
 
-def test_a_session_deleted_meanwhile_is_reported_gone(db: Path) -> None:
+def test_a_session_deleted_meanwhile_is_reported_gone(db: str) -> None:
     policy = RetentionPolicy(ids=("old-1", "old-2"))
     plan = plan_for(db, policy)
 
     async def remove() -> None:
-        async with SQLiteSessionStorage(db) as storage:
+        async with open_storage(db) as storage:
             await storage.delete_session("old-1")
 
     asyncio.run(remove())
@@ -189,7 +201,7 @@ def test_a_session_deleted_meanwhile_is_reported_gone(db: Path) -> None:
     assert [(s.id, s.reason) for s in result.skipped] == [("old-1", "gone")]
 
 
-def test_messages_gained_by_a_named_session_go_with_it(db: Path) -> None:
+def test_messages_gained_by_a_named_session_go_with_it(db: str) -> None:
     policy = RetentionPolicy(ids=("old-2",), skip_active=timedelta(0))
     plan = plan_for(db, policy)
 
@@ -199,13 +211,13 @@ def test_messages_gained_by_a_named_session_go_with_it(db: Path) -> None:
     assert table_rows(db, "raw_messages", ["old-2"]) == []
 
 
-def test_a_child_appearing_after_the_plan_keeps_its_parent(db: Path) -> None:
+def test_a_child_appearing_after_the_plan_keeps_its_parent(db: str) -> None:
     policy = old_policy()
     plan = plan_for(db, policy)
     assert plan.refusals == ()
 
     async def adopt() -> None:
-        async with SQLiteSessionStorage(db) as storage:
+        async with open_storage(db) as storage:
             await storage.create_session(session_id="late-child", parent_session_id="old-1")
 
     asyncio.run(adopt())
@@ -220,9 +232,8 @@ def test_a_child_appearing_after_the_plan_keeps_its_parent(db: Path) -> None:
         ]
 
 
-def test_children_keep_leaves_a_dangling_parent_id(tmp_path: Path) -> None:
-    path = seed_sessions(
-        tmp_path / "s.sqlite3",
+def test_children_keep_leaves_a_dangling_parent_id(databases: Databases) -> None:
+    path = databases.seeded(
         [SeedSession("p", age=90 * DAY), SeedSession("k", age=90 * DAY, parent="p")],
     )
     policy = RetentionPolicy(ids=("p",), children="keep")
@@ -230,14 +241,13 @@ def test_children_keep_leaves_a_dangling_parent_id(tmp_path: Path) -> None:
     assert [row[0] for row in table_rows(path, "agent_sessions")] == [
         row[0] for row in table_rows(path, "agent_sessions", ["k"])
     ]
-    with closing(sqlite3.connect(path)) as conn:
-        parents = conn.execute("SELECT parent_session_id FROM agent_sessions").fetchall()
-    assert parents == [("p",)]
+    assert query(path, "SELECT parent_session_id FROM agent_sessions") == [("p",)]
 
 
 def test_a_busy_writer_past_the_timeout_is_reported_as_locked_and_nothing_changes(
-    db: Path,
+    db_file: Path,
 ) -> None:
+    db = db_file
     policy = old_policy()
     plan = plan_for(db, policy)
     before = snapshot_of(db)
@@ -333,14 +343,13 @@ ONE_BY_ONE = BatchLimits(
 
 
 @pytest.fixture
-def four_old(tmp_path: Path) -> Path:
-    return seed_sessions(
-        tmp_path / "four.sqlite3",
+def four_old(databases: Databases) -> str:
+    return databases.seeded(
         [SeedSession(f"old-{n}", age=(200 + n) * DAY, messages=3, snapshots=1) for n in range(4)],
     )
 
 
-def test_each_batch_is_its_own_transaction_and_reports_progress(four_old: Path) -> None:
+def test_each_batch_is_its_own_transaction_and_reports_progress(four_old: str) -> None:
     policy = old_policy()
     plan = plan_for(four_old, policy)
     seen: list[tuple[int, int, int]] = []
@@ -350,7 +359,7 @@ def test_each_batch_is_its_own_transaction_and_reports_progress(four_old: Path) 
         seen.append((step.batch, step.sessions, step.messages))
         # committed: another connection sees the batch gone, and can write at once
         assert len(table_rows(four_old, "agent_sessions")) == 4 - step.sessions
-        execute_sql(four_old, "PRAGMA busy_timeout = 0", "UPDATE agent_sessions SET title = 't'")
+        write_at_once(four_old, "UPDATE agent_sessions SET title = 't'")
 
     result = run_plan(four_old, plan, policy, limits=ONE_BY_ONE, progress=progress)
     assert seen == [(1, 1, 3), (2, 2, 6), (3, 3, 9), (4, 4, 12)]
@@ -358,14 +367,14 @@ def test_each_batch_is_its_own_transaction_and_reports_progress(four_old: Path) 
     assert all(table_rows(four_old, table) == [] for table in TABLES)
 
 
-def test_the_policy_is_evaluated_again_for_every_batch(four_old: Path) -> None:
+def test_the_policy_is_evaluated_again_for_every_batch(four_old: str) -> None:
     policy = old_policy(skip_active=timedelta(0))
     plan = plan_for(four_old, policy)
 
     def progress(step: DeleteProgress) -> None:
         if step.batch == 1:  # old-2 is active again before its batch
-            now = format_db_time(datetime.now(UTC))
-            execute_sql(
+            now = time_value(four_old, datetime.now(UTC))
+            execute(
                 four_old,
                 "UPDATE agent_sessions SET updated_at = ? WHERE id = 'old-2'",
                 params=(now,),
@@ -377,14 +386,14 @@ def test_the_policy_is_evaluated_again_for_every_batch(four_old: Path) -> None:
     assert len(table_rows(four_old, "raw_messages", ["old-2"])) == 3
 
 
-def test_keep_last_is_decided_over_the_whole_selection_at_each_batch(four_old: Path) -> None:
+def test_keep_last_is_decided_over_the_whole_selection_at_each_batch(four_old: str) -> None:
     policy = old_policy(keep_last=1)
     plan = plan_for(four_old, policy)  # old-0 is the most recent: kept
     assert [s.id for s in plan.sessions] == ["old-1", "old-2", "old-3"]
 
     def progress(step: DeleteProgress) -> None:
         if step.batch == 1:  # the kept one goes elsewhere: old-2 is now the most recent left
-            execute_sql(four_old, "DELETE FROM agent_sessions WHERE id = 'old-0'")
+            execute(four_old, "DELETE FROM agent_sessions WHERE id = 'old-0'")
 
     result = run_plan(four_old, plan, policy, limits=ONE_BY_ONE, progress=progress)
     assert [d.id for d in result.deleted] == ["old-1", "old-3"]
@@ -392,9 +401,8 @@ def test_keep_last_is_decided_over_the_whole_selection_at_each_batch(four_old: P
 
 
 @pytest.fixture
-def family(tmp_path: Path) -> Path:
-    return seed_sessions(
-        tmp_path / "family.sqlite3",
+def family(databases: Databases) -> str:
+    return databases.seeded(
         [
             SeedSession("parent", age=300 * DAY, messages=2),
             SeedSession("child", age=290 * DAY, messages=2, parent="parent"),
@@ -404,7 +412,7 @@ def family(tmp_path: Path) -> Path:
     )
 
 
-def test_a_parent_and_its_planned_children_share_one_batch(family: Path) -> None:
+def test_a_parent_and_its_planned_children_share_one_batch(family: str) -> None:
     policy = old_policy(children="delete")
     plan = plan_for(family, policy)
     batches: list[int] = []
@@ -412,11 +420,11 @@ def test_a_parent_and_its_planned_children_share_one_batch(family: Path) -> None
     assert batches == [1, 4]  # the loner, then the whole family in one transaction
 
 
-def test_a_child_kept_at_delete_time_keeps_its_planned_ancestors(family: Path) -> None:
+def test_a_child_kept_at_delete_time_keeps_its_planned_ancestors(family: str) -> None:
     policy = old_policy(children="delete")
     plan = plan_for(family, policy)
-    now = format_db_time(datetime.now(UTC))  # active now: kept
-    execute_sql(
+    now = time_value(family, datetime.now(UTC))  # active now: kept
+    execute(
         family, "UPDATE agent_sessions SET updated_at = ? WHERE id = 'grandchild'", params=(now,)
     )
     result = run_plan(family, plan, policy, limits=ONE_BY_ONE)
@@ -428,7 +436,7 @@ def test_a_child_kept_at_delete_time_keeps_its_planned_ancestors(family: Path) -
     ]
 
 
-def test_a_session_larger_than_a_batch_is_one_transaction_of_its_own(four_old: Path) -> None:
+def test_a_session_larger_than_a_batch_is_one_transaction_of_its_own(four_old: str) -> None:
     policy = old_policy()
     result = run_plan(
         four_old,
@@ -440,14 +448,14 @@ def test_a_session_larger_than_a_batch_is_one_transaction_of_its_own(four_old: P
 
 
 def test_a_failing_batch_says_what_earlier_batches_deleted(
-    four_old: Path, monkeypatch: pytest.MonkeyPatch
+    four_old: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     policy = old_policy()
     plan = plan_for(four_old, policy)
     real = execute_module._delete_from
     calls: list[str] = []
 
-    async def failing_in_batch_3(db_: Database, table: str, column: str, ids: str) -> int:
+    async def failing_in_batch_3(db_: Any, table: str, column: str, ids: Any) -> int:
         calls.append(table)
         if len(calls) == 7:  # the first statement of the third batch
             raise DatabaseLocked("database is locked", str(four_old))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pgtest import Databases, query
 from support import (
     SeedSession,
     busiest_session,
@@ -24,7 +23,7 @@ from zett_sessions.retention import DeletePlan, RetentionPolicy
 DAY = timedelta(days=1)
 
 
-def plan_for(path: Path, **options: Any) -> DeletePlan:
+def plan_for(path: Path | str, **options: Any) -> DeletePlan:
     plan: DeletePlan = retention_plan(path, RetentionPolicy(**options))
     return plan
 
@@ -38,10 +37,9 @@ def skipped(plan: DeletePlan) -> dict[str, str]:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    """Old and new sessions of two agents and two types, a parent with a child."""
-    return seed_sessions(
-        tmp_path / "sessions.sqlite3",
+def db(databases: Databases) -> str:
+    """Old and new sessions of two agents and two types (either backend)."""
+    return databases.seeded(
         [
             SeedSession("old-a", age=200 * DAY, agent="alpha", title="Fix the parser"),
             SeedSession("old-b", age=190 * DAY, agent="beta", session_type=1, snapshots=1),
@@ -53,14 +51,14 @@ def db(tmp_path: Path) -> Path:
     )
 
 
-def test_ids_select_exactly_the_named_sessions_and_accept_prefixes(db: Path) -> None:
+def test_ids_select_exactly_the_named_sessions_and_accept_prefixes(db: str) -> None:
     plan = plan_for(db, ids=("old-a", "mi"))
     assert plan.ids == ("mid", "old-a")  # newest activity first
     assert plan.resolved_ids == ("old-a", "mid")  # as named
     assert plan.skipped == ()
 
 
-def test_an_unknown_id_is_an_error_unless_missing_ok(db: Path) -> None:
+def test_an_unknown_id_is_an_error_unless_missing_ok(db: str) -> None:
     with pytest.raises(SessionNotFound):
         plan_for(db, ids=("old-a", "nope"))
     plan = plan_for(db, ids=("old-a", "nope"), missing_ok=True)
@@ -68,17 +66,17 @@ def test_an_unknown_id_is_an_error_unless_missing_ok(db: Path) -> None:
     assert skipped(plan) == {"nope": "not-found"}
 
 
-def test_an_ambiguous_prefix_is_an_error_even_with_missing_ok(db: Path) -> None:
+def test_an_ambiguous_prefix_is_an_error_even_with_missing_ok(db: str) -> None:
     with pytest.raises(AmbiguousSessionId):
         plan_for(db, ids=("old",), missing_ok=True)
 
 
-def test_nothing_selected_is_a_usage_error(db: Path) -> None:
+def test_nothing_selected_is_a_usage_error(db: str) -> None:
     with pytest.raises(UsageError, match="--all"):
         plan_for(db)
 
 
-def test_select_all_plans_every_session_but_the_active_one(db: Path) -> None:
+def test_select_all_plans_every_session_but_the_active_one(db: str) -> None:
     plan = plan_for(db, select_all=True)
     assert set(plan.ids) == {"old-a", "old-b", "old-c", "mid", "new"}
     assert skipped(plan) == {"busy": "active"}
@@ -112,19 +110,19 @@ def test_roots_filter_leaves_children_out(tmp_path: Path) -> None:
     assert plan.ids == ("root",)
 
 
-def test_ids_and_policy_combine_as_an_intersection(db: Path) -> None:
+def test_ids_and_policy_combine_as_an_intersection(db: str) -> None:
     plan = plan_for(db, ids=("old-a", "mid"), filters=older_than(180))
     assert plan.ids == ("old-a",)
     assert skipped(plan) == {"mid": "no-match"}
 
 
-def test_keep_last_keeps_the_most_recent_of_the_selected(db: Path) -> None:
+def test_keep_last_keeps_the_most_recent_of_the_selected(db: str) -> None:
     plan = plan_for(db, filters=older_than(100), keep_last=2)
     assert plan.ids == ("old-a",)
     assert skipped(plan) == {"old-c": "keep-last", "old-b": "keep-last"}
 
 
-def test_skip_active_leaves_recent_sessions_alone_and_zero_turns_it_off(db: Path) -> None:
+def test_skip_active_leaves_recent_sessions_alone_and_zero_turns_it_off(db: str) -> None:
     plan = plan_for(db, ids=("busy", "new"))
     assert plan.ids == ("new",)
     assert skipped(plan) == {"busy": "active"}
@@ -135,7 +133,7 @@ def test_skip_active_leaves_recent_sessions_alone_and_zero_turns_it_off(db: Path
     }
 
 
-def test_plan_counts_messages_snapshots_and_estimates_bytes(db: Path) -> None:
+def test_plan_counts_messages_snapshots_and_estimates_bytes(db: str) -> None:
     plan = plan_for(db, ids=("old-b", "old-c"))
     by_id = {s.id: s for s in plan.sessions}
     assert (by_id["old-b"].messages, by_id["old-b"].snapshots) == (2, 1)
@@ -150,10 +148,9 @@ def test_plan_counts_messages_snapshots_and_estimates_bytes(db: Path) -> None:
 
 
 @pytest.fixture
-def family(tmp_path: Path) -> Path:
+def family(databases: Databases) -> str:
     """parent → child → grandchild, all old; plus an old bystander."""
-    return seed_sessions(
-        tmp_path / "family.sqlite3",
+    return databases.seeded(
         [
             SeedSession("parent", age=300 * DAY, agent="lead"),
             SeedSession("child", age=10 * DAY, agent="helper", parent="parent"),
@@ -163,7 +160,7 @@ def family(tmp_path: Path) -> Path:
     )
 
 
-def test_children_refuse_names_the_unplanned_children_and_refuses(family: Path) -> None:
+def test_children_refuse_names_the_unplanned_children_and_refuses(family: str) -> None:
     plan = plan_for(family, filters=SessionFilter(agent="lead"))
     assert set(plan.ids) == {"parent", "other"}
     assert [(c.id, c.parent_session_id) for c in plan.blocked_children] == [("child", "parent")]
@@ -171,28 +168,27 @@ def test_children_refuse_names_the_unplanned_children_and_refuses(family: Path) 
     assert {s.id: s.children for s in plan.sessions}["parent"] == ("child",)
 
 
-def test_children_refuse_is_satisfied_when_the_children_are_selected_too(family: Path) -> None:
+def test_children_refuse_is_satisfied_when_the_children_are_selected_too(family: str) -> None:
     plan = plan_for(family, select_all=True)
     assert set(plan.ids) == {"parent", "child", "grandchild", "other"}
     assert plan.refusals == ()
 
 
-def test_children_delete_adds_the_whole_subtree(family: Path) -> None:
+def test_children_delete_adds_the_whole_subtree(family: str) -> None:
     plan = plan_for(family, ids=("parent",), children="delete")
     assert plan.ids == ("parent", "child", "grandchild")
     assert [s.via for s in plan.sessions] == ["selected", "descendant", "descendant"]
     assert plan.refusals == ()
 
 
-def test_children_keep_plans_only_the_selected(family: Path) -> None:
+def test_children_keep_plans_only_the_selected(family: str) -> None:
     plan = plan_for(family, ids=("parent",), children="keep")
     assert plan.ids == ("parent",)
     assert plan.blocked_children == () and plan.refusals == ()
 
 
-def test_children_delete_survives_a_cycle_of_parent_ids(tmp_path: Path) -> None:
-    path = seed_sessions(
-        tmp_path / "cycle.sqlite3",
+def test_children_delete_survives_a_cycle_of_parent_ids(databases: Databases) -> None:
+    path = databases.seeded(
         [
             SeedSession("a", age=9 * DAY, parent="b"),
             SeedSession("b", age=9 * DAY, parent="a"),
@@ -203,9 +199,8 @@ def test_children_delete_survives_a_cycle_of_parent_ids(tmp_path: Path) -> None:
     assert set(plan.ids) == {"a", "b", "c"}
 
 
-def test_an_active_descendant_keeps_its_planned_ancestors(tmp_path: Path) -> None:
-    path = seed_sessions(
-        tmp_path / "active-kid.sqlite3",
+def test_an_active_descendant_keeps_its_planned_ancestors(databases: Databases) -> None:
+    path = databases.seeded(
         [
             SeedSession("top", age=90 * DAY),
             SeedSession("middle", age=90 * DAY, parent="top"),
@@ -223,9 +218,8 @@ def test_an_active_descendant_keeps_its_planned_ancestors(tmp_path: Path) -> Non
     }
 
 
-def test_keep_last_session_inside_a_subtree_keeps_its_parent(tmp_path: Path) -> None:
-    path = seed_sessions(
-        tmp_path / "keep.sqlite3",
+def test_keep_last_session_inside_a_subtree_keeps_its_parent(databases: Databases) -> None:
+    path = databases.seeded(
         [SeedSession("p", age=90 * DAY), SeedSession("k", age=80 * DAY, parent="p")],
     )
     plan = plan_for(path, filters=older_than(60), keep_last=1, children="delete")
@@ -238,7 +232,7 @@ def test_keep_last_session_inside_a_subtree_keeps_its_parent(tmp_path: Path) -> 
 # --- guards ------------------------------------------------------------------------------
 
 
-def test_max_sessions_and_max_percent_guards(db: Path) -> None:
+def test_max_sessions_and_max_percent_guards(db: str) -> None:
     plan = plan_for(db, filters=older_than(100), max_sessions=2, max_percent=40)
     assert [r.guard for r in plan.refusals] == ["max-sessions", "max-percent"]
     assert "3 sessions" in plan.refusals[0].message
@@ -260,16 +254,19 @@ def test_plans_work_on_every_layout(tmp_path: Path, layout: str) -> None:
 
 
 def test_large_plans_estimate_bytes_from_the_files_average_per_message(
-    db: Path, monkeypatch: pytest.MonkeyPatch
+    db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from zett_sessions.retention import plan as plan_module
 
     monkeypatch.setattr(plan_module, "EXACT_BYTES_LIMIT", 0)
     plan = plan_for(db, ids=("old-c",))
-    with closing(sqlite3.connect(db)) as conn:
-        pages, free, size = (
-            conn.execute(f"PRAGMA {name}").fetchone()[0]
+    [(rows,)] = query(db, "SELECT count(*) FROM raw_messages")
+    if "://" in db:  # the raw table's size with its TOAST data and indexes, per row
+        [(size,)] = query(db, "SELECT pg_total_relation_size(to_regclass('raw_messages'))")
+    else:
+        pages, free, page_size = (
+            query(db, f"PRAGMA {name}")[0][0]
             for name in ("page_count", "freelist_count", "page_size")
         )
-        (rows,) = conn.execute("SELECT count(*) FROM raw_messages").fetchone()
-    assert plan.sessions[0].estimated_bytes == round(4 * (pages - free) * size / rows) > 0
+        size = (pages - free) * page_size
+    assert plan.sessions[0].estimated_bytes == round(4 * size / rows) > 0

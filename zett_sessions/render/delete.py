@@ -209,6 +209,8 @@ def result_renderable(
 
 
 def space_text(space: SpaceReport) -> Text:
+    if space.backend != "sqlite":
+        return _tables_space_text(space)
     if space.vacuumed and space.reclaim_pending:
         return Text(
             f"Vacuumed to {human_bytes(space.database_bytes)}, but another connection is still "
@@ -232,6 +234,27 @@ def space_text(space: SpaceReport) -> Text:
         )
     else:
         text.append(f"The file is {human_bytes(space.file_bytes_after)}.")
+    return text
+
+
+def _tables_space_text(space: SpaceReport) -> Text:
+    """A server's tables: VACUUM makes the deleted rows' space reusable, rarely smaller."""
+    sizes = (
+        f"{human_bytes(space.file_bytes_before)} before, "
+        f"{human_bytes(space.file_bytes_after)} after (tables and indexes)"
+    )
+    text = Text()
+    if space.vacuumed:
+        text.append(
+            f"Ran {space.vacuum_statement}: the deleted rows' space is reusable now; {sizes}."
+        )
+    else:
+        if space.vacuum_error:
+            text.append(f"Vacuum failed: {single_line(space.vacuum_error)}\n", style="red")
+        text.append(
+            f"The tables take {human_bytes(space.file_bytes_after)}; autovacuum makes the "
+            f"deleted rows' space reusable (or now: --vacuum runs {space.vacuum_statement})."
+        )
     return text
 
 

@@ -2,12 +2,15 @@
 
 The archive is created by this run (exclusively, see ``archive_file``, which also keeps two
 runs from writing one archive at once) with zett-agent's exact DDL in WAL mode as a 0600 file,
-or must already be a newest-layout session database.  Its own connection ATTACHes the
-source read-only and copies with ``INSERT … SELECT``, so the rows never pass through Python.
-The caller holds the source's write lock (``BEGIN IMMEDIATE``) for the whole time, so the
-rows copied are exactly the rows it deletes afterwards; the archive is committed durably
-(``synchronous = FULL``) *before* the source's delete is committed, so a crash in between
-leaves the sessions in both files, never in neither.
+or must already be a newest-layout session database.  It is an SQLite file whatever the
+source.  From an SQLite source its own connection ATTACHes the source read-only and copies
+with ``INSERT … SELECT``, so the rows never pass through Python (``AttachedSource``); from a
+server the batch's rows are read in the delete's own transaction and written with
+``executemany`` (``FetchedSource``, times as zett-agent's text).  The caller holds the
+source's write lock (``BEGIN IMMEDIATE``; on a server, the batch's session rows) for the
+whole time, so the rows copied are exactly the rows it deletes afterwards; the archive is
+committed durably (``synchronous = FULL``) *before* the source's delete is committed, so a
+crash in between leaves the sessions in both places, never in neither.
 
 Rows from older source layouts are converted: missing columns become what zett-agent's newest
 code would read (``'{}'`` for context JSON, ``created_at`` for the timing interval, 0 for
@@ -22,6 +25,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from ..backend import SessionDatabase
@@ -29,6 +33,7 @@ from ..database import Database
 from ..errors import DatabaseError, NotAnArchive, NotASessionDatabase, UsageError
 from ..rows import SNAPSHOT_COLUMNS
 from ..schema import IN_IDS, RAW_COLUMNS, SESSION_COLUMNS, Layout, json_ids
+from ..transfer.rows import sqlite_values
 from ..values import plural
 from .archive_file import SIDE_FILES, LockedFile, lock_archive
 from .models import ArchiveReport, PlannedSession, RetentionRefused
@@ -117,11 +122,129 @@ def _archived_sql(table: str, columns: Sequence[str]) -> str:
     )
 
 
+class Source(Protocol):
+    """Where the archived rows come from (the database being deleted from)."""
+
+    async def prepare(self, archive: Database) -> None:
+        """Once, on the archive's connection, before the first ``copy``."""
+
+    async def copy(self, archive: Database, ids: Sequence[str]) -> None:
+        """Insert the rows of ``ids`` into the archive (inside its write transaction)."""
+
+    async def same_rows(self, archive: Database, sid: str) -> bool:
+        """Whether the archive holds exactly the (converted) source rows of ``sid``."""
+
+
+class AttachedSource:
+    """An SQLite source: ATTACHed read-only to the archive's connection, copied by SQL."""
+
+    def __init__(self, source: SessionDatabase) -> None:
+        self._path = source.path
+        self._sources = _sources(source.layout)
+
+    async def prepare(self, archive: Database) -> None:
+        # Plain mode=ro, never readonly.read_only_uri's immutable=1: this file is being
+        # written (by the caller's transaction) right after the copy.
+        source_uri = f"file:{quote(str(Path(self._path).resolve()))}?mode=ro"
+        await archive.execute("ATTACH DATABASE ? AS src", (source_uri,))
+
+    async def copy(self, archive: Database, ids: Sequence[str]) -> None:
+        fresh = json_ids(ids)
+        for table, (columns, select) in self._sources.items():
+            await archive.execute(
+                f"INSERT INTO main.{table} ({', '.join(columns)}) {select}", (fresh,)
+            )
+
+    async def same_rows(self, archive: Database, sid: str) -> bool:
+        one = json_ids([sid])
+        for table, (columns, select) in self._sources.items():
+            archived = _archived_sql(table, columns)
+            source_rows = f"SELECT * FROM ({select})"
+            archived_rows = f"SELECT * FROM ({archived})"
+            differing = await archive.scalar(
+                f"SELECT (SELECT count(*) FROM ({source_rows} EXCEPT {archived_rows})) "
+                f"+ (SELECT count(*) FROM ({archived_rows} EXCEPT {source_rows}))",
+                (one,),
+            )
+            if differing:
+                return False
+        return True
+
+
+class FetchedSource:
+    """A source of any backend (a server): the rows read in the delete's own transaction
+    (the caller's ``write()``), converted to what an SQLite file stores, then inserted."""
+
+    def __init__(self, source: SessionDatabase) -> None:
+        self._db = source
+
+    async def prepare(self, archive: Database) -> None:
+        return None
+
+    async def _rows(self, ids: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
+        """table → the rows of ``ids`` (a session without a session row gets one derived)."""
+        db = self._db
+        in_ids, param = db.dialect.in_ids, db.dialect.ids_param(ids)
+        derived = (
+            "SELECT value AS id, NULL AS parent_session_id, 0 AS session_type, NULL AS title, "
+            "NULL AS agent_name, "
+            "coalesce((SELECT min(created_at) FROM raw_messages WHERE session_id = value), "
+            "(SELECT min(created_at) FROM session_snapshots WHERE session_id = value)) "
+            "AS created_at, "
+            "coalesce((SELECT max(created_at) FROM raw_messages WHERE session_id = value), "
+            "(SELECT max(created_at) FROM session_snapshots WHERE session_id = value)) "
+            f"AS updated_at FROM {db.dialect.ids_table} "
+            "WHERE NOT EXISTS (SELECT 1 FROM agent_sessions WHERE id = value)"
+        )
+        found: dict[str, list[tuple[Any, ...]]] = {}
+        for table, columns in _COLUMNS.items():
+            rows = await db.fetchall(
+                f"SELECT {', '.join(columns)} FROM {table} WHERE {_KEY[table]} {in_ids}",
+                (param,),
+            )
+            if table == "agent_sessions":
+                rows += await db.fetchall(derived, (param,))
+            found[table] = [sqlite_values(columns, row) for row in rows]
+        return found
+
+    async def copy(self, archive: Database, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        for table, rows in (await self._rows(ids)).items():
+            columns = _COLUMNS[table]
+            await archive.executemany(
+                f"INSERT INTO main.{table} ({', '.join(columns)}) "
+                f"VALUES ({', '.join('?' * len(columns))})",
+                rows,
+            )
+
+    async def same_rows(self, archive: Database, sid: str) -> bool:
+        for table, rows in (await self._rows([sid])).items():
+            archived = await archive.fetchall(
+                _archived_sql(table, _COLUMNS[table]), (json_ids([sid]),)
+            )
+            if sorted(map(repr, rows)) != sorted(repr(tuple(row)) for row in archived):
+                return False
+        return True
+
+
+_COLUMNS = {
+    "agent_sessions": SESSION_COLUMNS,
+    "raw_messages": RAW_COLUMNS,
+    "session_snapshots": SNAPSHOT_COLUMNS,
+}
+# How each backend's rows reach the archive (by dialect name).
+SOURCES: dict[str, type[AttachedSource] | type[FetchedSource]] = {
+    "sqlite": AttachedSource,
+    "postgres": FetchedSource,
+}
+
+
 class ArchiveWriter:
     """The archive of one run, open and locked: ``add`` copies sessions into it durably."""
 
-    def __init__(self, source: SessionDatabase, lock: LockedFile, archive: Database) -> None:
-        self._layout = source.layout
+    def __init__(self, source: Source, lock: LockedFile, archive: Database) -> None:
+        self._source = source
         self._lock = lock
         self._archive = archive
         self.path = lock.path
@@ -151,7 +274,7 @@ class ArchiveWriter:
         the file is checked to be the one this run locked, and the rows are read back from it
         by a new connection, every row and overflow page of them.
         """
-        present = await _copy(self._archive, self._layout, sessions, self.path)
+        present = await _copy(self._archive, self._source, sessions, self.path)
         try:
             busy = await self._archive.fetchone("PRAGMA main.wal_checkpoint(TRUNCATE)")
         except DatabaseError as error:  # SQLite's own words: the path is in the message anyway
@@ -193,11 +316,9 @@ async def open_archive(source: SessionDatabase, path: Path) -> AsyncIterator[Arc
             raise NotAnArchive(f"--archive-to: {error}", str(path)) from None
         lock.require_at_path()
         await archive.execute("PRAGMA synchronous = FULL")
-        # Plain mode=ro, never readonly.read_only_uri's immutable=1: this file is being
-        # written (by the caller's transaction) right after the copy.
-        source_uri = f"file:{quote(str(Path(source.path).resolve()))}?mode=ro"
-        await archive.execute("ATTACH DATABASE ? AS src", (source_uri,))
-        yield ArchiveWriter(source, lock, archive)
+        rows: Source = SOURCES[source.dialect.name](source)
+        await rows.prepare(archive)
+        yield ArchiveWriter(rows, lock, archive)
     finally:
         # SQLite never set up a file this run made, or nothing was committed into it
         unused = lock.created and (not opened or await _holds_nothing(archive))
@@ -219,26 +340,21 @@ async def _holds_nothing(archive: Database) -> bool:
 
 
 async def _copy(
-    archive: Database, layout: Layout, sessions: Sequence[PlannedSession], path: Path
+    archive: Database, source: Source, sessions: Sequence[PlannedSession], path: Path
 ) -> set[str]:
     """Copy the sessions not yet in the archive (one committed transaction); returns those
     that were already there with the same rows."""
     ids = [session.id for session in sessions]
-    sources = _sources(layout)
     async with archive.write():
         present = await _already_archived(archive, ids)
         for sid in present:
-            if not await _same_rows(archive, sources, sid):
+            if not await source.same_rows(archive, sid):
                 raise RetentionRefused(
                     f"the archive {path} already holds session {sid} with different rows; "
                     "choose another --archive-to file",
                     "archive",
                 )
-        fresh = json_ids(sid for sid in ids if sid not in present)
-        for table, (columns, select) in sources.items():
-            await archive.execute(
-                f"INSERT INTO main.{table} ({', '.join(columns)}) {select}", (fresh,)
-            )
+        await source.copy(archive, [sid for sid in ids if sid not in present])
         await _check_counts(archive, sessions, path)
     return present
 
@@ -251,25 +367,6 @@ async def _already_archived(archive: Database, ids: Sequence[str]) -> set[str]:
         (json_ids(ids),) * 3,
     )
     return {row[0] for row in rows}
-
-
-async def _same_rows(
-    archive: Database, sources: dict[str, tuple[tuple[str, ...], str]], sid: str
-) -> bool:
-    """True when the archive holds exactly the (converted) source rows of ``sid``."""
-    one = json_ids([sid])
-    for table, (columns, select) in sources.items():
-        archived = _archived_sql(table, columns)
-        source_rows = f"SELECT * FROM ({select})"
-        archived_rows = f"SELECT * FROM ({archived})"
-        differing = await archive.scalar(
-            f"SELECT (SELECT count(*) FROM ({source_rows} EXCEPT {archived_rows})) "
-            f"+ (SELECT count(*) FROM ({archived_rows} EXCEPT {source_rows}))",
-            (one,),
-        )
-        if differing:
-            return False
-    return True
 
 
 # A NOT NULL column of each table: reading it reads the whole row, overflow pages included.

@@ -15,9 +15,15 @@ saw.  A session that gained activity and no longer matches, or is kept by ``--ke
 ``--skip-active`` now, is skipped and reported; so is a session with a child that is not
 deleted with it (a child that appeared since the plan, or a planned child kept now), and in
 turn its planned ancestors (unless ``--children keep``).  Rows go with set-based statements
-(``IN (SELECT value FROM json_each(?))``); each statement's row count must equal what was
-counted inside the same transaction, otherwise the batch is rolled back.  ``secure_delete`` is
-left as SQLite has it.
+(the dialect's id list: ``IN (SELECT value FROM json_each(?))``, ``= ANY(?::text[])``); each
+statement's row count must equal what was counted inside the same transaction, otherwise the
+batch is rolled back.  ``secure_delete`` is left as SQLite has it.
+
+On PostgreSQL a batch is one ``READ COMMITTED`` transaction that first locks its sessions' rows
+(``FOR UPDATE``, in id order; the dialect says whether rows are locked): appends to those
+sessions wait for it, appends in flight commit first and are counted, other sessions are never
+held up.  What a backend does around the batches — WAL checkpoints, the size it reports,
+VACUUM — is its ``space.Space``.
 """
 
 from __future__ import annotations
@@ -25,12 +31,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..backend import SessionDatabase
 from ..errors import DatabaseError, ZettSessionsError
-from ..schema import IN_IDS, json_ids
 from ..values import plural
 from .archive import ArchiveWriter, open_archive
 from .models import (
@@ -42,10 +47,9 @@ from .models import (
     PlannedSession,
     RetentionPolicy,
     SkippedSession,
-    SpaceReport,
 )
 from .plan import replan, skipped_session
-from .space import checkpoint, file_bytes, fold_wal, free_bytes, vacuum
+from .space import Space, pause, space_of
 
 DEFAULT_LIMITS = BatchLimits()
 
@@ -78,7 +82,8 @@ async def execute_plan(
     """
     limits = limits or DEFAULT_LIMITS
     await db.open()
-    before = file_bytes(db.path)
+    space = space_of(db)
+    before = await space.size()
     units = deque(_units(plan, policy))
     budget = _Budget(limits)
     deleted: list[PlannedSession] = []
@@ -91,11 +96,11 @@ async def execute_plan(
             # after it), so two deletes sharing an archive never wait for each other crosswise.
             if archive is not None:
                 writer = await stack.enter_async_context(open_archive(db, archive))
-            await stack.enter_async_context(_checkpoints_between_batches(db))
+            await stack.enter_async_context(space.between_batches())
             number = 0
             while units:
                 if number:
-                    await _writers_turn(db, limits.pause)
+                    await _writers_turn(space, limits.pause)
                 number += 1
                 batch = _next_batch(units, budget.rows, limits.bytes)
                 started = clock()
@@ -120,38 +125,22 @@ async def execute_plan(
     order = {session.id: index for index, session in enumerate(plan.sessions)}
     deleted.sort(key=lambda session: order[session.id])
     skipped.sort(key=lambda session: order.get(session.id, len(order)))
-    space = await _space(db, before, run_vacuum and bool(deleted))
+    report = await space.report(before, run_vacuum and bool(deleted))
     return DeleteResult(
         deleted=tuple(
             DeletedSession(id=s.id, messages=s.messages, snapshots=s.snapshots) for s in deleted
         ),
         skipped=tuple(skipped),
         archive=writer.report if writer is not None and deleted else None,
-        space=space,
+        space=report,
     )
 
 
-@contextlib.asynccontextmanager
-async def _checkpoints_between_batches(db: SessionDatabase) -> AsyncIterator[None]:
-    """No automatic checkpoint at each COMMIT: ``_writers_turn`` checkpoints while the write
-    lock is free anyway (the connection's setting is restored afterwards)."""
-    automatic = await db.scalar("PRAGMA wal_autocheckpoint")
-    await db.execute("PRAGMA wal_autocheckpoint = 0")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(DatabaseError):
-            await db.execute(f"PRAGMA wal_autocheckpoint = {int(automatic)}")
-
-
-async def _writers_turn(db: SessionDatabase, pause: float) -> None:
-    """Leave the write lock free for ``pause`` seconds at least; checkpoint meanwhile."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await checkpoint(db)
-    rest = pause - (loop.time() - started)
-    if rest > 0:
-        await asyncio.sleep(rest)
+async def _writers_turn(space: Space, pause_seconds: float) -> None:
+    """Leave the write lock free for ``pause_seconds`` at least; checkpoint meanwhile."""
+    started = asyncio.get_running_loop().time()
+    await space.writers_turn()
+    await pause(pause_seconds, started)
 
 
 class _Budget:
@@ -179,12 +168,26 @@ async def _run_batch(
 ) -> tuple[list[PlannedSession], list[SkippedSession]]:
     """One transaction: re-evaluate the batch, archive what still goes, delete it."""
     async with db.write():
+        await _lock_sessions(db, [s.id for s in batch])
         final, skipped = await _reevaluate(db, plan, policy, batch)
         if final and writer is not None:
             await writer.add(final)
         if final:
             await _delete(db, final)
     return final, skipped
+
+
+async def _lock_sessions(db: SessionDatabase, ids: Sequence[str]) -> None:
+    """Take the batch's session rows (where the backend locks rows, not the database): an
+    append to one of them waits for this transaction, so the rows re-evaluated and counted
+    next are the rows deleted.  The appends in flight commit first (their rows then count)."""
+    dialect = db.dialect
+    if dialect.for_update and db.layout.has_sessions_table:
+        await db.fetchall(
+            f"SELECT id FROM agent_sessions WHERE id {dialect.in_ids} ORDER BY id"
+            f"{dialect.for_update}",
+            (dialect.ids_param(ids),),
+        )
 
 
 def _note_done(error: ZettSessionsError, deleted: Sequence[PlannedSession]) -> None:
@@ -272,14 +275,12 @@ async def _existing(db: SessionDatabase, ids: Sequence[str]) -> set[str]:
     if not ids:
         return set()
     found: set[str] = set()
+    in_ids, param = db.dialect.in_ids, db.dialect.ids_param(ids)
     if db.layout.has_sessions_table:
-        rows = await db.fetchall(
-            f"SELECT id FROM agent_sessions WHERE id {IN_IDS}", (json_ids(ids),)
-        )
+        rows = await db.fetchall(f"SELECT id FROM agent_sessions WHERE id {in_ids}", (param,))
         found.update(row[0] for row in rows)
     rows = await db.fetchall(
-        f"SELECT DISTINCT session_id FROM raw_messages WHERE session_id {IN_IDS}",
-        (json_ids(ids),),
+        f"SELECT DISTINCT session_id FROM raw_messages WHERE session_id {in_ids}", (param,)
     )
     found.update(row[0] for row in rows)
     return found
@@ -292,10 +293,10 @@ async def _without_kept_children(
     a planned child kept now), and then its planned ancestors: nothing kept loses its parent."""
     if not final or not db.layout.has_sessions_table:
         return final, []
-    ids = json_ids(s.id for s in final)
+    in_ids, ids = db.dialect.in_ids, db.dialect.ids_param(s.id for s in final)
     rows = await db.fetchall(
-        f"SELECT id, parent_session_id FROM agent_sessions WHERE parent_session_id {IN_IDS} "
-        f"AND id NOT {IN_IDS}",
+        f"SELECT id, parent_session_id FROM agent_sessions WHERE parent_session_id {in_ids} "
+        f"AND NOT (id {in_ids})",
         (ids, ids),
     )
     going = {session.id: session for session in final}
@@ -317,14 +318,14 @@ async def _without_kept_children(
 
 
 async def _delete(db: SessionDatabase, final: Sequence[PlannedSession]) -> None:
-    ids = json_ids(s.id for s in final)
+    in_ids, ids = db.dialect.in_ids, db.dialect.ids_param(s.id for s in final)
     expected = {
         "raw_messages": sum(s.messages for s in final),
         "session_snapshots": sum(s.snapshots for s in final),
     }
     if db.layout.has_sessions_table:
         expected["agent_sessions"] = int(
-            await db.scalar(f"SELECT count(*) FROM agent_sessions WHERE id {IN_IDS}", (ids,))
+            await db.scalar(f"SELECT count(*) FROM agent_sessions WHERE id {in_ids}", (ids,))
         )
     for table, column in DELETE_STEPS:
         if table not in expected:
@@ -336,7 +337,7 @@ async def _delete(db: SessionDatabase, final: Sequence[PlannedSession]) -> None:
                 "were counted; rolled back, nothing was deleted",
                 db.path,
             )
-        left = await db.scalar(f"SELECT count(*) FROM {table} WHERE {column} {IN_IDS}", (ids,))
+        left = await db.scalar(f"SELECT count(*) FROM {table} WHERE {column} {in_ids}", (ids,))
         if left:
             raise DeleteCheckFailed(
                 f"{plural(left, 'row')} of {table} still there after the delete; rolled back",
@@ -344,26 +345,6 @@ async def _delete(db: SessionDatabase, final: Sequence[PlannedSession]) -> None:
             )
 
 
-async def _delete_from(db: SessionDatabase, table: str, column: str, ids: str) -> int:
+async def _delete_from(db: SessionDatabase, table: str, column: str, ids: object) -> int:
     """One set-based delete; returns how many rows it removed."""
-    return await db.execute(f"DELETE FROM {table} WHERE {column} {IN_IDS}", (ids,))
-
-
-async def _space(db: SessionDatabase, before: int, run_vacuum: bool) -> SpaceReport:
-    error = await vacuum(db) if run_vacuum else None
-    vacuumed = run_vacuum and error is None
-    folded = await fold_wal(db) if vacuumed else True
-    if not vacuumed:
-        await checkpoint(db)
-    page_size, free = await free_bytes(db)
-    return SpaceReport(
-        page_size=page_size,
-        file_bytes_before=before,
-        file_bytes_after=file_bytes(db.path),
-        free_bytes=free,
-        vacuumed=vacuumed,
-        vacuum_error=error,
-        wal_bytes_after=file_bytes(f"{db.path}-wal"),
-        database_bytes=int(await db.scalar("PRAGMA page_count")) * page_size,
-        reclaim_pending=not folded,
-    )
+    return await db.execute(f"DELETE FROM {table} WHERE {column} {db.dialect.in_ids}", (ids,))

@@ -201,6 +201,10 @@ class SpaceReport(_Frozen):
     # another connection still reads the contents from before the VACUUM: the file (and its
     # -wal) shrink to database_bytes only when that read ends (when it closes, at the latest)
     reclaim_pending: bool = False
+    # "sqlite" (the sizes are the file's) or "postgres" (the three tables' with their indexes;
+    # a deleted row's space becomes reusable, the tables rarely shrink; free_bytes is 0)
+    backend: str = "sqlite"
+    vacuum_statement: str = "VACUUM"  # what --vacuum runs
 
 
 class DeleteResult(_Frozen):

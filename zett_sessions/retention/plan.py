@@ -28,7 +28,6 @@ from ..errors import SessionNotFound, UsageError
 from ..queries.resolve import id_spellings, resolve_session, session_exists
 from ..queries.sessions import SessionFilter, iter_sessions, unknown_age_sessions
 from ..rows import session_select, text_or_none
-from ..schema import IN_IDS, json_ids
 from ..timeutil import parse_db_time, utc_now
 from ..values import plural
 from .models import (
@@ -39,6 +38,7 @@ from .models import (
     RetentionPolicy,
     SkippedSession,
 )
+from .space import space_of
 
 # Bytes a raw row takes besides its large text columns (ids, times, counters, four index
 # entries, page slack); calibrated on the benchmark database, where the estimate lands
@@ -232,8 +232,10 @@ async def _resolve_ids(
     exact: set[str] = set()
     if db.layout.has_sessions_table and texts:
         candidates = list(dict.fromkeys(t for text in texts for t in id_spellings(text)))
+        dialect = db.dialect
         rows = await db.fetchall(
-            f"SELECT id FROM agent_sessions WHERE id {IN_IDS}", (json_ids(candidates),)
+            f"SELECT id FROM agent_sessions WHERE id {dialect.in_ids}",
+            (dialect.ids_param(candidates),),
         )
         exact = {row[0] for row in rows}
     resolved: list[str] = []
@@ -297,7 +299,7 @@ async def _select(
     rows = await db.fetchall(
         f"SELECT {session_select(db.layout)}, (SELECT count(*) FROM raw_messages r "
         "WHERE r.session_id = agent_sessions.id) AS message_count, "
-        f"CAST(id AS BLOB) AS stored_id, {db.dialect.dated('updated_at')} AS dated "
+        f"{db.dialect.stored_bytes('id')} AS stored_id, {db.dialect.dated('updated_at')} AS dated "
         f"FROM agent_sessions{where} ORDER BY updated_at DESC, id DESC",
         params,
     )
@@ -330,9 +332,10 @@ async def _rowless_sessions(db: SessionDatabase, ids: Sequence[str]) -> list[_Ca
         "(SELECT min(created_at) FROM session_snapshots WHERE session_id = value)) AS created, "
         "coalesce((SELECT max(created_at) FROM raw_messages WHERE session_id = value), "
         "(SELECT max(created_at) FROM session_snapshots WHERE session_id = value)) AS updated "
-        "FROM json_each(?) WHERE EXISTS (SELECT 1 FROM raw_messages WHERE session_id = value) "
+        f"FROM {db.dialect.ids_table} "
+        "WHERE EXISTS (SELECT 1 FROM raw_messages WHERE session_id = value) "
         "OR EXISTS (SELECT 1 FROM session_snapshots WHERE session_id = value)",
-        (json_ids(ids),),
+        (db.dialect.ids_param(ids),),
     )
     return [
         _Candidate(
@@ -446,8 +449,8 @@ async def _children(
     """parent id → {child id → title/updated_at} for every direct child of ``parents``."""
     rows = await db.fetchall(
         "SELECT id, parent_session_id, title, updated_at FROM agent_sessions "
-        f"WHERE parent_session_id {IN_IDS} ORDER BY updated_at DESC, id DESC",
-        (json_ids(parents),),
+        f"WHERE parent_session_id {db.dialect.in_ids} ORDER BY updated_at DESC, id DESC",
+        (db.dialect.ids_param(parents),),
     )
     result: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
@@ -541,17 +544,18 @@ async def _completed(
     """The sessions with their children, snapshot counts and (optionally) estimated bytes."""
     if not sessions:
         return []
-    ids = json_ids(s.id for s in sessions)
+    dialect = db.dialect
+    ids = dialect.ids_param(s.id for s in sessions)
     snapshot_bytes = (
-        f"sum(length(CAST(message_json AS BLOB))) + count(*) * {SNAPSHOT_ROW_OVERHEAD}"
+        f"sum({dialect.byte_length('message_json')}) + count(*) * {SNAPSHOT_ROW_OVERHEAD}"
         if measure_bytes
         else "0"
     )
     snapshots = {
-        row[0]: (row[1], row[2] or 0)
+        row[0]: (int(row[1]), int(row[2] or 0))
         for row in await db.fetchall(
             f"SELECT session_id, count(*), {snapshot_bytes} FROM session_snapshots "
-            f"WHERE session_id {IN_IDS} GROUP BY session_id",
+            f"WHERE session_id {dialect.in_ids} GROUP BY session_id",
             (ids,),
         )
     }
@@ -577,27 +581,25 @@ async def _completed(
     ]
 
 
-async def _raw_bytes(db: SessionDatabase, sessions: list[_Candidate], ids: str) -> dict[str, int]:
+async def _raw_bytes(
+    db: SessionDatabase, sessions: list[_Candidate], ids: object
+) -> dict[str, int]:
     """Bytes the planned raw rows occupy: measured row by row for plans up to
     ``EXACT_BYTES_LIMIT`` messages; above that (reading gigabytes just for an estimate would
     cost a good share of the delete itself) the file's average bytes per raw row is used."""
     if sum(s.messages for s in sessions) <= EXACT_BYTES_LIMIT:
         sizes = " + ".join(
-            f"coalesce(length(CAST({column} AS BLOB)), 0)"
+            f"coalesce({db.dialect.byte_length(column)}, 0)"
             for column in ("message_json", "content", "metadata_json", "tags_json")
             if db.layout.has_column("raw_messages", column)
         )
         rows = await db.fetchall(
             f"SELECT session_id, sum({sizes}) + count(*) * {RAW_ROW_OVERHEAD} "
-            f"FROM raw_messages WHERE session_id {IN_IDS} GROUP BY session_id",
+            f"FROM raw_messages WHERE session_id {db.dialect.in_ids} GROUP BY session_id",
             (ids,),
         )
-        return {row[0]: row[1] for row in rows}
-    rows_total = int(await db.scalar("SELECT count(*) FROM raw_messages"))
-    pages = int(await db.scalar("PRAGMA page_count")) - int(
-        await db.scalar("PRAGMA freelist_count")
-    )
-    per_row = pages * int(await db.scalar("PRAGMA page_size")) / max(rows_total, 1)
+        return {row[0]: int(row[1]) for row in rows}
+    per_row = await space_of(db).bytes_per_raw_row()
     return {s.id: round(s.messages * per_row) for s in sessions}
 
 

@@ -4,20 +4,57 @@ SQLite keeps deleted pages on its freelist, so a file does not shrink after a de
 freelist (``freelist_count × page_size``) is exactly what ``VACUUM`` gives back.  VACUUM
 rewrites the whole database through a temporary copy, so it needs free disk of about the
 file's size, checked before anything is deleted.
+
+What a delete asks of the storage is a ``Space`` of the database's backend (``space_of``):
+``FileSpace`` here for an SQLite file, ``postgres.space.ServerSpace`` for a server, whose
+``VACUUM (ANALYZE)`` of the three tables needs no extra disk.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Protocol
 
-from ..backend import SessionDatabase
+from ..backend import SessionDatabase, is_server
 from ..errors import DatabaseError, DatabaseLocked
 from ..readonly import file_size
-from .models import Refusal
+from .models import Refusal, SpaceReport
+
+
+class Space(Protocol):
+    """What the delete flow needs from the storage around its batches."""
+
+    async def size(self) -> int:
+        """Bytes the database takes on disk now."""
+
+    def between_batches(self) -> AbstractAsyncContextManager[None]:
+        """Held while the batches run (SQLite: no automatic checkpoint at each commit)."""
+
+    async def writers_turn(self) -> None:
+        """Between two batches, while no lock is held (SQLite: fold the WAL back)."""
+
+    async def bytes_per_raw_row(self) -> float:
+        """The average bytes a raw row takes, for estimates of large plans."""
+
+    async def report(self, before: int, run_vacuum: bool) -> SpaceReport:
+        """After the last batch: VACUUM when asked, then what is on disk."""
+
+
+def space_of(db: SessionDatabase) -> Space:
+    """The ``Space`` of ``db``'s backend."""
+    if db.dialect.name == "postgres":
+        from ..postgres.space import ServerSpace
+
+        server: Space = ServerSpace(db)
+        return server
+    return FileSpace(db)
 
 
 def file_bytes(path: str) -> int:
@@ -30,7 +67,10 @@ def _temp_dir() -> str:
 
 
 def disk_refusal(path: str) -> Refusal | None:
-    """A refusal when the disk cannot hold VACUUM's copy of the file (checked up front)."""
+    """A refusal when the disk cannot hold VACUUM's copy of the file (checked up front); a
+    server's ``VACUUM (ANALYZE)`` copies nothing."""
+    if is_server(path):
+        return None
     needed = file_bytes(path) + file_bytes(f"{path}-wal")
     places = {str(Path(path).resolve().parent), _temp_dir()}
     devices: dict[int, str] = {}
@@ -89,3 +129,64 @@ async def fold_wal(db: SessionDatabase) -> bool:
     finally:
         await db.execute(f"PRAGMA busy_timeout = {int(db.busy_timeout_ms)}")
     return row is not None and not row[0]
+
+
+class FileSpace:
+    """An SQLite file: its size, WAL checkpoints between batches, ``VACUUM``."""
+
+    def __init__(self, db: SessionDatabase) -> None:
+        self.db = db
+
+    async def size(self) -> int:
+        return file_bytes(self.db.path)
+
+    @contextlib.asynccontextmanager
+    async def between_batches(self) -> AsyncIterator[None]:
+        """No automatic checkpoint at each COMMIT: ``writers_turn`` checkpoints while the write
+        lock is free anyway (the connection's setting is restored afterwards)."""
+        db = self.db
+        automatic = await db.scalar("PRAGMA wal_autocheckpoint")
+        await db.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(DatabaseError):
+                await db.execute(f"PRAGMA wal_autocheckpoint = {int(automatic)}")
+
+    async def writers_turn(self) -> None:
+        await checkpoint(self.db)
+
+    async def bytes_per_raw_row(self) -> float:
+        db = self.db
+        rows_total = int(await db.scalar("SELECT count(*) FROM raw_messages"))
+        pages = int(await db.scalar("PRAGMA page_count")) - int(
+            await db.scalar("PRAGMA freelist_count")
+        )
+        return pages * int(await db.scalar("PRAGMA page_size")) / max(rows_total, 1)
+
+    async def report(self, before: int, run_vacuum: bool) -> SpaceReport:
+        db = self.db
+        error = await vacuum(db) if run_vacuum else None
+        vacuumed = run_vacuum and error is None
+        folded = await fold_wal(db) if vacuumed else True
+        if not vacuumed:
+            await checkpoint(db)
+        page_size, free = await free_bytes(db)
+        return SpaceReport(
+            page_size=page_size,
+            file_bytes_before=before,
+            file_bytes_after=file_bytes(db.path),
+            free_bytes=free,
+            vacuumed=vacuumed,
+            vacuum_error=error,
+            wal_bytes_after=file_bytes(f"{db.path}-wal"),
+            database_bytes=int(await db.scalar("PRAGMA page_count")) * page_size,
+            reclaim_pending=not folded,
+        )
+
+
+async def pause(seconds: float, started: float) -> None:
+    """Sleep what is left of ``seconds`` since ``started`` (the loop's clock)."""
+    rest = seconds - (asyncio.get_running_loop().time() - started)
+    if rest > 0:
+        await asyncio.sleep(rest)

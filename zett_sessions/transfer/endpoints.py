@@ -18,7 +18,7 @@ from ..errors import UnsupportedLayout
 from ..queries.sessions import SessionFilter
 from ..rows import SNAPSHOT_COLUMNS, raw_select, snapshot_select
 from ..schema import RAW_COLUMNS, SESSION_COLUMNS
-from .rows import TIME_COLUMNS, CannotCopy, Row, SessionRows, as_text_time, session_rows
+from .rows import CannotCopy, Row, SessionRows, session_rows, sqlite_values
 
 SOURCE, DESTINATION = "source", "destination"
 
@@ -176,7 +176,7 @@ class SQLiteEndpoint:
                 await self.db.executemany(
                     f"INSERT INTO {table} ({', '.join(columns)}) "
                     f"VALUES ({', '.join('?' * len(columns))})",
-                    [_as_sqlite(columns, row) for row in rows],
+                    [sqlite_values(columns, row) for row in rows],
                 )
 
     async def _existing_in_transaction(self, ids: Sequence[str]) -> set[str]:
@@ -188,13 +188,6 @@ class SQLiteEndpoint:
             (param, param),
         )
         return {str(row[0]) for row in rows}
-
-
-def _as_sqlite(columns: tuple[str, ...], row: Row) -> Row:
-    return tuple(
-        as_text_time(value) if column in TIME_COLUMNS else value
-        for column, value in zip(columns, row, strict=True)
-    )
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------

@@ -126,3 +126,11 @@ def describe_difference(source: SessionRows, destination: SessionRows) -> str:
 
 def as_text_time(moment: datetime | None) -> str | None:
     return None if moment is None else format_db_time(moment)
+
+
+def sqlite_values(columns: tuple[str, ...], row: Any) -> Row:
+    """``row``'s values as an SQLite file stores them: times as zett-agent's text form."""
+    return tuple(
+        as_text_time(value) if column in TIME_COLUMNS else value
+        for column, value in zip(columns, row, strict=True)
+    )
