@@ -111,6 +111,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_tail_follow_counts_polls_into_a_lock_as_nothing_new",
         "test_tail_follow_counts_polls_into_a_hot_journal_as_nothing_new",
         "test_sigterm_unwinds_like_ctrl_c_with_exit_143",
+        "test_tail_follow_with_role_prints_only_new_records_of_that_role",
     ),
     # hypothesis properties with hundreds of examples, and big builds
     "test_render_transcript.py": (

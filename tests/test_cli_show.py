@@ -270,6 +270,15 @@ def test_show_unknown_and_ambiguous_sessions_exit_3(databases: Databases) -> Non
     assert "ambiguous" in err
 
 
+def test_an_ambiguous_prefix_names_each_candidate_with_its_title(databases: Databases) -> None:
+    code, out, err = show(databases.sample(), "019cadd4")
+    assert (code, out) == (3, "")
+    assert len(err.splitlines()) == 1 and err.startswith("Error: session id prefix '019cadd4'")
+    assert f"{NEWEST_IDS['crashed']} (Fix failing tests)" in err
+    assert f"{NEWEST_IDS['compacted']} (" in err
+    assert "\x1b" not in err
+
+
 def test_show_missing_database_exits_1_and_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "none.sqlite3"
     code, out, err = show(missing, "x")

@@ -664,3 +664,59 @@ def test_sigterm_unwinds_like_ctrl_c_with_exit_143(databases: Databases) -> None
         code, _, err = follower.finish()
     assert code == 143
     assert "Traceback" not in err and "Error" not in err
+
+
+# --- --role and --format, like show (issue 17, item 4); --latest names its session (item 12) --
+
+
+def test_tail_role_shows_the_last_n_records_of_those_roles(databases: Databases) -> None:
+    db = databases.sample()
+    sid = NEWEST_IDS["tools"]
+    every = json.loads(tail(db, sid, "-n", "100", "--json").stdout)
+    users = [r["sequence"] for r in every if r["role"] == "user"]
+    r = tail(db, sid, "--role", "user", "-n", "2", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [record["sequence"] for record in json.loads(r.stdout)] == users[-2:]
+    r = tail(db, sid, "--role", "user", "-n", "2")
+    assert r.exit_code == 0, r.stderr
+    assert numbers(r.stdout) == users[-2:]
+    assert r.stderr == ""
+
+
+def test_tail_format_matches_show_formats(databases: Databases) -> None:
+    db = databases.sample()
+    sid = NEWEST_IDS["plain"]
+    as_json = tail(db, sid, "--format", "json")
+    assert as_json.exit_code == 0, as_json.stderr
+    assert as_json.stdout == tail(db, sid, "--json").stdout
+    markdown = tail(db, sid, "-n", "2", "--format", "markdown")
+    assert markdown.exit_code == 0, markdown.stderr
+    assert re.findall(r"^### #(\d+) ", markdown.stdout, flags=re.MULTILINE) == ["2", "3"]
+    assert "```" in markdown.stdout
+    both = tail(db, sid, "--format", "markdown", "--json")
+    assert both.exit_code == 2
+    assert both.stderr == "Error: --json and --format markdown cannot be combined\n"
+
+
+def test_tail_latest_says_which_session_it_shows_on_stderr(databases: Databases) -> None:
+    r = tail(databases.sample(), "--latest", "-n", "1")
+    assert r.exit_code == 0, r.stderr
+    line = f"Latest session: {NEWEST_IDS['plain']} (Long title ééééé"
+    assert r.stderr.startswith(line) and r.stderr.endswith("…)\n") and len(r.stderr) < 100
+    assert numbers(r.stdout) == [3]
+
+
+def test_tail_follow_with_role_prints_only_new_records_of_that_role(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    sid = NEWEST_IDS["plain"]  # 3 records: system, user, assistant
+    args = ["tail", sid, "-n", "1", "--role", "user", "-f", "--interval", "0.02", "--json"]
+    with FollowProcess(db, *args) as follower:
+        follower.wait_for_lines(1, "the history (#2, the last user record)")
+        append_messages(db, sid, AssistantMessage(content="not shown"))
+        append_messages(db, sid, UserMessage(content="shown"))
+        follower.wait_for_lines(2, "#5 (the user record appended)")
+        delete(db, sid)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [(r["sequence"], r["role"]) for r in records] == [(2, "user"), (5, "user")]

@@ -114,11 +114,22 @@ class UnaddressableSession(SessionNotFound):
         self.session_id = session_id
 
 
+def _short(title: str, limit: int = 40) -> str:
+    """A title to name a session by in a one-line message (the error boundary sanitizes it)."""
+    title = " ".join(title.split())
+    return title if len(title) <= limit else title[: limit - 1] + "…"
+
+
 class AmbiguousSessionId(ZettSessionsError):
     """An id prefix matches more than one session."""
 
-    def __init__(self, prefix: str, candidates: list[str]) -> None:
-        shown = ", ".join(candidates[:10]) + (", …" if len(candidates) > 10 else "")
+    def __init__(
+        self, prefix: str, candidates: list[str], titles: dict[str, str] | None = None
+    ) -> None:
+        titles = titles or {}
+        shown = ", ".join(
+            f"{sid} ({_short(titles[sid])})" if sid in titles else sid for sid in candidates[:10]
+        ) + (", …" if len(candidates) > 10 else "")
         super().__init__(f"session id prefix {prefix!r} is ambiguous: {shown}")
         self.prefix = prefix
         self.candidates = candidates

@@ -60,6 +60,23 @@ DetailsOption = Annotated[
 ]
 
 
+def role_kinds(roles: list[Role] | None) -> frozenset[int]:
+    """The message kinds ``--role`` names (empty: every kind)."""
+    from ..transcript.query import ROLE_KINDS
+
+    return frozenset(ROLE_KINDS[role.value] for role in roles or ())
+
+
+def transcript_format(output_format: str, json_output: bool) -> ShowFormat:
+    """``--format`` of show and tail, with ``--json``; markdown and --json exclude each other."""
+    from ..errors import UsageError
+
+    chosen = chosen_format(output_format, ShowFormat)
+    if json_output and chosen is ShowFormat.markdown:
+        raise UsageError("--json and --format markdown cannot be combined")
+    return ShowFormat.json if json_output else chosen
+
+
 @handle_errors
 def show_command(
     ctx: typer.Context,
@@ -94,14 +111,12 @@ def show_command(
     Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
     """
     from ..errors import UsageError
-    from ..transcript.query import ROLE_KINDS, Selection
+    from ..transcript.query import Selection
     from ..transcript.render import TranscriptOptions
     from ..transcript.write import Format, Request, show
     from .state import app_state, run_with
 
-    chosen = chosen_format(output_format, ShowFormat)
-    if json_output and chosen is ShowFormat.markdown:
-        raise UsageError("--json and --format markdown cannot be combined")
+    chosen = transcript_format(output_format, json_output)
     if first is not None and through is not None and through < first:
         raise UsageError(f"--through {through} is before --from {first}")
     if context and (first is not None or through is not None or roles):
@@ -114,10 +129,10 @@ def show_command(
         selection=Selection(
             first=first,
             through=through,
-            roles=frozenset(ROLE_KINDS[role.value] for role in roles or ()),
+            roles=role_kinds(roles),
         ),
         options=TranscriptOptions(full=full, reasoning=reasoning, details=details),
-        fmt=Format.json if json_output else Format(chosen.value),
+        fmt=Format(chosen.value),
         context=context,
     )
     out = state.output()

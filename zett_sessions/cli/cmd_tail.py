@@ -6,9 +6,16 @@ from typing import Annotated
 
 import typer
 
-from .cmd_show import DetailsOption, ReasoningOption
+from .cmd_show import (
+    DetailsOption,
+    ReasoningOption,
+    RoleOption,
+    ShowFormat,
+    role_kinds,
+    transcript_format,
+)
 from .errors import handle_errors
-from .options import INT_MAX, DbOption, FullOption, JsonOption
+from .options import INT_MAX, DbOption, FullOption, JsonOption, format_option
 
 DEFAULT_COUNT = 10
 
@@ -64,9 +71,16 @@ def tail_command(
             "tool calls wait for results.",
         ),
     ] = None,
+    roles: RoleOption = None,
     reasoning: ReasoningOption = False,
     details: DetailsOption = False,
     full: FullOption = False,
+    output_format: Annotated[
+        str,
+        format_option(
+            ShowFormat, "text (default), markdown or json (NDJSON, a record a line, with -f)."
+        ),
+    ] = "text",
     json_output: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -74,8 +88,9 @@ def tail_command(
 
     Following polls the database read-only (one short read per --interval), never blocks the
     writer, prints every new record exactly once, and stops when the session is deleted
-    (exit 0) or on Ctrl-C (exit 0).  --json prints one JSON array of records; with --follow
-    it prints NDJSON, one record per line.
+    (exit 0) or on Ctrl-C (exit 0).  With --role, the last N records are the last N of those
+    roles.  --json prints one JSON array of records; with --follow it prints NDJSON, one
+    record per line.
 
     Example: zett-sessions tail --latest -f --stale-after 10m
     """
@@ -86,6 +101,7 @@ def tail_command(
     from ..transcript.write import Format, Request, tail
     from .state import app_state, run_with
 
+    fmt = transcript_format(output_format, json_output)
     if latest == (session is not None):
         raise UsageError("give either a SESSION or --latest")
     if stale_after is not None and not follow:
@@ -93,9 +109,9 @@ def tail_command(
     state = app_state(ctx)
     request = Request(
         session=session,
-        selection=Selection(last=lines),
+        selection=Selection(last=lines, roles=role_kinds(roles)),
         options=TranscriptOptions(full=full, reasoning=reasoning, details=details),
-        fmt=Format.json if json_output else Format.text,
+        fmt=Format(fmt.value),
         latest=latest,
         follow=follow,
         interval=interval,

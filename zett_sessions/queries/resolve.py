@@ -60,8 +60,21 @@ async def resolve_session(db: SessionDatabase, text: str) -> str:
     if not found:
         raise SessionNotFound(text)
     if len(found) > 1:
-        raise AmbiguousSessionId(text, sorted(found))
+        candidates = sorted(found)
+        raise AmbiguousSessionId(text, candidates, await session_titles(db, candidates))
     return await addressable(db, found.pop())
+
+
+async def session_titles(db: SessionDatabase, ids: list[str]) -> dict[str, str]:
+    """The titles of the sessions ``ids`` that have a session row with a text title (a few
+    ids: one primary-key lookup each)."""
+    if not ids or not db.layout.has_sessions_table:
+        return {}
+    rows = await db.fetchall(
+        f"SELECT id, title FROM agent_sessions WHERE id IN ({', '.join('?' * len(ids))})",
+        tuple(ids),
+    )
+    return {row[0]: row[1] for row in rows if isinstance(row[1], str) and row[1].strip()}
 
 
 async def addressable(db: SessionDatabase, session_id: str) -> str:

@@ -475,8 +475,11 @@ async def start_sequence(db: SessionDatabase, session_id: str, first: int) -> in
     return 0
 
 
-async def first_of_last(db: SessionDatabase, session_id: str, count: int) -> int | None:
-    """Sequence of the first of the last ``count`` records (``None``: an empty log).
+async def first_of_last(
+    db: SessionDatabase, session_id: str, count: int, roles: frozenset[int] = frozenset()
+) -> int | None:
+    """Sequence of the first of the last ``count`` records (``None``: an empty log); with
+    ``roles``, of the last ``count`` records of those roles (the ``role`` column holds the kind).
 
     For ``count == 0`` it is one past the last sequence: nothing is shown, but the stream still
     reads the open segment so that a follow after it pairs and flags new rows correctly.
@@ -489,9 +492,12 @@ async def first_of_last(db: SessionDatabase, session_id: str, count: int) -> int
             f"SELECT max(sequence) FROM raw_messages WHERE {valid}", (session_id,)
         )
         return int(last) + 1 if last is not None else None
+    kinds = sorted(roles)
+    of_roles = f" AND role IN ({', '.join('?' * len(kinds))})" if kinds else ""
     row = await db.fetchone(
-        f"SELECT sequence FROM raw_messages WHERE {valid} ORDER BY sequence DESC LIMIT 1 OFFSET ?",
-        (session_id, count - 1),
+        f"SELECT sequence FROM raw_messages WHERE {valid}{of_roles} "
+        "ORDER BY sequence DESC LIMIT 1 OFFSET ?",
+        (session_id, *kinds, count - 1),
     )
     if row is not None:
         return int(row["sequence"])
@@ -518,7 +524,7 @@ async def stream_transcript(
     """
     first = selection.first
     if selection.last is not None:
-        first = await first_of_last(db, session_id, selection.last)
+        first = await first_of_last(db, session_id, selection.last, selection.roles)
         if first is None:
             return
         selection = Selection(first, selection.through, selection.roles)

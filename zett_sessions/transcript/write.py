@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 # is its imports + 50 ms).
 from ..cli.errors import StaleRun
 from ..cli.output import Output, dumps
-from ..queries.resolve import resolve_session
+from ..queries.resolve import resolve_session, session_titles
 from ..render.jsonout import kind_name, snapshot_json
 from ..rows import record_from_row
 from .annotate import Annotator
@@ -90,6 +90,14 @@ async def _session(db: SessionDatabase, request: Request) -> str:
         return await latest_session(db)
     assert request.session is not None
     return await resolve_session(db, request.session)
+
+
+async def session_label(db: SessionDatabase, session_id: str) -> str:
+    """``id (title)`` to name a session by on stderr (the id alone when it has no title)."""
+    from ..render.sanitize import single_line
+
+    title = (await session_titles(db, [session_id])).get(session_id)
+    return f"{session_id} ({single_line(title, 60)})" if title else session_id
 
 
 def _boundary(header: TranscriptHeader) -> Boundary | None:
@@ -208,19 +216,35 @@ def write_renderable(console: Console, renderable: RenderableType, **options: An
 async def _show_markdown(
     db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
-    from .markdown import boundary_markdown, entry_markdown_parts, header_markdown
+    from .markdown import header_markdown
 
     out.line(header_markdown(header))
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
     stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
+    await write_markdown_entries(stream, request.options)
+
+
+async def write_markdown_entries(
+    stream: AsyncGenerator[Entry[RawMessageRecord] | Boundary, None], options: TranscriptOptions
+) -> None:
+    """Each entry (and the boundary marker) as Markdown on stdout, as it arrives."""
+    from .markdown import boundary_markdown
+
     async with aclosing(stream) as entries:
         async for event in entries:
             if isinstance(event, Boundary):
-                out.line(boundary_markdown(event))
+                sys.stdout.write(boundary_markdown(event) + "\n")
             else:
-                for part in entry_markdown_parts(event, request.options):
-                    sys.stdout.write(part)
-                sys.stdout.write("\n")
+                write_markdown_entry(event, options)
+    sys.stdout.flush()
+
+
+def write_markdown_entry(entry: Entry[RawMessageRecord], options: TranscriptOptions) -> None:
+    from .markdown import entry_markdown_parts
+
+    for part in entry_markdown_parts(entry, options):
+        sys.stdout.write(part)
+    sys.stdout.write("\n")
 
 
 async def _show_json(
@@ -356,12 +380,16 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     renderer = TranscriptRenderer(request.options)
     async with db.read():
         session_id = await _session(db, request)
+        if request.latest and not request.follow:  # -f says "Following …" itself
+            out.hint(f"Latest session: {await session_label(db, session_id)}")
         boundary = await latest_boundary(db, session_id)
         stream = _records(db, session_id, request, build, state, boundary, live=request.follow)
         if json_mode and not request.follow:
             await write_json_records(db, stream, indent="  ", opening="[", closing="]")
         elif json_mode:
             await _write_ndjson(db, stream)
+        elif request.fmt is Format.markdown:
+            await write_markdown_entries(stream, request.options)
         elif request.follow:
             await print_entries(out.out, stream, renderer)
         else:
@@ -404,6 +432,7 @@ async def _follow(
         interval=request.interval,
         stale_after=request.stale_after,
     )
+    roles = request.selection.roles
     async with aclosing(events) as stream:
         async for event in stream:
             if isinstance(event, Gone):
@@ -411,7 +440,11 @@ async def _follow(
                 return
             if isinstance(event, Stale):
                 raise StaleRun(stale_message(event))
-            if request.fmt is not Format.json:
+            if roles and event.item.kind not in roles:
+                continue
+            if request.fmt is Format.markdown:
+                write_markdown_entry(event, request.options)
+            elif request.fmt is not Format.json:
                 for part in renderer.parts(event):
                     write_text(out.out, part)
             elif not event.late:
