@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -24,16 +27,19 @@ from .options import (
     TypeOption,
     UntilOption,
     YesOption,
-    non_blank,
+    session_filter,
 )
-from .state import app_state, run_with
+from .state import AppState, app_state, run_with
 
 if TYPE_CHECKING:
     from datetime import timedelta
 
     from ..backend import SessionDatabase
-    from ..retention import DeletePlan, DeleteResult, RetentionPolicy
+    from ..retention import DeleteOutcome, DeletePlan
+    from ..retention.flow import Runner
     from .output import Output
+
+T = TypeVar("T")
 
 
 class ChildrenChoice(StrEnum):
@@ -200,31 +206,27 @@ def delete_command(
 
     Example: zett-sessions delete --older-than 90d --keep-last 20 --dry-run
     """
-    from ..queries.sessions import SessionFilter
-    from ..retention import RetentionPolicy, RetentionRefused, build_plan, execute_plan
-    from ..retention.archive import check_archive_path
-    from ..retention.plan import nothing_selected
-    from ..retention.space import disk_refusal
-    from ..timeutil import activity_cutoff, utc_now
+    from ..retention import DeleteRequest, RetentionPolicy, delete_sessions
+    from ..timeutil import utc_now
 
     state = app_state(ctx)
     out = state.output()
     if archive_to is not None:
         check_archive_file(archive_to)
     ids, piped = read_ids(sessions or [], null=null)
-    used_stdin = "-" in (sessions or [])
     now = utc_now()
-    cutoff = activity_cutoff(until, older_than, now=now)
-    agent, title = non_blank(agent, "--agent"), non_blank(title, "--title")
     policy = RetentionPolicy(
         ids=ids if sessions else None,
         exact_ids=piped,
-        filters=SessionFilter(
+        filters=session_filter(
             agent=agent,
-            types=tuple(session_type or ()),
+            session_type=session_type,
             roots=roots,
-            active_before=cutoff,
+            since=None,
+            until=until,
+            older_than=older_than,
             title=title,
+            now=now,
         ),
         select_all=select_all,
         missing_ok=missing_ok,
@@ -234,63 +236,50 @@ def delete_command(
         max_sessions=max_sessions,
         max_percent=max_percent,
     )
-    if not policy.selects_something:
-        raise nothing_selected()
+    request = DeleteRequest(policy, archive_to=archive_to, vacuum=vacuum, dry_run=dry_run, now=now)
+    shown = Shown(json_output=json_output, full_ids=full_ids or full, full=full)
+    outcome = delete_sessions(
+        request,
+        database_runner(state, db),
+        show=None if json_output else functools.partial(print_plan, out, shown, dry_run=dry_run),
+        confirm=functools.partial(
+            confirm, yes=yes, json_output=json_output, used_stdin="-" in (sessions or [])
+        ),
+    )
+    render_outcome(out, outcome, shown)
 
-    async def plan_work(database: SessionDatabase) -> DeletePlan:
-        async with database.read():
-            return await build_plan(database, policy, now=now)
 
-    # A real delete plans on the writable connection it is: a crashed rollback-journal writer's
-    # hot journal is then rolled back by it (as any writer does), not reported as unreadable.
-    plan = run_with(state.reader(db) if dry_run else state.writer(db), plan_work)
-    archive = check_archive_path(plan.database, archive_to) if archive_to else None
-    if vacuum and plan.sessions and (refusal := disk_refusal(plan.database)) is not None:
-        plan = plan.model_copy(update={"refusals": (*plan.refusals, refusal)})
-    if not json_output:
-        from ..render.delete import PLAN_ROWS, plan_renderable
+@dataclass(frozen=True)
+class Shown:
+    """How the plan and the result are shown (``--json``, ``--full-ids``, ``--full``)."""
 
-        out.print(
-            plan_renderable(
-                plan,
-                full_ids=full_ids or full,
-                dry_run=dry_run,
-                width=out.out.width,
-                rows=None if full else PLAN_ROWS,
-                full=full,
-            )
+    json_output: bool = False
+    full_ids: bool = False
+    full: bool = False
+
+
+def database_runner(state: AppState, db: str | None) -> Runner:
+    """The flow's way to the database: a fresh handle per step, read-only when asked."""
+
+    def run(work: Callable[[SessionDatabase], Awaitable[T]], *, read_only: bool) -> T:
+        return run_with(state.reader(db) if read_only else state.writer(db), work)
+
+    return run
+
+
+def print_plan(out: Output, shown: Shown, plan: DeletePlan, *, dry_run: bool) -> None:
+    from ..render.delete import PLAN_ROWS, plan_renderable
+
+    out.print(
+        plan_renderable(
+            plan,
+            full_ids=shown.full_ids,
+            dry_run=dry_run,
+            width=out.out.width,
+            rows=None if shown.full else PLAN_ROWS,
+            full=shown.full,
         )
-    if dry_run:
-        return finish(out, plan, policy, None, json_output)
-    if not plan.sessions:
-        from ..retention import DeleteResult
-
-        return finish(out, plan, policy, DeleteResult(deleted=()), json_output)
-    try:
-        if plan.refusals:
-            raise Refused("; ".join(refusal.message for refusal in plan.refusals))
-        if not confirm(plan, yes=yes, json_output=json_output, used_stdin=used_stdin):
-            out.note("Nothing deleted.")
-            return
-
-        async def execute_work(database: SessionDatabase) -> DeleteResult:
-            return await execute_plan(database, plan, policy, archive=archive, run_vacuum=vacuum)
-
-        try:
-            result = run_with(state.writer(db), execute_work)
-        except RetentionRefused as error:
-            raise Refused(str(error)) from None
-    except Refused:
-        if json_output:
-            out.json(_document(plan, policy, None))
-        raise
-    finish(out, plan, policy, result, json_output, full_ids=full_ids or full)
-    if result.space is not None and result.space.vacuum_error:
-        from ..errors import DatabaseError
-
-        raise DatabaseError(
-            f"the sessions were deleted, but VACUUM failed: {result.space.vacuum_error}"
-        )
+    )
 
 
 def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool) -> bool:
@@ -299,6 +288,8 @@ def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool)
     if yes:
         return True
     if json_output or used_stdin or not stdin_is_tty():
+        from ..retention import RetentionRefused
+
         why = (
             "--json was given"
             if json_output
@@ -306,34 +297,40 @@ def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool)
             if used_stdin
             else "stdin is not a terminal"
         )
-        raise Refused(f"not deleting without confirmation ({why}); pass --yes to delete")
+        raise RetentionRefused(
+            f"not deleting without confirmation ({why}); pass --yes to delete", "confirmation"
+        )
     from ..render.delete import plan_totals
     from .prompt import ask
 
     return ask(f"Delete {plan_totals(plan)}?")
 
 
-def finish(
-    out: Output,
-    plan: DeletePlan,
-    policy: RetentionPolicy,
-    result: DeleteResult | None,
-    json_output: bool,
-    *,
-    full_ids: bool = False,
-) -> None:
-    from ..render.delete import result_renderable
+def render_outcome(out: Output, outcome: DeleteOutcome, shown: Shown) -> None:
+    """The result (or, with ``--json``, the one document), then the exit: 5 when refused, 1
+    when the sessions were deleted but VACUUM failed."""
+    if outcome.status == "declined":
+        out.note("Nothing deleted.")
+        return
+    result = outcome.result
+    if shown.json_output:
+        from ..render.delete import delete_json
 
-    if json_output:
-        out.json(_document(plan, policy, result))
-    elif result is not None and plan.sessions:
-        out.print(result_renderable(plan, result, full_ids=full_ids, width=out.out.width))
+        out.json(delete_json(outcome.plan, outcome.policy, result))
+    elif result is not None and outcome.plan.sessions:
+        from ..render.delete import result_renderable
 
+        out.print(
+            result_renderable(outcome.plan, result, full_ids=shown.full_ids, width=out.out.width)
+        )
+    if outcome.refusal is not None:
+        raise Refused(outcome.refusal)
+    if result is not None and result.space is not None and result.space.vacuum_error:
+        from ..errors import DatabaseError
 
-def _document(plan: DeletePlan, policy: RetentionPolicy, result: DeleteResult | None) -> object:
-    from ..render.delete import delete_json
-
-    return delete_json(plan, policy, result)
+        raise DatabaseError(
+            f"the sessions were deleted, but VACUUM failed: {result.space.vacuum_error}"
+        )
 
 
 def register(app: typer.Typer) -> None:

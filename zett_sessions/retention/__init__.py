@@ -1,6 +1,7 @@
 """Retention: deleting sessions by id or by policy, previewed, atomic, optionally archived.
 
-The flow a caller follows (the ``delete`` command does exactly this)::
+The flow (``flow.delete_sessions``, which the ``delete`` command calls with its own way to reach
+the database, to show the plan and to ask)::
 
     plan = await build_plan(db, policy)              # inside db.read(): what would go, and why not
     ...show the plan, check plan.refusals, ask...
@@ -16,6 +17,7 @@ finishes the job.
 """
 
 from .execute import execute_plan
+from .flow import DeleteOutcome, DeleteRequest, delete_sessions
 from .models import (
     ArchiveReport,
     BatchLimits,
@@ -37,8 +39,10 @@ __all__ = [
     "ArchiveReport",
     "BatchLimits",
     "ChildrenMode",
+    "DeleteOutcome",
     "DeletePlan",
     "DeleteProgress",
+    "DeleteRequest",
     "DeleteResult",
     "DeletedSession",
     "PlannedSession",
@@ -49,5 +53,6 @@ __all__ = [
     "SpaceReport",
     "build_plan",
     "check_guards",
+    "delete_sessions",
     "execute_plan",
 ]
