@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING, Annotated
@@ -33,8 +34,10 @@ from .options import (
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ..backend import SessionDatabase
-    from ..queries.sessions import SessionPage
+    from ..queries.sessions import SessionFilter, SessionPage
     from ..verify.problems import ProblemPage
     from .output import Output
 
@@ -106,44 +109,72 @@ def list_command(
 
     Example: zett-sessions list --agent coding-agent --since 7d
     """
-    from ..queries.sessions import list_sessions
     from ..timeutil import utc_now
 
     state = app_state(ctx)
     fmt = ListFormat.json if json_output else chosen_format(output_format, ListFormat)
     ids_only = ids_only or null
-    unpaged = show_all or (ids_only and limit is None)
-    page_size = None if unpaged else (limit or DEFAULT_LIMIT)
     now = utc_now()
-    # bad values: exit 2 before opening
-    chosen = session_filter(
-        agent=agent,
-        session_type=session_type,
-        roots=roots,
-        since=since,
-        until=until,
-        older_than=older_than,
-        title=title,
+    request = PageRequest(
+        filters=session_filter(  # bad values: exit 2 before opening
+            agent=agent,
+            session_type=session_type,
+            roots=roots,
+            since=since,
+            until=until,
+            older_than=older_than,
+            title=title,
+            now=now,
+        ),
+        children_of=children_of,
+        limit=None if show_all or (ids_only and limit is None) else (limit or DEFAULT_LIMIT),
+        offset=offset,
+        problems=problems,
         now=now,
     )
-
-    async def listing(database: SessionDatabase) -> SessionPage:
-        filters = await with_parent(database, chosen, children_of)
-        return await list_sessions(database, filters, limit=page_size, offset=offset)
-
-    async def problem_sessions(database: SessionDatabase) -> ProblemPage:
-        from ..verify.problems import find_problems  # verify's scan: only when asked for
-
-        filters = await with_parent(database, chosen, children_of)
-        return await find_problems(database, filters, limit=page_size, offset=offset, now=now)
-
     out = state.output()
-    found = run_with(state.reader(db), problem_sessions) if problems else None
-    page = found.page if found is not None else run_with(state.reader(db), listing)
+    page, found = run_with(state.reader(db), partial(read_page, request))
     if ids_only:
         print_ids(out, page, null=null)
     else:
         render_page(out, page, fmt, full_ids=full_ids, full=full, problems=found)
+    warn_unknown_age(out, page)
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """The page ``list`` asks for: ``filters`` (and the session ``children_of`` names, still to
+    resolve), at most ``limit`` sessions (``None``: every match) after ``offset``; with
+    ``problems`` only the sessions verify finds errors in, as of ``now``."""
+
+    filters: SessionFilter
+    children_of: str | None
+    limit: int | None
+    offset: int
+    problems: bool
+    now: datetime
+
+
+async def read_page(
+    request: PageRequest, database: SessionDatabase
+) -> tuple[SessionPage, ProblemPage | None]:
+    """The page, and with ``problems`` what verify found in its sessions."""
+    filters = await with_parent(database, request.filters, request.children_of)
+    if not request.problems:
+        from ..queries.sessions import list_sessions
+
+        page = await list_sessions(database, filters, limit=request.limit, offset=request.offset)
+        return page, None
+    from ..verify.problems import find_problems  # verify's scan: only when asked for
+
+    found = await find_problems(
+        database, filters, limit=request.limit, offset=request.offset, now=request.now
+    )
+    return found.page, found
+
+
+def warn_unknown_age(out: Output, page: SessionPage) -> None:
+    """Name the sessions a time filter left out because their age is unknown."""
     if page.unknown_age:
         from ..values import plural
 
