@@ -74,11 +74,8 @@ class SessionFilter:
             clauses.append("agent_name = ?")
             params.append(self.agent)
         if self.types:
-            if db.layout.has_session_type:
-                clauses.append(f"session_type IN ({', '.join('?' * len(self.types))})")
-                params.extend(self.types)
-            elif 0 not in self.types:
-                clauses.append("0 = 1")  # older layouts: every session is type 0
+            clauses += self._types_clauses(db.layout.has_session_type)
+            params += self.types if db.layout.has_session_type else ()
         if self.roots:
             clauses.append("parent_session_id IS NULL")
         if self.children_of is not None:
@@ -99,6 +96,11 @@ class SessionFilter:
             clauses.append(f"id {dialect.in_ids}")
             params.append(dialect.ids_param(self.ids))
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def _types_clauses(self, has_session_type: bool) -> list[str]:
+        if has_session_type:
+            return [f"session_type IN ({', '.join('?' * len(self.types))})"]
+        return [] if 0 in self.types else ["0 = 1"]  # older layouts: every session is type 0
 
 
 NEWEST_FIRST = " ORDER BY updated_at DESC, id DESC"  # zett-agent's listing order

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
 from ..backend import SessionDatabase
@@ -91,16 +92,7 @@ def delete_sessions(
     policy = request.policy
     if not policy.selects_something:
         raise nothing_selected()
-    now = request.now or utc_now()
-
-    async def planning(db: SessionDatabase) -> DeletePlan:
-        async with db.read():
-            return await build_plan(db, policy, now=now)
-
-    plan = run(planning, read_only=request.dry_run)
-    archive = check_archive_path(plan.database, request.archive_to) if request.archive_to else None
-    if request.vacuum and plan.sessions and (refusal := disk_refusal(plan.database)) is not None:
-        plan = plan.model_copy(update={"refusals": (*plan.refusals, refusal)})
+    plan, archive = _plan(request, run)
     if show is not None:
         show(plan)
     if request.dry_run:
@@ -124,3 +116,18 @@ def delete_sessions(
     except RetentionRefused as error:
         return DeleteOutcome(request, plan, "refused", refusal=str(error))
     return DeleteOutcome(request, plan, "deleted", result=result)
+
+
+def _plan(request: DeleteRequest, run: Runner) -> tuple[DeletePlan, Path | None]:
+    """The plan (the disk guard added when VACUUM is asked for) and the checked archive path."""
+    now = request.now or utc_now()
+
+    async def planning(db: SessionDatabase) -> DeletePlan:
+        async with db.read():
+            return await build_plan(db, request.policy, now=now)
+
+    plan = run(planning, read_only=request.dry_run)
+    archive = check_archive_path(plan.database, request.archive_to) if request.archive_to else None
+    if request.vacuum and plan.sessions and (refusal := disk_refusal(plan.database)) is not None:
+        plan = plan.model_copy(update={"refusals": (*plan.refusals, refusal)})
+    return plan, archive

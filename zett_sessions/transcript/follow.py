@@ -109,6 +109,34 @@ async def _still_there(db: SessionDatabase, session_id: str, anchor: tuple[int, 
     return found is not None
 
 
+async def _anchor(
+    db: SessionDatabase, session_id: str, state: TranscriptState[Any]
+) -> tuple[int, Any] | None:
+    """The sequence and id of the last row the history printed (``None``: none yet)."""
+    if state.last_row_id is not None:
+        return state.last_sequence, state.last_row_id
+    async with db.read():
+        return await _row_id(db, session_id, state.last_sequence)
+
+
+async def _poll(
+    db: SessionDatabase, sql: str, session_id: str, after: int, anchor: tuple[int, Any] | None
+) -> tuple[list[Any], bool]:
+    """One short read: the rows after sequence ``after``, and whether the session is gone."""
+    try:
+        async with db.read():
+            if anchor is not None and not await _still_there(db, session_id, anchor):
+                # the last row printed is gone: the session was deleted (and may have been
+                # started again under the same id, from sequence 1: not a continuation)
+                return [], True
+            rows = await db.fetchall(sql, (session_id, after, POLL_BATCH))
+            return rows, not rows and not await session_exists(db, session_id)
+    except (DatabaseLocked, UnfinishedTransaction):
+        # a rollback-journal writer holds its lock past the busy timeout, or died mid-write
+        # (the next writer recovers its journal): nothing new yet
+        return [], False
+
+
 async def follow(
     db: SessionDatabase,
     session_id: str,
@@ -131,25 +159,9 @@ async def follow(
     )
     idle_since = await last_activity(db, session_id) or now()
     annotator = state.annotator
-    if state.last_row_id is not None:  # the last row the history printed
-        anchor: tuple[int, Any] | None = (state.last_sequence, state.last_row_id)
-    else:
-        async with db.read():
-            anchor = await _row_id(db, session_id, state.last_sequence)
+    anchor = await _anchor(db, session_id, state)
     while True:
-        try:
-            async with db.read():
-                if anchor is not None and not await _still_there(db, session_id, anchor):
-                    # the last row printed is gone: the session was deleted (and may have been
-                    # started again under the same id, from sequence 1: not a continuation)
-                    rows, gone = [], True
-                else:
-                    rows = await db.fetchall(sql, (session_id, state.last_sequence, POLL_BATCH))
-                    gone = not rows and not await session_exists(db, session_id)
-        except (DatabaseLocked, UnfinishedTransaction):
-            # a rollback-journal writer holds its lock past the busy timeout, or died mid-write
-            # (the next writer recovers its journal): nothing new yet
-            rows, gone = [], False
+        rows, gone = await _poll(db, sql, session_id, state.last_sequence, anchor)
         if gone:
             yield Gone(session_id)
             return

@@ -96,30 +96,11 @@ async def _copy(
     source_counts = await src.counts(ids)
     present = await dst.existing(ids)
     total = sum(raw for raw, _ in source_counts.values())
-    done_messages = 0
-    batch: list[SessionRows] = []
-
-    async def flush() -> None:
-        nonlocal batch
-        if batch and not dry_run:
-            try:
-                await dst.write(batch)
-            except SessionsAppeared as appeared:
-                raise DatabaseError(
-                    f"sessions appeared at {dst.shown} while copying ({appeared}); nothing of "
-                    "this batch was written: run the copy again to compare them",
-                    dst.shown,
-                ) from None
-        for session in batch:
-            report.copied.append(session.session_id)
-            report.copied_messages += len(session.raw)
-            report.copied_snapshots += len(session.snapshots)
-        batch = []
-
-    done_sessions = 0
+    done_sessions = done_messages = 0
     for chunk in _chunks(ids, source_counts, batch_rows):
         mine = await src.read(chunk)
         theirs = await dst.read([sid for sid in chunk if sid in present])
+        batch: list[SessionRows] = []
         for session_id in chunk:
             rows = mine.get(session_id)
             if rows is not None:
@@ -132,13 +113,31 @@ async def _copy(
                     batch.append(verdict)
             done_sessions += 1
             done_messages += source_counts.get(session_id, (0, 0))[0]
-        await flush()
+        await _write(dst, batch, report, dry_run)
         if progress is not None:
             progress(CopyProgress(done_sessions, len(ids), done_messages, total))
-    await flush()
     if not dry_run:
         await _verify(src, dst, report, source_counts)
     return report
+
+
+async def _write(
+    dst: Endpoint, batch: list[SessionRows], report: CopyReport, dry_run: bool
+) -> None:
+    """Write one batch of sessions (one transaction; not with ``dry_run``) and count it."""
+    if batch and not dry_run:
+        try:
+            await dst.write(batch)
+        except SessionsAppeared as appeared:
+            raise DatabaseError(
+                f"sessions appeared at {dst.shown} while copying ({appeared}); nothing of "
+                "this batch was written: run the copy again to compare them",
+                dst.shown,
+            ) from None
+    for session in batch:
+        report.copied.append(session.session_id)
+        report.copied_messages += len(session.raw)
+        report.copied_snapshots += len(session.snapshots)
 
 
 def _judge(
