@@ -177,8 +177,25 @@ def entry_markdown_parts(
         assert entry.flag is not None
         yield f"#{record.sequence}: {flag_markdown(entry.flag)}\n"
         return
+    parts: list[Iterable[str]] = [[_title(record, entry)], *_message_parts(record, options)]
+    if record.defects:
+        parts.append([f"> ⚠ **defects**: {code('; '.join(record.defects), 400)}"])
+    if entry.flag is not None:
+        parts.append([flag_markdown(entry.flag)])
+    if options.details:
+        parts.append(block_parts(pretty_json(_details(record)), options, "json"))
+    for index, part in enumerate(parts):
+        if index:
+            yield "\n\n"
+        yield from part
+    yield "\n"
+
+
+def _message_parts(record: RawMessageRecord, options: TranscriptOptions) -> list[Iterable[str]]:
+    """The message's own sections: its reasoning, text and tool calls (or why it cannot be
+    decoded)."""
     message = record.message
-    parts: list[Iterable[str]] = [[_title(record, entry)]]
+    parts: list[Iterable[str]] = []
     if isinstance(message, UndecodableMessage):
         parts.append([f"> ⚠ **cannot decode this row**: {code(message.reason, 400)}"])
         parts.append(block_parts(message.raw, options))
@@ -193,22 +210,18 @@ def entry_markdown_parts(
             parts.append(block_parts(pretty_json(call.arguments), options, "json"))
     elif isinstance(message, Message):
         parts.extend(_content(getattr(message, "content", ""), options))
-    if record.defects:
-        parts.append([f"> ⚠ **defects**: {code('; '.join(record.defects), 400)}"])
-    if entry.flag is not None:
-        parts.append([flag_markdown(entry.flag)])
-    if options.details:
-        details = {
-            "id": record.id,
-            "request_id": record.request_id,
-            "metadata": record.metadata,
-            "tags": record.tags,
-        }
-        if isinstance(message, Message) and message.attributes:
-            details["attributes"] = message.attributes
-        parts.append(block_parts(pretty_json(details), options, "json"))
-    for index, part in enumerate(parts):
-        if index:
-            yield "\n\n"
-        yield from part
-    yield "\n"
+    return parts
+
+
+def _details(record: RawMessageRecord) -> dict[str, Any]:
+    """``--details``: the record's ids, metadata and tags, and the message's attributes."""
+    details: dict[str, Any] = {
+        "id": record.id,
+        "request_id": record.request_id,
+        "metadata": record.metadata,
+        "tags": record.tags,
+    }
+    message = record.message
+    if isinstance(message, Message) and message.attributes:
+        details["attributes"] = message.attributes
+    return details

@@ -19,7 +19,7 @@ the last one until its batch closes, so flags are the same as in a full read.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -522,20 +522,12 @@ async def stream_transcript(
     ``live``: then its items are released unflagged and ``state`` can be handed to ``follow``,
     which keeps watching the same session.
     """
-    first = selection.first
-    if selection.last is not None:
-        first = await first_of_last(db, session_id, selection.last, selection.roles)
-        if first is None:
-            return
-        selection = Selection(first, selection.through, selection.roles)
-    start = await start_sequence(db, session_id, first) if first is not None else 0
-    low = first if first is not None else 1
-    marker = boundary
-    high = selection.through
-    if marker is not None and not (
-        low <= marker.through and (high is None or marker.through <= high)
-    ):
-        marker = None
+    resolved = await _resolved(db, session_id, selection)
+    if resolved is None:
+        return
+    selection = resolved
+    start = await start_sequence(db, session_id, selection.first or 0)  # 0: from the start
+    marker = boundary if boundary is not None and _within(boundary, selection) else None
     annotator = state.annotator
     async with aclosing(_rows(db, session_id, start, selection.through, annotator)) as rows:
         async for row in rows:
@@ -555,12 +547,30 @@ async def stream_transcript(
                     marker = None
                 if _shown(entry, selection, state):
                     yield entry
-        else:
-            for entry in annotator.release() if live else annotator.finish():
-                if _shown(entry, selection, state):
-                    yield entry
+        else:  # the end of the log: the open segment closes (or, ``live``, is released)
+            for entry in _shown_of(
+                annotator.release() if live else annotator.finish(), selection, state
+            ):
+                yield entry
     if marker is not None and state.last_sequence >= marker.through:
         yield marker
+
+
+async def _resolved(db: SessionDatabase, session_id: str, selection: Selection) -> Selection | None:
+    """``selection`` with its last *n* turned into the sequence they start at (``None``: no
+    record of its roles)."""
+    if selection.last is None:
+        return selection
+    first = await first_of_last(db, session_id, selection.last, selection.roles)
+    return None if first is None else Selection(first, selection.through, selection.roles)
+
+
+def _within(boundary: Boundary, selection: Selection) -> bool:
+    """Whether the boundary marker falls inside the selected range (it sits after its
+    ``through``)."""
+    low = selection.first if selection.first is not None else 1
+    high = selection.through
+    return low <= boundary.through and (high is None or boundary.through <= high)
 
 
 async def _rows(
@@ -599,6 +609,13 @@ def _shown(entry: Entry[ItemT], selection: Selection, state: TranscriptState[Ite
     if entry.flag is not None:
         state.flags.append(entry)
     return True
+
+
+def _shown_of(
+    entries: Iterable[Entry[ItemT]], selection: Selection, state: TranscriptState[ItemT]
+) -> Iterator[Entry[ItemT]]:
+    """The ``entries`` that are shown, counted and flagged in ``state`` (``_shown``)."""
+    return (entry for entry in entries if _shown(entry, selection, state))
 
 
 # --- what the model gets on resume ---------------------------------------------------------

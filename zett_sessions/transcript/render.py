@@ -28,6 +28,7 @@ from ..models import (
     ImageBytesSource,
     ImageContent,
     Message,
+    MessageTiming,
     RawMessageRecord,
     SystemMessage,
     TextContent,
@@ -362,19 +363,8 @@ def details_parts(record: RawMessageRecord, options: TranscriptOptions) -> Itera
         ("request", record.request_id),
         ("stored", exact_time(record.created_at)),
     ]
-    timing = record.timing
-    if timing is not None:
-        lines.append(
-            (
-                "timing",
-                f"{exact_time(timing.started_at)} → {exact_time(timing.completed_at)} "
-                f"({human_duration_ns(timing.duration_ns) or '0 ms'})",
-            )
-        )
-        for part in ("reasoning", "content"):
-            duration = getattr(timing, f"{part}_duration_ns")
-            if duration is not None:
-                lines.append((part, human_duration_ns(duration) or "0 ms"))
+    if record.timing is not None:
+        lines += _timing_lines(record.timing)
     usage = record.usage
     if usage is not None:
         lines.append(
@@ -408,6 +398,22 @@ def details_parts(record: RawMessageRecord, options: TranscriptOptions) -> Itera
         if value:
             yield Text(f"{INDENT}{label}:\n", style="dim")
             yield from body_parts(pretty_json(value), options, style="dim", indent=INDENT * 2)
+
+
+def _timing_lines(timing: MessageTiming) -> list[tuple[str, str]]:
+    """The timing span, then the reasoning and content durations that were measured."""
+    lines = [
+        (
+            "timing",
+            f"{exact_time(timing.started_at)} → {exact_time(timing.completed_at)} "
+            f"({human_duration_ns(timing.duration_ns) or '0 ms'})",
+        )
+    ]
+    for part in ("reasoning", "content"):
+        duration = getattr(timing, f"{part}_duration_ns")
+        if duration is not None:
+            lines.append((part, human_duration_ns(duration) or "0 ms"))
+    return lines
 
 
 def boundary_text(boundary: Boundary) -> Text:
