@@ -23,7 +23,7 @@ stored.  A row that cannot be decoded at all becomes an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
@@ -236,15 +236,20 @@ class ImageBytesSource(WireModel):
         return media_type
 
 
-def _source_tag(value: Any) -> str:
-    if isinstance(value, dict):
-        return "url" if "url" in value else "bytes"
-    return "url" if isinstance(value, ImageUrlSource) else "bytes"
+def _tags(first: str, cls: type[Any], second: str) -> Callable[[Any], str]:
+    """The discriminator of a two-member union: ``first`` for ``cls`` (an instance, or a dict
+    with the key ``first``), ``second`` for anything else."""
+
+    def tag(value: Any) -> str:
+        is_first = first in value if isinstance(value, dict) else isinstance(value, cls)
+        return first if is_first else second
+
+    return tag
 
 
 ImageSource = Annotated[
     Annotated[ImageUrlSource, Tag("url")] | Annotated[ImageBytesSource, Tag("bytes")],
-    Discriminator(_source_tag),
+    Discriminator(_tags("url", ImageUrlSource, "bytes")),
 ]
 
 
@@ -264,15 +269,9 @@ class ImageContent(WireModel):
         ) -> None: ...
 
 
-def _block_tag(value: Any) -> str:
-    if isinstance(value, dict):
-        return "text" if "text" in value else "image"
-    return "text" if isinstance(value, TextContent) else "image"
-
-
 UserContentPart = Annotated[
     Annotated[TextContent, Tag("text")] | Annotated[ImageContent, Tag("image")],
-    Discriminator(_block_tag),
+    Discriminator(_tags("text", TextContent, "image")),
 ]
 UserContent = str | list[UserContentPart]
 """A user or tool message's content: text, or ordered text/image blocks (a list, as in
