@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from support import NEWEST_IDS, copy_sample, run_cli
+from support import NEWEST_IDS, TerminalProcess, copy_sample, run_cli
 
 # --- piped output: no wrapping, no padding (an explicit COLUMNS still applies) -------------
 
@@ -57,3 +58,112 @@ def test_an_explicit_columns_still_wraps_piped_output(
     assert not any(
         line.startswith("Planted faults") and "crashed" in line for line in r.stdout.splitlines()
     )
+
+
+# --- narrow terminals: the columns that carry the answer stay, nothing goes unsaid ----------
+
+LIST_HEADERS = ["ID", "Title", "Agent", "Type", "Msgs", "Snap", "Kids", "Updated"]
+
+
+def header_cells(line: str) -> dict[str, int]:
+    """Each header of a table's first line and the column it starts at."""
+    return {match.group(): match.start() for match in re.finditer(r"\S+(?: \S+)*", line)}
+
+
+def hidden_columns(stderr: str) -> list[str]:
+    found = re.search(r"^Hidden to fit \d+ columns: (.*) \(a wider terminal", stderr, re.M)
+    return found.group(1).split(", ") if found else []
+
+
+@pytest.mark.parametrize("columns", [45, 60, 80, 100])
+def test_list_keeps_id_title_and_updated_and_names_what_it_hides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list"])
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    shown = header_cells(lines[0])
+    assert {"ID", "Title", "Updated"} <= set(shown), lines[0]
+    assert max(map(len, lines)) <= columns
+    assert all("…" not in line.split()[-1] for line in lines[1:])  # Updated is never cut
+    hidden = hidden_columns(r.stderr)
+    assert sorted(hidden + list(shown)) == sorted(LIST_HEADERS)  # every column shown or named
+    # the title gives way only to ID and Updated (23 and 10 cells on the sample) and gaps
+    assert _title_width(shown) >= min(20, columns - 37)
+    if hidden:  # the mostly empty columns went before Agent and Msgs
+        order = ["Kids", "Snap", "Type", "Agent", "Msgs"]
+        assert hidden == [h for h in LIST_HEADERS if h in order[: len(hidden)]]
+
+
+def _title_width(shown: dict[str, int]) -> int:
+    after = sorted(start for start in shown.values() if start > shown["Title"])
+    return after[0] - shown["Title"] - 2
+
+
+def test_list_full_at_100_columns_gives_the_title_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list", "--full"])
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    shown = header_cells(lines[0])
+    assert _title_width(shown) >= 30, lines[0]
+    assert NEWEST_IDS["crashed"] in r.stdout  # full ids
+    assert max(map(len, lines)) <= 100
+    assert hidden_columns(r.stderr) and "Updated" in shown
+    assert len(lines) < 40  # not one word of a title per line
+
+
+def test_list_at_full_width_hides_nothing_and_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "list"])
+    assert r.exit_code == 0, r.stderr
+    assert list(header_cells(r.stdout.splitlines()[0])) == LIST_HEADERS
+    assert r.stderr == "8 of 8 sessions\n"
+
+
+@pytest.mark.parametrize("args", [["--all"], [NEWEST_IDS["compacted"]]])
+def test_snapshot_info_keeps_valid_on_a_narrow_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    r = run_cli(["--db", str(copy_sample(tmp_path)), "snapshot-info", *args])
+    assert r.exit_code == 0, r.stderr
+    table = [line for line in r.stdout.splitlines() if "Valid" in line]
+    assert len(table) == 1, r.stdout
+    assert max(map(len, r.stdout.splitlines())) <= 60
+    assert hidden_columns(r.stderr), r.stderr
+    for header in hidden_columns(r.stderr):
+        assert header not in header_cells(table[0])
+
+
+def test_delete_plan_keeps_id_title_and_activity_on_a_narrow_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    db = copy_sample(tmp_path)
+    r = run_cli(["--db", str(db), "delete", "--all", "--skip-active", "0", "--dry-run"])
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    table = lines[next(i for i, line in enumerate(lines) if line.startswith("ID ")) :]
+    assert {"ID", "Title", "Last activity"} <= set(header_cells(table[0]))
+    assert max(map(len, table)) <= 60
+    assert hidden_columns(r.stderr)
+
+
+def test_list_on_a_real_60_column_terminal(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path)
+    env: dict[str, str | None] = {"TERM": "xterm-256color"}  # rich takes "dumb" to be 80 wide
+    args = ("--db", str(db), "list")
+    with TerminalProcess(*args, columns=60, stdout_tty=True, env=env) as terminal:
+        code, _, screen = terminal.finish()
+    assert code == 0, screen
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", screen).splitlines()
+    assert {"ID", "Title", "Updated"} <= set(header_cells(lines[0]))
+    table = [line for line in lines if not line.startswith(("Hidden", "8 of"))]
+    assert len(table) == 9 and max(len(line) for line in table) <= 60
+    assert hidden_columns("\n".join(lines))

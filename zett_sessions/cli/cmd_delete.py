@@ -270,16 +270,16 @@ def database_runner(state: AppState, db: str | None) -> Runner:
 def print_plan(out: Output, shown: Shown, plan: DeletePlan, *, dry_run: bool) -> None:
     from ..render.delete import PLAN_ROWS, plan_renderable
 
-    out.print(
-        plan_renderable(
-            plan,
-            full_ids=shown.full_ids,
-            dry_run=dry_run,
-            width=out.out.width,
-            rows=None if shown.full else PLAN_ROWS,
-            full=shown.full,
-        )
+    renderable, hidden = plan_renderable(
+        plan,
+        full_ids=shown.full_ids,
+        dry_run=dry_run,
+        width=out.out.width,
+        rows=None if shown.full else PLAN_ROWS,
+        full=shown.full,
     )
+    out.print(renderable)
+    out.columns_hidden(hidden, out.out.width)
 
 
 def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool) -> bool:

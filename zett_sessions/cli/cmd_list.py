@@ -276,10 +276,12 @@ def _table(
         return
     crashes = problems.summaries if problems is not None else None
     with out.paged() as console:
-        for table in sessions_tables(
+        tables, hidden = sessions_tables(
             page.sessions, full_ids=full_ids, full=full, width=console.width, crashes=crashes
-        ):
+        )
+        for table in tables:
             console.print(table)
+    out.columns_hidden(hidden, console.width)
 
 
 def register(app: typer.Typer) -> None:

@@ -91,9 +91,11 @@ def _print_session(
         out.note(f"Session {session_id} has no snapshots.")
     else:
         with out.paged() as console:
-            console.print(
-                session_view(session_id, reports, full=full, full_ids=full_ids, width=console.width)
+            view, hidden = session_view(
+                session_id, reports, full=full, full_ids=full_ids, width=console.width
             )
+            console.print(view)
+        out.columns_hidden(hidden, console.width)
 
 
 def _print_all(
@@ -111,12 +113,14 @@ def _print_all(
         out.note("No compacted sessions (no snapshots in this database).")
         return
     with out.paged() as console:
-        console.print(compacted_table(sessions, full_ids=full_ids or full, width=console.width))
+        table, hidden = compacted_table(sessions, full_ids=full_ids or full, width=console.width)
+        console.print(table)
         for session in sessions:
             for line in problem_lines(session.reports, with_session=True):
                 console.print(line)
         if full:
             console.print(summaries((r for s in sessions for r in s.reports), with_session=True))
+    out.columns_hidden(hidden, console.width)
     total = sum(len(session.reports) for session in sessions)
     out.hint(f"{plural(len(sessions), 'compacted session')}, {plural(total, 'snapshot')}")
 

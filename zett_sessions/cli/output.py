@@ -17,7 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import rich.text
@@ -156,6 +156,14 @@ class Output:
 
     def note(self, message: str) -> None:
         self.err.print(Text(single_line(message)), soft_wrap=True)
+
+    def columns_hidden(self, headers: Sequence[str], width: int) -> None:
+        """Say which columns a table left out to fit ``width`` (nothing when none)."""
+        if headers:
+            self.hint(
+                f"Hidden to fit {width} columns: {', '.join(headers)} "
+                "(a wider terminal or --json shows them)"
+            )
 
     # --- paging ----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from ..retention.models import (
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import count, human_bytes, relative_time, safe_cell, short_ids
+from .fields import add_fitted_rows, hide_columns
 from .sanitize import single_line
 
 TITLE_LIMIT = 60
@@ -53,23 +54,25 @@ def plan_renderable(
     width: int = 100,
     rows: int | None = PLAN_ROWS,
     full: bool = False,
-) -> RenderableType:
+) -> tuple[RenderableType, tuple[str, ...]]:
     """Heading, the sessions table (the first ``rows``), what is left alone and why, blocked
     children; with ``dry_run``, the guards a real run would trip.  ``full``: titles whole
-    (folded), never cut."""
+    (folded), never cut.  Also the headers of the columns left out to fit ``width``."""
     ids = _ids(plan, None, full_ids)
     parts: list[RenderableType] = []
+    hidden: tuple[str, ...] = ()
     if not plan.sessions:
         left = " (see what is left alone below)" if plan.skipped else ""
         parts.append(Text(f"Nothing to delete{left}.", style="bold"))
     else:
         verb = "Would delete" if dry_run else "Plan: delete"
         parts.append(Text(f"{verb} {plan_totals(plan)}", style="bold"))
-        parts.append(_sessions_table(plan, ids, now, width, rows, full))
-        hidden = len(plan.sessions) - rows if rows is not None else 0
-        if hidden > 0:
+        table, hidden = _sessions_table(plan, ids, now, width, rows, full)
+        parts.append(table)
+        more = len(plan.sessions) - rows if rows is not None else 0
+        if more > 0:
             parts.append(
-                Text(f"… and {hidden:,} more (--full lists every one; --json too)", style="dim")
+                Text(f"… and {more:,} more (--full lists every one; --json too)", style="dim")
             )
         if any(s.via == "descendant" for s in plan.sessions):
             parts.append(Text("↳ child session added by --children delete", style="dim"))
@@ -82,7 +85,7 @@ def plan_renderable(
         for refusal in plan.refusals:
             lines.append(f"\n  {refusal.guard}: {refusal.message}")
         parts.append(lines)
-    return Group(*parts)
+    return Group(*parts), hidden
 
 
 def plan_totals(plan: DeletePlan) -> str:
@@ -100,36 +103,43 @@ def _sessions_table(
     width: int,
     rows: int | None,
     full: bool = False,
-) -> Table:
-    """Fixed columns first; the title gets the width they leave (at least 12)."""
+) -> tuple[Table, tuple[str, ...]]:
+    """The planned sessions; the title gets the width the other columns leave.  On a narrow
+    terminal Kids, Snaps, Agent and Msgs are left out (their headers are returned): ID, Title
+    and Last activity always stay."""
     table = Table(box=None, pad_edge=False, header_style="bold underline")
     shown = plan.sessions[:rows] if rows is not None else plan.sessions
-    id_width = max((len(ids[s.id]) for s in shown), default=2)
-    table.add_column("ID", no_wrap=True, style="cyan", min_width=id_width)
-    room = width - id_width - (13 + 4 + 5 + 4) - 2 * 6  # fixed columns and the gaps
-    agent_width = min(12, max(len(s.agent_name or "—") for s in shown))
-    agent_width = max(5, min(agent_width, room - 12))
-    title_width = max(12, min(TITLE_LIMIT, room - agent_width))
-    table.add_column(
-        "Title", overflow="fold" if full else "ellipsis", no_wrap=not full, max_width=title_width
-    )
-    table.add_column("Agent", overflow="ellipsis", no_wrap=True, max_width=agent_width)
-    table.add_column("Last activity", no_wrap=True, min_width=13)
-    table.add_column("Msgs", justify="right", no_wrap=True, min_width=4)
-    table.add_column("Snaps", justify="right", no_wrap=True, min_width=5)
-    table.add_column("Kids", justify="right", no_wrap=True, min_width=4)
+    table.add_column("ID", no_wrap=True, style="cyan")
+    table.add_column("Title", overflow="fold" if full else "ellipsis", no_wrap=not full)
+    table.add_column("Agent", overflow="ellipsis", no_wrap=True)
+    table.add_column("Last activity", no_wrap=True)
+    table.add_column("Msgs", justify="right", no_wrap=True)
+    table.add_column("Snaps", justify="right", no_wrap=True)
+    table.add_column("Kids", justify="right", no_wrap=True)
+    cells: list[list[Text | str]] = []
     for session in shown:
         mark = Text("↳ ", style="dim") if session.via == "descendant" else Text("")
-        table.add_row(
-            Text(ids[session.id]),
-            mark + safe_cell(session.title, None if full else TITLE_LIMIT, "(untitled)"),
-            safe_cell(session.agent_name, 64, "—"),
-            relative_time(session.updated_at, now),
-            count(session.messages),
-            count(session.snapshots) if session.snapshots else "",
-            count(len(session.children)) if session.children else "",
+        cells.append(
+            [
+                Text(ids[session.id]),
+                mark + safe_cell(session.title, None if full else TITLE_LIMIT, "(untitled)"),
+                safe_cell(session.agent_name, 12, "—"),
+                relative_time(session.updated_at, now),
+                count(session.messages),
+                count(session.snapshots) if session.snapshots else "",
+                count(len(session.children)) if session.children else "",
+            ]
         )
-    return table
+    fitted = hide_columns(table, cells, width=width, flex=1, optional=(6, 5, 2, 4), shrink=(2,))
+    fitted_table = add_fitted_rows(
+        fitted.table,
+        fitted.rows,
+        flex=fitted.flex,
+        width=width,
+        shrink=fitted.shrink,
+        min_flex=max(8, fitted.flex_min),
+    )
+    return fitted_table, fitted.hidden
 
 
 def _skipped_block(

@@ -1,10 +1,17 @@
-"""A two-column "label  value" view, for one object's fields (rename, info, snapshot-info)."""
+"""Tables that fit the width they are given: a two-column "label  value" view for one object's
+fields (rename, info, snapshot-info), and column fitting for listings.
+
+A listing fits a narrow terminal by leaving out whole columns, never by squeezing the ones that
+carry the answer: ``hide_columns`` drops the columns a renderer marks as optional (those that
+are empty on every row first, then in the renderer's order) until the rest, with a readable
+flexible column, fit; it returns their headers so the CLI can say what it left out.
+"""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.table import Table
@@ -126,3 +133,83 @@ def _pieces(
         for row in rows[start : start + chunk]:
             part.add_row(*row)
         yield part
+
+
+SHRINK_FLOOR = 10  # the cells a shrinking column (an agent name) keeps before columns go
+
+# Cells that say nothing: a column of only these is "empty" (a type column of 0s, the default).
+_EMPTY = frozenset({"", "0", "—"})
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A table's columns and rows after ``hide_columns``: what is left, the new positions of
+    the flexible and shrinking columns, and the headers of the hidden columns."""
+
+    table: Table
+    rows: list[list[Text | str]]
+    flex: int
+    shrink: tuple[int, ...]
+    hidden: tuple[str, ...]
+    flex_min: int  # what the flexible column was promised (``min_flex`` of the fitting)
+
+
+def _cell_width(cell: Text | str) -> int:
+    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+
+
+def hide_columns(
+    table: Table,
+    rows: Sequence[Sequence[Text | str]],
+    *,
+    width: int,
+    flex: int,
+    optional: Sequence[int],
+    flex_wants: int = 20,
+    shrink: Sequence[int] = (),
+) -> Fitted:
+    """Leave out ``optional`` columns until the others fit ``width`` with at least
+    ``flex_wants`` cells (or its longest cell, if shorter) for column ``flex``; a ``shrink``
+    column counts at ``SHRINK_FLOOR`` cells (or its longest cell, if shorter).  Columns empty
+    on every row go first, then ``optional`` in the order given.  Nothing is left out when
+    everything fits."""
+    columns = table.columns
+    widths = [cell_len(str(column.header)) for column in columns]
+    filled = [False] * len(columns)
+    for row in rows:
+        for index, cell in enumerate(row):
+            size = _cell_width(cell)
+            widths[index] = max(widths[index], size)
+            filled[index] = filled[index] or str(cell).strip() not in _EMPTY
+    flex_width = max((_cell_width(row[flex]) for row in rows), default=0)
+    wanted = min(flex_width, flex_wants)
+
+    def needed(kept: list[int]) -> int:
+        fixed = sum(
+            min(widths[i], SHRINK_FLOOR) if i in shrink else widths[i] for i in kept if i != flex
+        )
+        return fixed + 2 * (len(kept) - 1) + wanted
+
+    order = [i for i in optional if not filled[i]] + [i for i in optional if filled[i]]
+    kept = list(range(len(columns)))
+    hidden: list[int] = []
+    for index in order:
+        if needed(kept) <= width:
+            break
+        kept.remove(index)
+        hidden.append(index)
+    if needed(kept) > width:  # the columns that stay come first; the flexible one gives way
+        wanted = max(min(wanted, 8), width - (needed(kept) - wanted))
+    if not hidden:
+        return Fitted(table, [list(row) for row in rows], flex, tuple(shrink), (), wanted)
+    narrower = copy.copy(table)
+    # rich pads a column by its position (no right padding for the last): renumber them
+    narrower.columns = [replace(columns[i], _index=n) for n, i in enumerate(kept)]
+    return Fitted(
+        narrower,
+        [[row[i] for i in kept] for row in rows],
+        kept.index(flex),
+        tuple(kept.index(i) for i in shrink if i in kept),
+        tuple(str(columns[i].header) for i in sorted(hidden)),
+        wanted,
+    )

@@ -14,7 +14,7 @@ from rich.text import Text
 from ..queries.sessions import SessionListing
 from ..values import plural
 from .common import count, moment_label, relative_time, safe_cell, short_ids
-from .fields import fields_table, fitted_tables
+from .fields import fields_table, fitted_tables, hide_columns
 from .jsonout import session_json
 from .sanitize import is_plain, single_line
 
@@ -46,15 +46,19 @@ def sessions_tables(
     now: datetime | None = None,
     width: int = 100,
     crashes: Mapping[str, CrashSummary] | None = None,
-) -> Iterator[Table]:
-    """The ``list`` table, in pieces of ``TABLE_CHUNK`` rows that line up; the title gets
-    whatever ``width`` the other columns leave.  With ``crashes`` (``list --problems``) each
-    row ends with verify's crash summary in one line (the last durable message and the open
-    tool calls) in place of the type, snapshot and children columns."""
+) -> tuple[Iterator[Table], tuple[str, ...]]:
+    """The ``list`` table, in pieces of ``TABLE_CHUNK`` rows that line up, and the headers of
+    the columns left out to fit ``width``.
+
+    ID, Title and Updated always stay; on a narrow terminal Created, Kids, Snap, Type, Agent
+    and Msgs are left out in that order (a column empty on every row first) until the title
+    gets 20 cells (30 with ``full``, whose titles fold).  With ``crashes`` (``list
+    --problems``) each row ends with verify's crash summary in one line (the last durable
+    message and the open tool calls) in place of the type, snapshot and children columns."""
     ids = short_ids((s.session_id for s in sessions), full=full_ids or full)
     agent_cap = None if full else (16 if width >= 100 else 12)
     problems = crashes is not None
-    show_created = width >= 110 and not problems  # narrow terminals keep the title instead
+    show_created = width >= 110 and not problems  # a bonus where there is room for it
     table = Table(box=None, pad_edge=False, header_style="bold underline")
     table.add_column("ID", no_wrap=True, style="cyan")
     table.add_column("Title", no_wrap=not full, overflow="fold" if full else "ellipsis")
@@ -96,9 +100,28 @@ def sessions_tables(
 
             cells += crash_cells(crashes.get(session.session_id), now)
         rows.append(cells)
-    return fitted_tables(
-        table, rows, chunk=TABLE_CHUNK, flex=1, width=width, shrink=shrink, shrink_cap=20
+    headers = [str(column.header) for column in table.columns]
+    optional = ("Created", "Kids", "Snap", "Type", "Agent", "Msgs")
+    fitted = hide_columns(
+        table,
+        rows,
+        width=width,
+        flex=1,
+        optional=[headers.index(name) for name in optional if name in headers],
+        flex_wants=30 if full else 20,
+        shrink=shrink,
     )
+    tables = fitted_tables(
+        fitted.table,
+        fitted.rows,
+        chunk=TABLE_CHUNK,
+        flex=fitted.flex,
+        width=width,
+        shrink=fitted.shrink,
+        shrink_cap=20,
+        min_flex=max(8, fitted.flex_min),
+    )
+    return tables, fitted.hidden
 
 
 def page_footer(shown: int, total: int, offset: int) -> str:

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..queries.snapshots import CompactedSession, SnapshotReport
 from ..values import plural
 from .common import count, human_bytes, relative_time, safe_cell, short_ids
-from .fields import add_fitted_rows
+from .fields import add_fitted_rows, hide_columns
 from .jsonout import snapshot_json
 from .sanitize import truncate_block
 
@@ -52,8 +52,10 @@ def snapshots_table(
     full_ids: bool = False,
     now: datetime | None = None,
     width: int = 100,
-) -> Table:
-    """One row per version of one session, oldest first; the summary line takes the rest."""
+) -> tuple[Table, tuple[str, ...]]:
+    """One row per version of one session, oldest first; the summary line takes the rest.
+    On a narrow terminal ID, Size, Created, Covers and Tail are left out (their headers are
+    returned); Ver, Through and Valid always stay."""
     ids = short_ids((r.snapshot.id for r in reports), full=full_ids)
     table = Table(box=None, pad_edge=False, header_style="bold underline")
     for header in ("Ver", "ID", "Through", "Created", "Size", "Covers", "Tail", "Valid"):
@@ -74,7 +76,25 @@ def snapshots_table(
         ]
         for report in reports
     ]
-    return add_fitted_rows(table, rows, flex=8, width=width)
+    return _fitted(table, rows, width, ("ID", "Size", "Created", "Covers", "Tail"), flex=8)
+
+
+def _fitted(
+    table: Table, rows: list[list[Text | str]], width: int, optional: tuple[str, ...], flex: int
+) -> tuple[Table, tuple[str, ...]]:
+    """``table`` with ``rows``, the ``optional`` columns it needs to leave out left out."""
+    headers = [str(column.header) for column in table.columns]
+    fitted = hide_columns(
+        table, rows, width=width, flex=flex, optional=[headers.index(h) for h in optional]
+    )
+    filled = add_fitted_rows(
+        fitted.table,
+        fitted.rows,
+        flex=fitted.flex,
+        width=width,
+        min_flex=max(8, fitted.flex_min),
+    )
+    return filled, fitted.hidden
 
 
 def problem_lines(reports: Iterable[SnapshotReport], *, with_session: bool = False) -> list[Text]:
@@ -135,15 +155,18 @@ def session_view(
     full: bool,
     full_ids: bool,
     width: int = 100,
-) -> Group:
+) -> tuple[Group, tuple[str, ...]]:
+    """The heading, the versions table, problems and (``full``) every summary; and the
+    headers of the columns the table left out to fit ``width``."""
+    table, hidden = snapshots_table(reports, full_ids=full_ids or full, width=width)
     parts: list[RenderableType] = [
         session_heading(session_id, reports[0].session_title, reports),
-        snapshots_table(reports, full_ids=full_ids or full, width=width),
+        table,
         *problem_lines(reports),
     ]
     if full:
         parts.append(summaries(reports))
-    return Group(*parts)
+    return Group(*parts), hidden
 
 
 def compacted_table(
@@ -152,8 +175,10 @@ def compacted_table(
     full_ids: bool = False,
     now: datetime | None = None,
     width: int = 100,
-) -> Table:
-    """``--all``: one row per compacted session, describing its latest version."""
+) -> tuple[Table, tuple[str, ...]]:
+    """``--all``: one row per compacted session, describing its latest version.  On a narrow
+    terminal Size, Covers, Tail, Latest, Vers and Through are left out (their headers are
+    returned); Session, Title and Valid always stay."""
     ids = short_ids((s.session_id for s in sessions), full=full_ids)
     table = Table(box=None, pad_edge=False, header_style="bold underline")
     for header in ("Session", "Title", "Vers", "Through", "Covers", "Tail", "Size", "Latest"):
@@ -174,4 +199,5 @@ def compacted_table(
         ]
         for session in sessions
     ]
-    return add_fitted_rows(table, rows, flex=1, width=width)
+    optional = ("Size", "Covers", "Tail", "Latest", "Vers", "Through")
+    return _fitted(table, rows, width, optional, flex=1)
