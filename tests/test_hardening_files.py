@@ -696,6 +696,85 @@ def test_a_fifo_as_archive_is_refused_before_anything_is_read(tmp_path: Path) ->
     assert digest(db) == before
 
 
+# A FIFO put at the path after ``existing_file`` looked (a race with someone who can write the
+# directory): the child treats its check as passed, then opens.  ``NOWAL`` also skips the last
+# look before SQLite's open, so that SQLite itself waits in open() for a writer that never comes.
+SWAPPED_IN_FIFO = r"""
+import os, sqlite3, sys
+from zett_sessions import database, readonly
+
+fifo = sys.argv[1]
+real_existing_file = readonly.existing_file
+
+
+def existing_file(path):
+    return True if str(path) == fifo else real_existing_file(path)
+
+
+readonly.existing_file = database.existing_file = existing_file
+if os.environ.get("NOWAL"):
+    readonly._is_wal_file = lambda path: False
+    real_connect = sqlite3.connect
+
+    def connect(*args, **kwargs):
+        print("opening", flush=True)  # the handshake: the worker is about to block in open()
+        return real_connect(*args, **kwargs)
+
+    sqlite3.connect = connect
+sys.argv = ["zett-sessions", "--db", fifo, "list"]
+from zett_sessions.cli.main import run
+run()
+"""
+
+
+def _swapped_in_fifo(tmp_path: Path, *, stuck: bool) -> subprocess.Popen[str]:
+    fifo = tmp_path / "sessions.sqlite3"
+    os.mkfifo(fifo)
+    return subprocess.Popen(
+        [sys.executable, "-c", SWAPPED_IN_FIFO, str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **({"NOWAL": "1"} if stuck else {})},
+    )
+
+
+def test_a_fifo_put_at_the_path_after_the_check_is_refused_by_the_last_look(
+    tmp_path: Path,
+) -> None:
+    """The header read before SQLite's open (which a read-only open always makes) opened the
+    path with a plain ``open``, which waits for a FIFO's writer forever: it is non-blocking and
+    refuses what is not a regular file."""
+    process = _swapped_in_fifo(tmp_path, stuck=False)
+    try:
+        stdout, stderr = process.communicate(timeout=SAFETY_NET)
+    finally:
+        process.kill()
+        process.communicate()
+    assert process.returncode == 1, (stdout, stderr)
+    assert_one_error_line(stderr, "sessions.sqlite3 is a FIFO (named pipe), not a database file")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_open_stuck_in_sqlite_on_a_fifo_ends_at_ctrl_c_and_sigterm(
+    tmp_path: Path, signum: int
+) -> None:
+    """Were a FIFO put there after every look, SQLite's open() would wait for a writer forever
+    in aiosqlite's worker thread; Ctrl-C and SIGTERM then waited for that thread forever too
+    (only SIGKILL ended the command).  The interrupted open gives the thread up."""
+    process = _swapped_in_fifo(tmp_path, stuck=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "opening\n"
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=SAFETY_NET)
+    finally:
+        process.kill()
+        process.communicate()
+    assert process.returncode == 128 + signum, stderr
+    assert "Traceback" not in stderr
+
+
 def test_a_socket_or_a_device_as_db_is_refused(tmp_path: Path) -> None:
     import socket
 

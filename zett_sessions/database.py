@@ -594,6 +594,11 @@ async def _connect(uri: str) -> aiosqlite.Connection:
     The worker is a daemon thread: a storage that is never closed (kept in a global, say) would
     otherwise keep the interpreter waiting at exit for a thread that only ``close()`` stops, and
     then print that traceback.  Every write has committed by then; SQLite needs no goodbye.
+
+    An open that is interrupted (Ctrl-C, SIGTERM, a cancelled task) may have a worker that never
+    returns: SQLite's ``open()`` of a FIFO put at the path after every check waits for a writer
+    forever.  That wait is given up after ``_STUCK_OPEN_SECONDS`` (the daemon thread does not
+    keep the process alive), so the interruption ends the command instead of hanging it.
     """
     connection = aiosqlite.connect(uri, uri=True, isolation_level=None)
     worker = getattr(connection, "_thread", None)  # aiosqlite 0.22 (pinned <0.23)
@@ -601,16 +606,27 @@ async def _connect(uri: str) -> aiosqlite.Connection:
         worker.daemon = True
     try:
         return await connection
-    except BaseException:
+    except Exception:
         await _worker_ended(connection)
+        raise
+    except BaseException:
+        await _worker_ended(connection, patience=_STUCK_OPEN_SECONDS)
         raise
 
 
-async def _worker_ended(connection: aiosqlite.Connection) -> None:
+_STUCK_OPEN_SECONDS = 1.0
+
+
+async def _worker_ended(connection: aiosqlite.Connection, patience: float | None = None) -> None:
     """Wait for a stopped connection's worker thread to end (it has only to return), so that
-    ``close()`` leaves no thread behind and a loop may close right after."""
+    ``close()`` leaves no thread behind and a loop may close right after; with ``patience``,
+    for that many seconds at most (a worker stuck in ``sqlite3.connect``)."""
     worker = getattr(connection, "_thread", None)  # aiosqlite 0.22 (pinned <0.23)
+    loop = asyncio.get_running_loop()
+    deadline = None if patience is None else loop.time() + patience
     while worker is not None and worker.is_alive():
+        if deadline is not None and loop.time() >= deadline:
+            return
         await asyncio.sleep(0.001)
 
 

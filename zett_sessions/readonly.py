@@ -92,8 +92,12 @@ def existing_file(path: Path) -> bool:
         raise UnusablePath(f"cannot use {shown}: {reason}", str(path)) from None
     if stat.S_ISREG(mode):
         return True
+    raise _not_regular(path, mode)
+
+
+def _not_regular(path: Path, mode: int) -> NotASessionDatabase:
     kind = next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
-    raise NotASessionDatabase(f"{shown} is {kind}, not a database file", str(path))
+    return NotASessionDatabase(f"{shown_path(path)} is {kind}, not a database file", str(path))
 
 
 def database_file(path: str | os.PathLike[str]) -> Path:
@@ -148,10 +152,23 @@ def prefix_upper_bound(prefix: str) -> str | None:
 
 
 def _is_wal_file(path: Path) -> bool:
-    """Whether the header says WAL mode (file format read/write versions 2 at bytes 18–19)."""
+    """Whether the header says WAL mode (file format read/write versions 2 at bytes 18–19).
+
+    This is the last look at the file before SQLite opens it, and a look that cannot block:
+    a FIFO put at the path since ``existing_file`` checked it is opened non-blocking here and
+    refused (a plain ``open`` would wait for a writer forever, as SQLite's would).
+    """
     try:
-        with open(path, "rb") as file:
-            header = file.read(20)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        header = os.read(fd, 20)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
