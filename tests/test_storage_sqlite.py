@@ -1147,6 +1147,135 @@ def test_a_lock_held_past_the_busy_timeout_is_database_locked(db: Path) -> None:
     assert query(db, "SELECT count(*) FROM raw_messages") == [(1,)]
 
 
+def test_a_storage_whose_first_open_met_a_lock_opens_at_the_next_call(db: Path) -> None:
+    """An agent whose first call met a file locked by another process (an exclusive writer, a
+    rollback-journal delete) got "storage is closed" for every call after: the failed open
+    closed the storage for good, and the agent could not write until it was restarted."""
+    with_storage(db, lambda s: s.append("s", "r", UserMessage(content="x")))
+    blocker = sqlite3.connect(db, isolation_level=None)
+    try:
+        blocker.execute("PRAGMA journal_mode = DELETE")
+        blocker.execute("PRAGMA locking_mode = EXCLUSIVE")
+        blocker.execute("BEGIN EXCLUSIVE")
+
+        async def scenario() -> None:
+            storage = SQLiteSessionStorage(db, busy_timeout_ms=0)
+            try:
+                with pytest.raises(DatabaseLocked):
+                    await storage.load("s")
+                blocker.execute("COMMIT")
+                blocker.close()  # the lock is gone
+                assert await storage.append("s", "r", UserMessage(content="y")) == 2
+            finally:
+                await storage.close()
+
+        asyncio.run(scenario())
+    finally:
+        blocker.close()
+    assert query(db, "SELECT count(*) FROM raw_messages") == [(2,)]
+
+
+def _gate_first_open(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
+    """The first open stops once its connection exists, until ``release``; ``entered`` says
+    it got there (events for the running loop: call inside it)."""
+    entered, release = asyncio.Event(), asyncio.Event()
+    detect = Database._detect_layout
+
+    async def gated(self: Database) -> Any:
+        if not release.is_set():
+            entered.set()
+            await release.wait()
+        return await detect(self)
+
+    monkeypatch.setattr(Database, "_detect_layout", gated)
+    return entered, release
+
+
+def test_a_call_arriving_while_the_first_open_runs_waits_for_it(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It found the connection made but the layout not yet read, went ahead and failed with
+    RuntimeError "database is not open yet" (two tasks, or sync() threads, starting at once)."""
+    with_storage(db, lambda s: s.append("s", "r", UserMessage(content="x")))
+
+    async def scenario() -> None:
+        entered, release = _gate_first_open(monkeypatch)
+        storage = SQLiteSessionStorage(db)
+        try:
+            first = asyncio.create_task(storage.load("s"))
+            await entered.wait()
+            second = asyncio.create_task(storage.append("s", "r", UserMessage(content="y")))
+            await asyncio.sleep(0)  # the second call's first step: it must wait for the open
+            release.set()
+            view, sequence = await asyncio.gather(first, second)
+            assert [m.text for m in view.messages] == ["x"] and sequence == 2
+        finally:
+            await storage.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_first_open_leaves_the_storage_usable(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first call cancelled while it opened (a timeout around it) closed the storage: every
+    later call failed with "storage is closed"."""
+    with_storage(db, lambda s: s.append("s", "r", UserMessage(content="x")))
+
+    async def scenario() -> None:
+        entered, release = _gate_first_open(monkeypatch)
+        storage = SQLiteSessionStorage(db)
+        try:
+            first = asyncio.create_task(storage.load("s"))
+            await entered.wait()
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            release.set()
+            assert await storage.append("s", "r", UserMessage(content="y")) == 2
+        finally:
+            await storage.close()
+        with pytest.raises(DatabaseError, match="storage is closed"):
+            await storage.load("s")
+
+    asyncio.run(scenario())
+
+
+def test_an_interruption_while_the_connection_thread_starts_ends_the_open(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM's SystemExit (or Ctrl-C's KeyboardInterrupt) raised inside ``Thread.start`` of
+    aiosqlite's worker, before the open or its "stop" was queued: the open then waited for an
+    idle worker to end, polling forever (a killed `delete` kept running at 100 % of a core)."""
+    import aiosqlite.core
+
+    with_storage(db, lambda s: s.append("s", "r", UserMessage(content="x")))
+    threads = threading.active_count()
+    start = threading.Thread.start
+
+    def interrupted_start(self: threading.Thread) -> None:
+        start(self)
+        if getattr(self, "_target", None) is aiosqlite.core._connection_worker_thread:
+            raise SystemExit(143)  # where the signal handler would raise it
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted_start)
+
+    async def scenario() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        safety_net = asyncio.get_running_loop().call_later(60, task.cancel)  # a hang: fails
+        storage = SQLiteSessionStorage(db)
+        try:
+            await storage.load("s")
+        finally:
+            safety_net.cancel()
+            await storage.close()
+
+    with pytest.raises(SystemExit):
+        asyncio.run(scenario())
+    assert join_threads() == threads  # the worker was told to stop, and did
+
+
 def test_a_rejected_append_leaves_the_sequence_unused(db: Path) -> None:
     async def body(s: SQLiteSessionStorage) -> None:
         await s.append("s", "r", UserMessage(content="x"))

@@ -167,6 +167,7 @@ class Database:
         self._lock: asyncio.Lock | None = None
         self._transaction: _Transaction | None = None  # the one holding ``_lock``
         self._closed = False
+        self._ready = False  # opened completely (layout known); only then is open() a no-op
         self._foreign_tables: list[str] = []
         self._open_lock = asyncio.Lock()
 
@@ -183,11 +184,14 @@ class Database:
         return self._layout
 
     async def open(self) -> Database:
-        """Open once; later calls return immediately (concurrent first calls share one open)."""
-        if self._conn is not None:
+        """Open once; later calls return immediately.  Concurrent first calls share one open: a
+        call arriving while it runs waits for it to finish.  An open that fails (a file locked
+        by another process, a cancelled call) leaves the database unopened, not closed: the
+        next call opens it again, so a storage outlives a busy moment at its first use."""
+        if self._ready:
             return self
         async with self._open_lock:
-            if self._conn is None:
+            if not self._ready:
                 await self._open()
         return self
 
@@ -199,6 +203,9 @@ class Database:
         with self.errors():
             conn = await _connect(uri)
         self._conn = conn
+        if self._closed:  # close() ran while the connection was being made
+            await self._drop_connection()
+            raise DatabaseError("storage is closed", self.path)
         try:
             conn.row_factory = sqlite3.Row
             conn.text_factory = lenient_text
@@ -225,8 +232,9 @@ class Database:
                     if str(mode).lower() == "wal":
                         await self.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
-            await self.close()
+            await self._drop_connection()
             raise
+        self._ready = True
 
     def _prepare_uri(self) -> tuple[str, bool]:
         if self.is_memory:
@@ -561,8 +569,13 @@ class Database:
     # --- closing ---------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the connection; safe to call twice."""
+        """Close the connection; safe to call twice.  Every later call fails as closed."""
         self._closed = True
+        await self._drop_connection()
+
+    async def _drop_connection(self) -> None:
+        """Close the connection, if any, and wait for its worker thread to end."""
+        self._ready = False
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(sqlite3.Error, ValueError):
@@ -595,10 +608,12 @@ async def _connect(uri: str) -> aiosqlite.Connection:
     otherwise keep the interpreter waiting at exit for a thread that only ``close()`` stops, and
     then print that traceback.  Every write has committed by then; SQLite needs no goodbye.
 
-    An open that is interrupted (Ctrl-C, SIGTERM, a cancelled task) may have a worker that never
-    returns: SQLite's ``open()`` of a FIFO put at the path after every check waits for a writer
-    forever.  That wait is given up after ``_STUCK_OPEN_SECONDS`` (the daemon thread does not
-    keep the process alive), so the interruption ends the command instead of hanging it.
+    An interruption (Ctrl-C, SIGTERM, a cancelled task) can come at any point: even inside
+    ``Thread.start``, before aiosqlite queued the open or its "stop" (a SIGTERM there left the
+    worker waiting for work and this wait polling for it forever), so the "stop" is queued here
+    once more.  And the worker may never return: SQLite's ``open()`` of a FIFO put at the path
+    after every check waits for a writer forever.  After an interruption the wait is given up
+    after ``_STUCK_OPEN_SECONDS`` (the daemon thread does not keep the process alive).
     """
     connection = aiosqlite.connect(uri, uri=True, isolation_level=None)
     worker = getattr(connection, "_thread", None)  # aiosqlite 0.22 (pinned <0.23)
@@ -610,6 +625,7 @@ async def _connect(uri: str) -> aiosqlite.Connection:
         await _worker_ended(connection)
         raise
     except BaseException:
+        connection.stop()  # a second "stop" is never read: the worker ends at the first
         await _worker_ended(connection, patience=_STUCK_OPEN_SECONDS)
         raise
 
