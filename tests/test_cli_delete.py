@@ -143,10 +143,10 @@ def test_ids_on_stdin_with_dash(db: str) -> None:
     assert ids_in(db) == ALL - {"old-b", "mid"}
 
 
-@pytest.mark.parametrize("line", ["bus", "  mid  ", "old-b\r", "mi"])
+@pytest.mark.parametrize("line", ["bus", "  mid  ", "old-b\rx", "mi"])
 def test_ids_on_stdin_name_sessions_only_exactly(db: str, line: str) -> None:
     """A pipe carries exact ids: a fragment is never a prefix of another session, and nothing
-    is stripped (a CRLF line names no session)."""
+    is stripped."""
     before = fingerprint(db)
     r = delete(db, "-", "--yes", "--skip-active", "0", input=f"old-a\n{line}\n")
     assert r.exit_code == 3, r.stdout
@@ -157,6 +157,37 @@ def test_ids_on_stdin_name_sessions_only_exactly(db: str, line: str) -> None:
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["plan"]["sessions"] == []
     assert ids_in(db) == ALL
+
+
+def test_a_list_saved_with_windows_line_endings_is_refused_and_deletes_nothing(
+    tmp_path: Path,
+) -> None:
+    """``list -q`` wrote "a" and left out "a\\r" (a control character); an editor saved the list
+    with CRLF.  Reading "a\\r" as the id deleted the session the list had left out (and with
+    --missing-ok a CRLF list of ids that do not end so deleted nothing, exit 0, every run);
+    reading it as "a" could equally be wrong.  A line ending in \\r is a usage error."""
+    path = seed_sessions(
+        tmp_path / "crlf.sqlite3",
+        [SeedSession("a", age=200 * DAY), SeedSession("a\r", age=200 * DAY)],
+    )
+    listed = run_cli(["--db", str(path), "list", "-q"])
+    assert listed.stdout == "a\n"
+    before = fingerprint(path)
+    for text in ("a\r\n", "b\na\r\n", "a\r", "\n\na\r\n"):
+        for extra in ([], ["--missing-ok"]):
+            r = delete(path, "-", "--yes", "--skip-active", "0", *extra, input=text)
+            assert r.exit_code == 2, (text, r.stdout)
+            assert r.stdout == ""
+            number = text.split("\n").index("a\r") + 1
+            assert r.stderr == (
+                f"Error: line {number} on stdin ends in a carriage return (Windows line "
+                "endings?); ids on stdin are exact and end at a newline only: convert the file "
+                "(dos2unix), or pass the ids NUL-separated with -0\n"
+            )
+    assert fingerprint(path) == before
+    r = delete(path, "-0", "-", "--yes", "--skip-active", "0", input="a\r\0")  # -0: any id
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(path) == {"a"}
 
 
 # Every character ``str.splitlines`` breaks a line at, besides "\n".

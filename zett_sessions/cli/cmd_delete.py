@@ -78,7 +78,10 @@ def read_ids(arguments: list[str], *, null: bool = False) -> tuple[tuple[str, ..
             f"the ids on stdin are not UTF-8 text (byte {error.start + 1} is not); "
             "no stored id could match them"
         ) from None
-    piped = [entry for entry in text.split("\0" if null else "\n") if entry]
+    entries = text.split("\0" if null else "\n")
+    if not null:
+        _refuse_crlf(entries)
+    piped = [entry for entry in entries if entry]
     ids: list[str] = []
     for position, argument in enumerate(arguments):
         if argument != "-":
@@ -86,6 +89,24 @@ def read_ids(arguments: list[str], *, null: bool = False) -> tuple[tuple[str, ..
         elif arguments.index("-") == position:  # stdin is read once
             ids.extend(piped)
     return tuple(ids), frozenset(piped)
+
+
+def _refuse_crlf(lines: list[str]) -> None:
+    """A line ending in ``\\r`` is refused.  ``list -q`` never writes one (a ``\\r`` is a control
+    character), so it comes from a file saved with Windows line endings, where the ``\\r`` is no
+    part of the id meant; taken as part of the id it could name another session (one whose id
+    does end in ``\\r``, which ``list -q`` left out), and taken as a line ending it could
+    equally be meant as that one.  Refusing is the one answer that never deletes a session the
+    list did not name."""
+    from ..errors import UsageError
+
+    number = next((n for n, line in enumerate(lines, 1) if line.endswith("\r")), None)
+    if number is not None:
+        raise UsageError(
+            f"line {number} on stdin ends in a carriage return (Windows line endings?); ids on "
+            "stdin are exact and end at a newline only: convert the file (dos2unix), or pass "
+            "the ids NUL-separated with -0"
+        )
 
 
 def check_archive_file(path: str) -> None:
