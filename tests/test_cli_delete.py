@@ -464,6 +464,42 @@ def test_the_end_of_stdin_at_the_question_is_a_no(db: str, monkeypatch: pytest.M
     assert "mid" in ids_in(db)
 
 
+@pytest.mark.parametrize(
+    ("args", "answer", "deleted"),
+    [
+        (["--all"], "y\n", False),  # every session: a y is not enough
+        (["--all"], "5\n", False),  # nor a wrong number
+        (["--all"], "6\n", True),
+        (["old-b", "old-c", "mid", "busy"], "y\n", False),  # 4 of 6: more than 50 %
+        (["old-b", "old-c", "mid", "busy"], "4\n", True),
+        (["old-b", "old-c", "mid", "busy", "--confirm-percent", "70"], "y\n", True),
+    ],
+)
+def test_deleting_every_session_or_most_of_them_asks_for_the_number(
+    db: str, monkeypatch: pytest.MonkeyPatch, args: list[str], answer: str, deleted: bool
+) -> None:
+    monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
+    r = delete(db, *args, "--skip-active", "0", input=answer)
+    assert r.exit_code == 0, r.stderr
+    planned = 6 if "--all" in args else 4
+    if "70" in args:
+        assert r.stderr.rstrip().endswith("[y/N]:")
+    else:
+        assert f"type {planned} to delete them: " in r.stderr, r.stderr
+        assert "[y/N]" not in r.stderr
+    if deleted:
+        assert "Nothing deleted" not in r.stderr and f"Deleted {planned} sessions" in r.stdout
+    else:
+        assert r.stderr.endswith("Nothing deleted.\n") and "Error" not in r.stderr
+        assert ids_in(db) == ALL
+
+
+def test_yes_deletes_every_session_without_a_question(db: str) -> None:
+    r = delete(db, "--all", "--skip-active", "0", "--yes")
+    assert r.exit_code == 0, r.stderr
+    assert ids_in(db) == set() and "type" not in r.stderr
+
+
 def test_ctrl_c_at_the_question_exits_130_quietly_and_deletes_nothing(db: str) -> None:
     before = fingerprint(db)
     with TerminalProcess("--db", str(db), "delete", "mid") as terminal:

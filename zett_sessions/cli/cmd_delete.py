@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+# Without --yes, a plan of more than this share of all sessions asks for the number typed.
+DEFAULT_CONFIRM_PERCENT = 50.0
+
+
 class ChildrenChoice(StrEnum):
     refuse = "refuse"
     delete = "delete"
@@ -196,6 +200,17 @@ def delete_command(
             help="Refuse when the plan is more than P% of all sessions.",
         ),
     ] = None,
+    confirm_percent: Annotated[
+        float,
+        typer.Option(
+            "--confirm-percent",
+            min=0,
+            max=100,
+            metavar="P",
+            help="Without --yes, a plan of every session or of more than P% of them is "
+            "confirmed by typing the number of sessions.",
+        ),
+    ] = DEFAULT_CONFIRM_PERCENT,
     archive_to: Annotated[
         str | None,
         typer.Option(
@@ -223,7 +238,9 @@ def delete_command(
     """Delete sessions by id and/or by policy: plan first, then each session all or nothing.
 
     Ids and policy options combine as an intersection.  Without --yes the plan is confirmed
-    interactively (default No); off a terminal, with --json or with `-`, --yes is required.
+    interactively (default No; a plan of every session, or of more than --confirm-percent of
+    them, by typing the number of sessions); off a terminal, with --json or with `-`, --yes is
+    required.
 
     Example: zett-sessions delete --older-than 90d --keep-last 20 --dry-run
     """
@@ -264,7 +281,11 @@ def delete_command(
         database_runner(state, db),
         show=None if json_output else functools.partial(print_plan, out, shown, dry_run=dry_run),
         confirm=functools.partial(
-            confirm, yes=yes, json_output=json_output, used_stdin="-" in (sessions or [])
+            confirm,
+            yes=yes,
+            json_output=json_output,
+            used_stdin="-" in (sessions or []),
+            strong_above=confirm_percent,
         ),
     )
     render_outcome(out, outcome, shown)
@@ -303,9 +324,18 @@ def print_plan(out: Output, shown: Shown, plan: DeletePlan, *, dry_run: bool) ->
     out.columns_hidden(hidden, out.out.width)
 
 
-def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool) -> bool:
-    """Ask (default No) unless ``--yes``; refuse to ask when nobody can answer.  ``False``:
-    the answer was no (Ctrl-C at the question exits 130)."""
+def confirm(
+    plan: DeletePlan,
+    *,
+    yes: bool,
+    json_output: bool,
+    used_stdin: bool,
+    strong_above: float = DEFAULT_CONFIRM_PERCENT,
+) -> bool:
+    """Ask (default No) unless ``--yes``; refuse to ask when nobody can answer.  A plan of
+    every session, or of more than ``strong_above`` percent of them, is confirmed by typing
+    the number of sessions, not by ``y``.  ``False``: the answer was no (Ctrl-C at the
+    question exits 130)."""
     if yes:
         return True
     if json_output or used_stdin or not stdin_is_tty():
@@ -322,8 +352,16 @@ def confirm(plan: DeletePlan, *, yes: bool, json_output: bool, used_stdin: bool)
             f"not deleting without confirmation ({why}); pass --yes to delete", "confirmation"
         )
     from ..render.delete import plan_totals
-    from .prompt import ask
+    from .prompt import ask, ask_exact
 
+    count = len(plan.sessions)
+    if count >= plan.total_sessions or plan.percent > strong_above:
+        share = "every session" if count >= plan.total_sessions else f"{plan.percent:.0f}%"
+        return ask_exact(
+            f"Delete {plan_totals(plan)}?\nThat is {share} of the database: type {count} "
+            "to delete them",
+            str(count),
+        )
     return ask(f"Delete {plan_totals(plan)}?")
 
 
