@@ -35,6 +35,9 @@ INSPECTIONS = [
     ["snapshot-info", NEWEST_IDS["compacted"], "--json"],
     ["info", "--tokens"],
     ["delete", "--all", "--skip-active", "0", "--children", "delete", "--dry-run"],
+    ["verify", "--json"],
+    ["verify", NEWEST_IDS["crashed"][:13], "--integrity"],
+    ["list", "--problems"],
 ]
 
 
@@ -94,7 +97,7 @@ def test_a_role_that_may_only_select_runs_every_inspection(
     select_only_dsn: str, args: list[str]
 ) -> None:
     r = run_cli(["--db", select_only_dsn, *args])
-    assert r.exit_code == 0, r.stderr
+    assert r.exit_code == (4 if args[0] == "verify" else 0), r.stderr  # verify: the crash
     assert r.stdout.strip()
 
 
@@ -166,7 +169,7 @@ def test_a_password_never_appears_in_an_error(args: list[str]) -> None:
 
 def test_a_password_never_appears_in_output_or_json(seeded_dsn: str) -> None:
     with_password = seeded_dsn.replace("://zs@", "://zs:s3cret-pw@")  # trust auth ignores it
-    for args in (["info"], ["info", "--json"], ["list", "--json"]):
+    for args in (["info"], ["info", "--json"], ["list", "--json"], ["list", "--problems"]):
         r = run_cli(["--db", with_password, *args])
         assert r.exit_code == 0, r.stderr
         assert "s3cret" not in r.stdout + r.stderr

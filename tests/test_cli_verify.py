@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import verify_fixtures
+from pgtest import Databases, fingerprint
 from support import (
     FORBIDDEN_TERMINAL_CHARS,
     HOSTILE_STRINGS,
@@ -20,7 +21,6 @@ from support import (
     NEWEST,
     NEWEST_IDS,
     copy_sample,
-    digest,
     run_cli,
     write_hostile_session,
 )
@@ -29,20 +29,38 @@ from zett_sessions.models import AssistantMessage, UserMessage
 from zett_sessions.verify import CODES
 
 CRASHED = NEWEST_IDS["crashed"]
+CHECK_CODES = {
+    "quick_check": ["integrity_check_failed"],
+    "schema_check": [
+        "schema_migration_missing",
+        "schema_newer",
+        "missing_index",
+        "index_invalid",
+        "index_not_unique",
+        "primary_key_missing",
+    ],
+}
 
 
-def verify(path: Path, *args: str) -> object:
+def verify(path: Path | str, *args: str) -> object:
     return run_cli(["--db", str(path), "verify", *args])
 
 
 @pytest.fixture
-def newest(tmp_path: Path) -> Path:
-    return copy_sample(tmp_path, NEWEST)
+def newest(databases: Databases) -> str:
+    """The newest sample on the parametrized backend (each test its own copy)."""
+    return databases.sample(NEWEST, shared=False)
 
 
 @pytest.fixture
-def clean(tmp_path: Path) -> Path:
-    return build_clean(tmp_path / "clean.sqlite3")
+def check(databases: Databases) -> str:
+    """The backend's whole-database check: SQLite's quick_check, PostgreSQL's schema check."""
+    return "schema_check" if databases.postgres else "quick_check"
+
+
+@pytest.fixture
+def clean(tmp_path: Path, databases: Databases) -> str:
+    return databases.of_file(build_clean(tmp_path / "clean.sqlite3"))
 
 
 def test_help_shows_an_example_and_the_options(tmp_path: Path) -> None:
@@ -54,7 +72,7 @@ def test_help_shows_an_example_and_the_options(tmp_path: Path) -> None:
         assert option in r.stdout
 
 
-def test_a_clean_database_exits_0_with_no_findings(clean: Path) -> None:
+def test_a_clean_database_exits_0_with_no_findings(clean: str) -> None:
     r = verify(clean)
 
     assert r.exit_code == 0, r.stderr
@@ -63,8 +81,8 @@ def test_a_clean_database_exits_0_with_no_findings(clean: Path) -> None:
     assert r.stderr == ""
 
 
-def test_the_crashed_sample_exits_4_with_findings_and_a_crash_summary(newest: Path) -> None:
-    before = digest(newest)
+def test_the_crashed_sample_exits_4_with_findings_and_a_crash_summary(newest: str) -> None:
+    before = fingerprint(newest)
 
     r = verify(newest)
 
@@ -76,10 +94,10 @@ def test_the_crashed_sample_exits_4_with_findings_and_a_crash_summary(newest: Pa
     assert "call_b" in out and "call_c" in out and "call_zombie" in out
     assert "open tool call" in out and "on resume" in out
     assert r.stderr == ""
-    assert digest(newest) == before
+    assert fingerprint(newest) == before
 
 
-def test_json_is_one_document_with_findings_and_crash_summaries(newest: Path) -> None:
+def test_json_is_one_document_with_findings_and_crash_summaries(newest: str, check: str) -> None:
     r = verify(newest, "--json")
 
     assert r.exit_code == 4, r.stderr
@@ -94,7 +112,7 @@ def test_json_is_one_document_with_findings_and_crash_summaries(newest: Path) ->
     ]
     assert document["schema_version"] == 1
     assert document["database"]["layout"] == "E"
-    assert document["database"]["integrity_check"] == "quick_check"
+    assert document["database"]["integrity_check"] == check
     assert document["checked"]["messages"] == 64
     assert document["summary"]["by_code"] == {"incomplete_tool_batch": 1, "orphan_tool_result": 1}
     first = document["findings"][0]
@@ -110,7 +128,7 @@ def test_json_is_one_document_with_findings_and_crash_summaries(newest: Path) ->
     assert summary["resume"]["messages_dropped"] == 3
 
 
-def test_format_jsonl_prints_one_finding_per_line(newest: Path) -> None:
+def test_format_jsonl_prints_one_finding_per_line(newest: str) -> None:
     r = verify(newest, "--format", "jsonl")
 
     assert r.exit_code == 4, r.stderr
@@ -118,16 +136,16 @@ def test_format_jsonl_prints_one_finding_per_line(newest: Path) -> None:
     assert [line["code"] for line in lines] == ["incomplete_tool_batch", "orphan_tool_result"]
 
 
-def test_quiet_prints_only_the_summary_line(newest: Path) -> None:
+def test_quiet_prints_only_the_summary_line(newest: str, check: str) -> None:
     r = verify(newest, "--quiet")
 
     assert r.exit_code == 4, r.stderr
     assert r.stdout.splitlines() == [
-        "2 errors, 0 warnings, 0 info in 8 sessions (64 messages, 2 snapshots); quick_check ok"
+        f"2 errors, 0 warnings, 0 info in 8 sessions (64 messages, 2 snapshots); {check} ok"
     ]
 
 
-def test_code_filter_keeps_only_that_code_and_decides_the_exit_code(newest: Path) -> None:
+def test_code_filter_keeps_only_that_code_and_decides_the_exit_code(newest: str) -> None:
     r = verify(newest, "--code", "orphan_tool_result", "--json")
 
     assert r.exit_code == 4, r.stderr
@@ -155,14 +173,14 @@ def test_severity_filter_keeps_findings_at_least_that_severe(tmp_path: Path) -> 
     assert {f["severity"] for f in json.loads(warnings.stdout)["findings"]} == {"error", "warning"}
 
 
-def test_named_sessions_accept_unique_prefixes(newest: Path) -> None:
+def test_named_sessions_accept_unique_prefixes(newest: str) -> None:
     r = verify(newest, NEWEST_IDS["compacted"][:13], "--json")
 
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["checked"]["selected_sessions"] == [NEWEST_IDS["compacted"]]
 
 
-def test_an_unknown_session_exits_3(newest: Path) -> None:
+def test_an_unknown_session_exits_3(newest: str) -> None:
     r = verify(newest, "no-such-session")
 
     assert r.exit_code == 3
@@ -170,7 +188,7 @@ def test_an_unknown_session_exits_3(newest: Path) -> None:
     assert "no session matches 'no-such-session'" in r.stderr
 
 
-def test_an_unknown_code_is_a_usage_error(newest: Path) -> None:
+def test_an_unknown_code_is_a_usage_error(newest: str) -> None:
     r = verify(newest, "--code", "no_such_code")
 
     assert r.exit_code == 2
@@ -198,11 +216,14 @@ def test_a_file_that_is_not_a_session_database_exits_1(tmp_path: Path) -> None:
     assert "Error:" in r.stderr
 
 
-def test_deep_runs_the_full_integrity_check(clean: Path) -> None:
+def test_deep_runs_the_full_integrity_check(clean: str, databases: Databases) -> None:
+    """SQLite's integrity_check; on PostgreSQL --deep adds nothing to the schema check (the
+    server keeps its pages consistent itself)."""
     r = verify(clean, "--deep", "--json")
 
     assert r.exit_code == 0, r.stderr
-    assert json.loads(r.stdout)["database"]["integrity_check"] == "integrity_check"
+    deep = "schema_check" if databases.postgres else "integrity_check"
+    assert json.loads(r.stdout)["database"]["integrity_check"] == deep
 
 
 def test_hostile_text_never_reaches_the_terminal(tmp_path: Path) -> None:
@@ -276,21 +297,21 @@ def test_every_code_is_planted_by_some_test(tmp_path: Path) -> None:
 # --- list --problems ------------------------------------------------------------------
 
 
-def test_list_problems_shows_only_sessions_with_errors(newest: Path) -> None:
+def test_list_problems_shows_only_sessions_with_errors(newest: str) -> None:
     r = run_cli(["--db", str(newest), "list", "--problems", "--ids"])
 
     assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines() == [CRASHED]
 
 
-def test_list_problems_on_a_clean_database_lists_nothing(clean: Path) -> None:
+def test_list_problems_on_a_clean_database_lists_nothing(clean: str) -> None:
     r = run_cli(["--db", str(clean), "list", "--problems", "--json"])
 
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout) == []
 
 
-def test_list_problems_lists_newest_activity_first(clean: Path) -> None:
+def test_list_problems_lists_newest_activity_first(clean: str) -> None:
     append(
         clean,
         "s-child",
@@ -328,7 +349,7 @@ def test_a_database_locked_by_a_writer_exits_1_after_the_busy_timeout(tmp_path: 
 # --- scoped runs and list --problems stopping early -------------------------------------
 
 
-def _crash(path: Path, session: str, call_id: str, parent: str | None = None) -> None:
+def _crash(path: Path | str, session: str, call_id: str, parent: str | None = None) -> None:
     """A run that dies after issuing ``call_id``: an incomplete tool batch."""
     append(
         path,
@@ -340,7 +361,7 @@ def _crash(path: Path, session: str, call_id: str, parent: str | None = None) ->
 
 
 def test_a_named_session_is_checked_alone_and_the_summary_names_the_skipped_checks(
-    newest: Path,
+    newest: str, check: str
 ) -> None:
     quiet = verify(newest, CRASHED, "-q")
     document = json.loads(verify(newest, CRASHED, "--json").stdout)
@@ -348,12 +369,12 @@ def test_a_named_session_is_checked_alone_and_the_summary_names_the_skipped_chec
     assert quiet.exit_code == 4, quiet.stderr
     assert quiet.stdout.splitlines() == [
         "2 errors, 0 warnings, 0 info in 1 session (12 messages, 0 snapshots); skipped: "
-        "quick_check (add --integrity), rows without a session row (verify the whole database)"
+        f"{check} (add --integrity), rows without a session row (verify the whole database)"
     ]
     assert document["checked"]["scope"] == "sessions"
     assert document["database"]["integrity_ok"] is None
     assert document["checked"]["skipped"] == [
-        {"check": "quick_check", "codes": ["integrity_check_failed"], "how": "add --integrity"},
+        {"check": check, "codes": CHECK_CODES[check], "how": "add --integrity"},
         {
             "check": "rows without a session row",
             "codes": ["snapshot_without_session", "raw_rows_without_session"],
@@ -362,14 +383,14 @@ def test_a_named_session_is_checked_alone_and_the_summary_names_the_skipped_chec
     ]
 
 
-def test_integrity_adds_sqlites_check_to_a_scoped_run(newest: Path) -> None:
+def test_integrity_adds_sqlites_check_to_a_scoped_run(newest: str, check: str) -> None:
     r = verify(newest, CRASHED, "--integrity", "-q")
 
     assert r.exit_code == 4, r.stderr
-    assert "; quick_check ok; skipped: rows without a session row" in r.stdout
+    assert f"; {check} ok; skipped: rows without a session row" in r.stdout
 
 
-def test_the_whole_database_run_skips_nothing(newest: Path) -> None:
+def test_the_whole_database_run_skips_nothing(newest: str) -> None:
     document = json.loads(verify(newest, "--json").stdout)
 
     assert document["checked"]["scope"] == "database"
@@ -377,7 +398,7 @@ def test_the_whole_database_run_skips_nothing(newest: Path) -> None:
     assert document["database"]["integrity_ok"] is True
 
 
-def test_list_filters_choose_the_sessions_verify_checks(clean: Path) -> None:
+def test_list_filters_choose_the_sessions_verify_checks(clean: str) -> None:
     _crash(clean, "s-child", "x1", parent="s-tools")
 
     children = json.loads(verify(clean, "--children-of", "s-tools", "--json").stdout)
@@ -393,7 +414,7 @@ def test_list_filters_choose_the_sessions_verify_checks(clean: Path) -> None:
     assert future.stdout.startswith("0 errors, 0 warnings, 0 info in 0 sessions")
 
 
-def test_a_filter_that_names_no_session_exits_3(clean: Path) -> None:
+def test_a_filter_that_names_no_session_exits_3(clean: str) -> None:
     r = verify(clean, "--children-of", "no-such-session")
 
     assert r.exit_code == 3
@@ -401,7 +422,7 @@ def test_a_filter_that_names_no_session_exits_3(clean: Path) -> None:
 
 
 def test_list_problems_stops_once_the_page_is_full_and_says_so(
-    clean: Path, monkeypatch: pytest.MonkeyPatch
+    clean: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from zett_sessions.verify import problems
 
@@ -424,7 +445,7 @@ def test_list_problems_stops_once_the_page_is_full_and_says_so(
 
 
 def test_list_problems_json_carries_the_error_codes_and_the_crash_summary(
-    clean: Path,
+    clean: str,
 ) -> None:
     _crash(clean, "s-empty", "call-gone")
 

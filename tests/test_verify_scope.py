@@ -29,7 +29,7 @@ from verify_fixtures import verify
 from zett_sessions.database import Database
 from zett_sessions.queries.sessions import SessionFilter
 from zett_sessions.timeutil import format_db_time, parse_db_time
-from zett_sessions.verify import VerifyReport, runner
+from zett_sessions.verify import VerifyReport, checks_database, runner
 from zett_sessions.verify import problems as problems_module
 from zett_sessions.verify.models import Finding
 
@@ -363,7 +363,7 @@ def traced() -> Iterator[list[tuple[str, str]]]:
 
     with (
         mock.patch.object(sqlite3, "connect", tracing),
-        mock.patch.object(runner, "integrity_check", forbidden),
+        mock.patch.object(checks_database, "integrity_check", forbidden),
     ):
         yield statements
 
@@ -406,7 +406,10 @@ def test_scoped_runs_and_list_problems_read_through_indexes_only(planted: Plante
 
 def test_the_whole_database_run_does_scan(planted: Planted) -> None:
     """The check of the check above: a whole run's scan is seen as one."""
-    with traced() as statements, mock.patch.object(runner, "integrity_check", _no_problems):
+    with (
+        traced() as statements,
+        mock.patch.object(checks_database, "integrity_check", _no_problems),
+    ):
         verify(planted.path, now=NOW)
 
     assert _full_scans(planted.path, statements)

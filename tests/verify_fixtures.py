@@ -26,8 +26,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pgtest import open_storage
 from support import execute_sql
-from zett_sessions.database import Database
+from zett_sessions.backend import open_database
 from zett_sessions.models import (
     AssistantMessage,
     CompactedMessage,
@@ -173,11 +174,14 @@ def build_clean(path: Path) -> Path:
     return path
 
 
-def append(path: Path, session_id: str, *messages: Message, parent: str | None = None) -> None:
-    """Append one more run to a session through the storage core (valid rows, new sequences)."""
+def append(
+    path: Path | str, session_id: str, *messages: Message, parent: str | None = None
+) -> None:
+    """Append one more run to a session through the storage core (valid rows, new sequences);
+    ``path`` may be a PostgreSQL URL."""
 
     async def go() -> None:
-        async with SQLiteSessionStorage(path) as storage:
+        async with open_storage(str(path)) as storage:
             await _run(SessionPersistence(storage), session_id, *messages, parent=parent)
 
     asyncio.run(go())
@@ -193,9 +197,11 @@ RETURNED_CODES: set[str] = set()
 CODES_OUT_ENV = "ZS_VERIFY_CODES_OUT"
 
 
-def verify(path: Path, sessions: list[str] | None = None, **options: Any) -> VerifyReport:
+def verify(path: Path | str, sessions: list[str] | None = None, **options: Any) -> VerifyReport:
+    """``verify_database`` of the file (or PostgreSQL URL) ``path``, its codes recorded."""
+
     async def go() -> VerifyReport:
-        db = Database(path, read_only=True)
+        db = open_database(str(path), read_only=True)
         try:
             await db.open()
             return await verify_database(db, sessions, **options)

@@ -36,6 +36,11 @@ class SessionDatabase(Protocol):
         masked)."""
 
     @property
+    def location(self) -> str:
+        """What opens this database again from another process (a file path, or the URL
+        *with* its password: never shown, only handed to verify's own workers)."""
+
+    @property
     def read_only(self) -> bool: ...
 
     @property

@@ -178,6 +178,11 @@ class Database:
         return self.path == MEMORY
 
     @property
+    def location(self) -> str:
+        """What opens this file again (from verify's workers)."""
+        return self.path
+
+    @property
     def layout(self) -> Layout:
         if self._layout is None:
             raise RuntimeError("database is not open yet")

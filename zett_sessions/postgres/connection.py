@@ -203,6 +203,11 @@ class PgDatabase:
         """What messages, plans and reports name the database by (the password masked)."""
         return self.shown
 
+    @property
+    def location(self) -> str:
+        """The URL itself, to connect again from verify's workers (never shown)."""
+        return self.dsn
+
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
         return f"PgDatabase({self.shown!r}{mode})"

@@ -1,4 +1,10 @@
-"""Database checks: SQLite's own integrity check, the layout, the declared indexes."""
+"""Database checks: SQLite's own integrity check, the layout, the declared indexes.
+
+What a backend can say about the database as a whole is its ``DatabaseCheck``
+(``database_check`` picks it by the dialect): ``IntegrityCheck`` runs SQLite's ``quick_check``
+(``integrity_check`` with ``deep``) in a child process; ``postgres.verify.SchemaCheck`` asks the
+server's catalog for the indexes, keys and migrations zett-sessions' schema declares.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,54 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Literal, Protocol
 
+from ..backend import SessionDatabase
 from ..database import read_only_uri, translate_sqlite_error
 from ..errors import DatabaseUnreadable
 from ..schema import Layout
 from .child import WATCH_PARENT_SCRIPT, last_line, run_child
 from .models import Finding
+
+CheckName = Literal["quick_check", "integrity_check", "schema_check"]
+
+
+class DatabaseCheck(Protocol):
+    """The whole-database check of one backend (skipped by a scoped run unless asked)."""
+
+    @property
+    def name(self) -> CheckName: ...
+
+    @property
+    def codes(self) -> list[str]:
+        """The codes it may report (what a scoped run that skips it leaves out)."""
+
+    async def run(self) -> list[Finding]:
+        """Its findings (``[]``: all is well)."""
+
+
+def database_check(db: SessionDatabase, deep: bool) -> DatabaseCheck:
+    if db.dialect.name == "postgres":
+        from ..postgres.verify import SchemaCheck
+
+        schema: DatabaseCheck = SchemaCheck(db)
+        return schema
+    return IntegrityCheck(db, deep)
+
+
+class IntegrityCheck:
+    """SQLite's ``quick_check`` (``integrity_check`` when ``deep``) of the file."""
+
+    def __init__(self, db: SessionDatabase, deep: bool) -> None:
+        self.db = db
+        self.deep = deep
+        self.name: CheckName = "integrity_check" if deep else "quick_check"
+        self.codes = ["integrity_check_failed"]
+
+    async def run(self) -> list[Finding]:
+        lines = await integrity_check(self.db.path, self.deep, self.db.busy_timeout_ms)
+        return integrity_findings(lines, self.deep)
+
 
 INTEGRITY_SAMPLE = 20  # lines of SQLite's report kept in the finding
 

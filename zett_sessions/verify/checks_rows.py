@@ -13,7 +13,7 @@ from typing import Any
 
 from ..codec import decode_envelope, decode_json_object
 from ..models import AnyMessage, MessageKind, UndecodableMessage
-from ..schema import IN_IDS, TIME_COLUMNS, TOKEN_COLUMNS, json_ids
+from ..schema import TIME_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from .findings import RowFindings
 from .reader import Reader
@@ -75,13 +75,10 @@ def add_row_times(times: RowFindings, row: sqlite3.Row, table: str, **where: Any
             )
 
 
-def fetch_rows(reader: Reader, rowids: list[int], columns: tuple[str, ...]) -> list[Any]:
-    """The given columns of raw rows by rowid (absent columns of older layouts read as NULL)."""
-    select = reader.layout.select_list("raw_messages", columns)
-    return reader.fetchall(
-        f"SELECT rowid AS k, {select} FROM raw_messages WHERE rowid {IN_IDS}",
-        (json_ids(rowids),),
-    )
+def fetch_rows(reader: Reader, rowids: list[Any], columns: tuple[str, ...]) -> list[Any]:
+    """The given columns of raw rows by their scan key (absent columns of older layouts read
+    as NULL)."""
+    return reader.fetch_raw(rowids, columns)
 
 
 def check_rows(reader: Reader, scan: SessionScan, out: RowFindings) -> Decoded:

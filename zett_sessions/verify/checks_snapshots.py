@@ -40,10 +40,9 @@ def latest_snapshot(snapshots: list[sqlite3.Row]) -> SnapshotState | None:
     return SnapshotState(version=row["version"], boundary=row["compacted_through_sequence"])
 
 
-def payload_problem(reader: Reader, rowid: int) -> str | None:
+def payload_problem(reader: Reader, rowid: Any) -> str | None:
     """Why the snapshot payload is not exactly one checkpoint with non-empty content."""
-    row = reader.fetchone("SELECT message_json FROM session_snapshots WHERE rowid = ?", (rowid,))
-    message = decode_checkpoint(row[0] if row is not None else None)
+    message = decode_checkpoint(reader.snapshot_payload(rowid))
     if isinstance(message, UndecodableMessage):
         return message.reason
     assert isinstance(message, CompactedMessage)

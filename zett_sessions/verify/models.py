@@ -133,7 +133,8 @@ class DatabaseInfo(BaseModel):
     path: str
     layout: str
     layout_note: str
-    integrity_check: Literal["quick_check", "integrity_check"]
+    # SQLite's PRAGMA; on PostgreSQL the schema check (indexes, keys, migrations)
+    integrity_check: Literal["quick_check", "integrity_check", "schema_check"]
     integrity_ok: bool | None  # None: not run (a scoped run without --integrity)
 
 

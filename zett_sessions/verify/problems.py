@@ -81,7 +81,7 @@ async def find_problems(
     ``offset`` (examining sessions until ``offset + limit`` are found), or all (``None``)."""
     now = now or utc_now()
     sql, params = session_ids_sql(db, filters)
-    in_scope = int(await db.scalar(f"SELECT count(*) FROM ({sql})", params))
+    in_scope = int(await db.scalar(f"SELECT count(*) FROM ({sql}) AS selected", params))
     errors: dict[str, list[str]] = {}
     summaries: dict[str, CrashSummary] = {}
     examined = 0

@@ -7,6 +7,12 @@ range of sessions is checked by one thread doing everything itself on a connecti
 and extra ranges run in separate processes.  The connection is opened exactly as
 ``Database(read_only=True)`` opens one (``mode=ro`` URI, ``query_only``, busy timeout): it
 never creates, migrates or writes; errors leave as the same typed errors.
+
+The checks reach the database only through a reader's methods: ``scan_batches`` (the raw log
+as ``scan`` tuples), ``session_rows``, ``snapshot_rows``, ``fetch_raw`` (rows again by their
+key), ``snapshot_payload`` and ``parents``, so each backend answers them its own way: this
+module for an SQLite file (its SQL in ``scan``), ``postgres.verify.PgReader`` for a server.
+``open_reader`` picks the reader from the location, as ``backend.open_database`` does.
 """
 
 from __future__ import annotations
@@ -18,10 +24,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..backend import is_server
 from ..database import read_only_uri, translate_sqlite_error
 from ..errors import DatabaseNotFound
-from ..schema import Layout
+from ..schema import IN_IDS, Layout, json_ids
 from ..values import lenient_text
+from .scan import raw_scan_sql, sessions_sql, snapshots_sql
+
+# The parent of each of the ids in the one parameter (those that have one).
+_PARENTS = (
+    "SELECT id, parent_session_id FROM agent_sessions "
+    f"WHERE id {IN_IDS} AND parent_session_id IS NOT NULL"
+)
 
 
 class NotUtf8(Exception):
@@ -29,7 +43,7 @@ class NotUtf8(Exception):
 
 
 class Reader:
-    """One read-only connection; ``with Reader(...) as reader:`` closes it.
+    """One read-only connection to an SQLite file; ``with Reader(...) as reader:`` closes it.
 
     Text is decoded by sqlite3's built-in (C) decoder, which rejects bytes that are not UTF-8;
     a damaged file is then read again with ``lenient=True`` (a Python decoder that puts U+FFFD
@@ -126,3 +140,48 @@ class Reader:
         finally:
             with contextlib.suppress(sqlite3.ProgrammingError):  # the connection closed first
                 cursor.close()
+
+    # --- what the checks ask (the SQL is ``scan``'s) -----------------------------------------
+
+    def scan_batches(
+        self, where: str, params: Sequence[Any], batch: int = 4096
+    ) -> Iterator[list[Any]]:
+        """The raw rows ``where`` selects as ``scan`` tuples, ordered by (session, sequence)."""
+        return self.batches(raw_scan_sql(self.layout, where), params, batch)
+
+    def session_rows(self, where: str, params: Sequence[Any]) -> Iterator[Any]:
+        """``scan.sessions_sql``'s rows (``where`` names the table ``s``), ordered by id."""
+        return self.rows(sessions_sql(where), params)
+
+    def snapshot_rows(self, where: str, params: Sequence[Any]) -> Iterator[Any]:
+        """``scan.snapshots_sql``'s rows, ordered by (session, version)."""
+        return self.rows(snapshots_sql(where), params)
+
+    def fetch_raw(self, keys: list[Any], columns: tuple[str, ...]) -> list[Any]:
+        """The given columns of raw rows by their scan key ``k`` (absent columns of older
+        layouts read as NULL)."""
+        select = self.layout.select_list("raw_messages", columns)
+        return self.fetchall(
+            f"SELECT rowid AS k, {select} FROM raw_messages WHERE rowid {IN_IDS}",
+            (json_ids(keys),),
+        )
+
+    def snapshot_payload(self, key: Any) -> Any:
+        """The stored payload of the snapshot with scan key ``key`` (``None``: gone)."""
+        row = self.fetchone("SELECT message_json FROM session_snapshots WHERE rowid = ?", (key,))
+        return row[0] if row is not None else None
+
+    def parents(self, ids: list[str]) -> list[Any]:
+        """``(id, parent_session_id)`` of those of ``ids`` that have a parent."""
+        return self.fetchall(_PARENTS, [json_ids(ids)])
+
+
+def open_reader(
+    location: str, layout: Layout, busy_timeout_ms: int = 5000, *, lenient: bool = False
+) -> Any:
+    """The reader of the database at ``location``: a file, or a PostgreSQL URL."""
+    if is_server(location):
+        from ..postgres.verify import PgReader
+
+        return PgReader(location, layout, busy_timeout_ms, lenient=lenient)
+    return Reader(location, layout, busy_timeout_ms, lenient=lenient)

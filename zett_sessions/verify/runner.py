@@ -15,6 +15,10 @@ How the work is laid out (the machine this is tuned for has two cores):
 
 Nothing here prints or imports the CLI; the caller renders the report.  Ranges checked by
 different connections may see different moments of a database that is being written to.
+
+The same code checks a PostgreSQL database: a range's reader is then ``postgres.verify``'s
+(``reader.open_reader`` picks it from the location) and the whole-database check is the
+server's schema check (``checks_database.database_check``), not ``quick_check``.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from ..backend import SessionDatabase
 from ..codec import decode_envelope
@@ -39,7 +43,7 @@ from ..schema import Layout
 from ..timeutil import utc_now
 from ..values import text_or_none
 from .checks_batches import BatchVerdict, judge_batches, replay_entries, rescanned
-from .checks_database import integrity_check, integrity_findings, layout_findings
+from .checks_database import database_check, layout_findings
 from .checks_rows import check_rows, fetch_rows
 from .checks_sequences import sequence_findings
 from .checks_sessions import (
@@ -55,8 +59,7 @@ from .codes import Severity
 from .crash import crash_summary
 from .findings import RowFindings
 from .models import Checked, CrashSummary, DatabaseInfo, Finding, VerifyReport
-from .reader import NotUtf8, Reader
-from .scan import raw_scan_sql, sessions_sql, snapshots_sql
+from .reader import NotUtf8, Reader, open_reader
 from .scope import Scope, parent_chains, skipped_checks
 from .walk import Resolve, Row, SessionScan, finish, walk
 
@@ -148,11 +151,11 @@ class _RangeChecker:
             no_sessions: Iterator[sqlite3.Row] = iter(())
             if self.layout.has_sessions_table:
                 where, params = self.span.where("s.id")
-                no_sessions = reader.rows(sessions_sql(where), params)
+                no_sessions = reader.session_rows(where, params)
             where, params = self.span.where("session_id")
             self.sessions = _Peek(no_sessions, 0)
-            self.snapshots = _Peek(reader.rows(snapshots_sql(where), params), 1)
-            self._walk(reader.batches(raw_scan_sql(self.layout, where), params, SCAN_BATCH))
+            self.snapshots = _Peek(reader.snapshot_rows(where, params), 1)
+            self._walk(reader.scan_batches(where, params, SCAN_BATCH))
             self._flush_before(None)
             if self.span.scope is not None:
                 result = self.result
@@ -181,7 +184,7 @@ class _RangeChecker:
 
     def _session_batches(self, session_id: str) -> Iterator[list[Row]]:
         """One session's scanned rows again (only for sessions with something to explain)."""
-        return self.reader.batches(raw_scan_sql(self.layout, " WHERE session_id = ?"), [session_id])
+        return self.reader.scan_batches(" WHERE session_id = ?", [session_id])
 
     def _session_rows(self, session_id: str) -> list[Row]:
         """The session's rows, held for the projection (sharing one session-id string)."""
@@ -327,12 +330,13 @@ def check_range(
     busy_timeout_ms: int,
     summarize: frozenset[str] = frozenset(),
 ) -> _Result:
-    """Check one range on a connection of its own (runs in a thread or a child process)."""
+    """Check one range on a connection of its own (runs in a thread or a child process);
+    ``path`` is where the database is (a file, or a server's URL)."""
     try:
-        with Reader(path, layout, busy_timeout_ms) as reader:
+        with open_reader(path, layout, busy_timeout_ms) as reader:
             return _RangeChecker(reader, span, now, summarize).run()
     except NotUtf8:
-        with Reader(path, layout, busy_timeout_ms, lenient=True) as reader:
+        with open_reader(path, layout, busy_timeout_ms, lenient=True) as reader:
             return _RangeChecker(reader, span, now, summarize).run()
 
 
@@ -388,7 +392,7 @@ async def _run_ranges(
     """One range: a thread of this process.  Several (a large database): one child process
     each, so SQLite works on every core and this process stays small."""
     shared = {
-        "path": db.path,
+        "path": db.location,
         "layout": db.layout,
         "now": now,
         "busy_timeout_ms": db.busy_timeout_ms,
@@ -397,7 +401,9 @@ async def _run_ranges(
     if len(spans) == 1:
         layout, busy = db.layout, db.busy_timeout_ms
         return [
-            await asyncio.to_thread(check_range, db.path, layout, spans[0], now, busy, summarize)
+            await asyncio.to_thread(
+                check_range, db.location, layout, spans[0], now, busy, summarize
+            )
         ]
     return list(await asyncio.gather(*(_in_child(span=span, **shared) for span in spans)))
 
@@ -446,9 +452,10 @@ async def verify_scope(
         raise ValidationError("verify needs a database file, not an in-memory database")
     now = now or utc_now()
     integrity = scope is None if integrity is None else integrity
+    check = database_check(db, deep)
     checking = None
     if integrity:
-        checking = asyncio.create_task(integrity_check(db.path, deep, db.busy_timeout_ms))
+        checking = asyncio.create_task(check.run())
     try:
         spans = await _split(db, parallel, scope)
         results = await _run_ranges(db, spans, now)
@@ -461,10 +468,10 @@ async def verify_scope(
         summarized = {summary.session_id for result in results for summary in result.summaries}
         late = sorted({cycle[0] for cycle in cycles} - summarized)
         if late:
-            span = _Range(scope=Scope.of_ids(late))
+            span = _Range(scope=Scope.of_ids(late, db.dialect))
             results += await _run_ranges(db, [span], now, frozenset(late))
             results[-1].findings.clear()  # already reported; only the summaries were wanted
-        lines = await checking if checking is not None else None
+        checked = await checking if checking is not None else None
     except BaseException:
         if checking is not None:
             checking.cancel()
@@ -474,18 +481,17 @@ async def verify_scope(
     findings = [finding for result in results for finding in result.findings]
     findings += cycle_findings(cycles)
     findings += layout_findings(db.layout)
-    if lines is not None:
-        findings += integrity_findings(lines, deep)
+    if checked is not None:
+        findings += checked
     findings.sort(key=lambda finding: finding.sort_key)
     counted = results[: len(spans)]
-    pragma: Literal["quick_check", "integrity_check"] = "integrity_check" if deep else "quick_check"
     return VerifyReport(
         database=DatabaseInfo(
             path=db.path,
             layout=db.layout.name,
             layout_note=db.layout.note,
-            integrity_check=pragma,
-            integrity_ok=None if lines is None else lines == ["ok"],
+            integrity_check=check.name,
+            integrity_ok=None if checked is None else not checked,
         ),
         checked=Checked(
             sessions=sum(result.sessions for result in counted),
@@ -494,7 +500,7 @@ async def verify_scope(
             selected_sessions=list(scope.named) if scope and scope.named is not None else None,
             seconds=round(time.perf_counter() - started, 3),
             scope="database" if scope is None else "sessions",
-            skipped=[] if scope is None else skipped_checks(integrity, pragma),
+            skipped=[] if scope is None else skipped_checks(integrity, check.name, check.codes),
         ),
         findings=findings,
         sessions=sorted(
@@ -509,7 +515,7 @@ def _scope(
 ) -> Scope | None:
     """``None`` for the whole database."""
     if filters is None:
-        return None if session_ids is None else Scope.of_ids(session_ids)
+        return None if session_ids is None else Scope.of_ids(session_ids, db.dialect)
     named = tuple(dict.fromkeys(session_ids)) if session_ids is not None else None
     if named is not None:
         filters = replace(filters, ids=named)

@@ -22,6 +22,11 @@ listed in docs/verify.md ("How it stays fast and small").
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
 from ..readonly import prefix_upper_bound
 from ..schema import AGENT_NAME_MAX, TIMING_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
 from ..timeutil import DB_TIME_SHAPE as TIME_SHAPE
@@ -317,3 +322,132 @@ def snapshots_sql(where: str = "") -> str:
         "created_at, updated_at "
         f"FROM session_snapshots{where} ORDER BY session_id, version"
     )
+
+
+Row = Sequence[Any]
+
+
+# --- the same facts, decided by Python (a backend whose SQL has no JSON test) ---------------
+#
+# PostgreSQL 15 cannot test JSON text without failing the whole query on a malformed value, so
+# its scan (``postgres.verify``) hands the envelope and the two JSON objects to these functions,
+# which give each row the values ``raw_scan_sql`` gives it: the same openings (``_opening``),
+# the same single-element rule, ids and flags.  ``tests/test_verify_postgres.py`` runs both on
+# the same rows.
+
+_OPENINGS = tuple((kind, _opening(kind, era)) for era in _ERAS for kind in _BY_FREQUENCY)
+_KIND_OPENING = {kind: f'[{{"kind": {kind},' for kind in (3, 4)}
+_BLANK_KEY = re.compile('"[' + re.escape(BLANK_CHARS) + '\\\\"]')
+_MISSING = object()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN, Infinity: not JSON (SQLite's json_valid says so too)
+
+
+def _json(text: object) -> Any:
+    """The parsed value of strict JSON text, or ``_MISSING``."""
+    if not isinstance(text, str):
+        return _MISSING
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return _MISSING
+
+
+def _data(envelope: Any) -> Any:
+    """``$[0].data`` of a parsed envelope (``_MISSING`` when the path does not lead there)."""
+    if isinstance(envelope, list) and envelope and isinstance(envelope[0], dict):
+        return envelope[0].get("data", _MISSING)
+    return _MISSING
+
+
+def _sql_value(value: Any) -> Any:
+    """What SQLite's ``->>`` gives for a JSON value."""
+    if value is _MISSING or value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value
+
+
+def _calls(data: Any) -> Any:
+    """``raw_scan_sql``'s ids of an assistant: ``None`` (no calls), ``'!'`` (tool_calls is no
+    array) or the JSON text of ``[id, name, id, name, …]``."""
+    calls = data.get("tool_calls", _MISSING) if isinstance(data, dict) else _MISSING
+    if calls is _MISSING:
+        return None
+    if not isinstance(calls, list):
+        return "!"
+    if not calls:
+        return None
+    flat = [
+        call.get(key) if isinstance(call, dict) else None
+        for call in calls
+        for key in ("id", "name")
+    ]
+    return json.dumps(flat, ensure_ascii=False, separators=(",", ":"))
+
+
+def envelope_codes(text: object) -> tuple[int, Any]:
+    """``(cls, ids)`` of ``raw_scan_sql`` for one ``message_json`` value."""
+    envelope = _json(text)
+    if envelope is _MISSING:
+        return 0, None
+    assert isinstance(text, str)
+    cls = 0
+    if isinstance(envelope, list) and len(envelope) == 1:
+        for kind, opening in _OPENINGS:
+            if text.startswith(opening):
+                data = _data(envelope)
+                if kind == 4:
+                    named = isinstance(data, dict) and isinstance(data.get("name"), str)
+                    if named and isinstance(data.get("content"), str):
+                        cls = 16 + CTX_RESULT
+                elif kind == 1:
+                    cls = 4 + CTX_EXCLUDED
+                else:
+                    cls = kind * 4 + CTX_MESSAGE
+                break
+    ids: Any = None
+    if text.startswith(_KIND_OPENING[3]):
+        ids = _calls(_data(envelope))
+    elif text.startswith(_KIND_OPENING[4]):
+        data = _data(envelope)
+        ids = _sql_value(data.get("tool_call_id", _MISSING) if isinstance(data, dict) else None)
+    return cls, ids
+
+
+def object_flags(metadata: object, tags: object) -> int:
+    """The ``METADATA`` and ``TAGS`` bits of ``row_flags_sql`` (a pre-filter, as there)."""
+    flags = 0
+    if not _is_object_text(metadata):
+        flags |= METADATA
+    if not _is_object_text(tags) or _BLANK_KEY.search(str(tags)):
+        flags |= TAGS
+    return flags
+
+
+def _is_object_text(text: object) -> bool:
+    if text == "{}":
+        return True
+    return isinstance(text, str) and text.startswith("{") and _json(text) is not _MISSING
+
+
+def scanned_row(
+    key: Any, session_id: Any, sequence: Any, role: Any, text: object, created: Any, flags: int
+) -> Row:
+    """The ``raw_scan_sql`` row ``(k, sid, seq, kind, ctx, ids, created_at, flags)`` from a
+    row's columns and its row flags (``row_flags_sql``'s, ``object_flags`` included)."""
+    cls, ids = envelope_codes(text)
+    kind = cls // 4
+    ctx = CTX_CALLS if cls == 12 + CTX_MESSAGE and ids is not None else cls % 4
+    if flags == 0 and cls != 0 and ids != "!" and role == kind:
+        return (key, session_id, sequence, kind, ctx, ids, created, 0)
+    if cls == 0 or ids == "!":
+        flags |= SUSPECT
+    if cls != 0 and role != kind:
+        flags |= ROLE
+    return (key, session_id, sequence, kind, ctx, ids, created, flags)

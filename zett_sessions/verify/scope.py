@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import json_ids
+from ..dialect import Dialect
 from .codes import CODES
 from .models import SkippedCheck
 from .reader import Reader
@@ -28,9 +28,10 @@ class Scope:
     named: tuple[str, ...] | None = None  # the sessions named on the command line
 
     @classmethod
-    def of_ids(cls, ids: Iterable[str]) -> Scope:
+    def of_ids(cls, ids: Iterable[str], dialect: Dialect) -> Scope:
         named = tuple(dict.fromkeys(ids))
-        return cls("SELECT value AS id FROM json_each(?)", (json_ids(named),), named)
+        sql = f"SELECT value AS id FROM {dialect.ids_table}"
+        return cls(sql, (dialect.ids_param(named),), named)
 
     def where(self, column: str, low: str | None, high: str | None) -> tuple[str, list[Any]]:
         """``WHERE column IN (the ids in scope, low <= id < high)`` and its parameters."""
@@ -42,20 +43,15 @@ class Scope:
             bounds.append("id < ?")
             params.append(high)
         within = " WHERE " + " AND ".join(bounds) if bounds else ""
-        return f" WHERE {column} IN (SELECT id FROM ({self.sql}){within})", params
+        return f" WHERE {column} IN (SELECT id FROM ({self.sql}) AS scope{within})", params
 
 
-def skipped_checks(integrity: bool, pragma: str) -> list[SkippedCheck]:
-    """The whole-database checks a scoped run leaves out, and how to run them."""
+def skipped_checks(integrity: bool, check: str, codes: list[str]) -> list[SkippedCheck]:
+    """The whole-database checks a scoped run leaves out, and how to run them (``check``: the
+    backend's whole-database check and ``codes`` what it reports)."""
     skipped = []
     if not integrity:
-        skipped.append(
-            SkippedCheck(
-                check=pragma,
-                codes=["integrity_check_failed"],
-                how="add --integrity",
-            )
-        )
+        skipped.append(SkippedCheck(check=check, codes=codes, how="add --integrity"))
     skipped.append(
         SkippedCheck(
             check="rows without a session row",
@@ -66,12 +62,6 @@ def skipped_checks(integrity: bool, pragma: str) -> list[SkippedCheck]:
     return skipped
 
 
-_PARENTS = (
-    "SELECT id, parent_session_id FROM agent_sessions "
-    "WHERE id IN (SELECT value FROM json_each(?)) AND parent_session_id IS NOT NULL"
-)
-
-
 def parent_chains(reader: Reader, links: dict[str, str]) -> dict[str, str]:
     """``links`` (child -> parent, for the sessions in scope) extended up every ancestor chain:
     one indexed lookup per level, each id looked up once, so a cycle ends the walk."""
@@ -79,7 +69,7 @@ def parent_chains(reader: Reader, links: dict[str, str]) -> dict[str, str]:
     frontier = {parent for parent in links.values() if parent not in looked}
     while frontier:
         looked |= frontier
-        rows = reader.fetchall(_PARENTS, [json_ids(sorted(frontier))])
+        rows = reader.parents(sorted(frontier))
         frontier = set()
         for row in rows:
             child, parent = str(row[0]), str(row[1])

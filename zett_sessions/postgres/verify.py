@@ -1,0 +1,367 @@
+"""``verify`` on PostgreSQL: the reader its checks use, the scan's SQL, and the schema check.
+
+The checks are the same code on both backends (``verify.runner``); they reach the database
+only through a reader (``verify.reader``'s methods).  ``PgReader`` answers them here:
+
+* one read-only ``REPEATABLE READ`` transaction per range (``snapshot``), rows through a
+  server-side cursor; a synchronous facade over asyncpg on an event loop of its own, since a
+  range is checked in a thread (or a child process) of its own, as on SQLite;
+* times come as zett-agent's text form (``to_char`` in UTC), so the checks that compare and
+  report them read what an SQLite file holds; a ``timestamptz`` holds only real times, so the
+  timestamp-format checks never fire here;
+* the plain row checks (timing, usage, ``updated_at = created_at``) are SQL, as on SQLite; the
+  envelope and the metadata/tags objects are judged in Python (``scan.scanned_row``), with the
+  same openings and rules as SQLite's JSON functions: PostgreSQL 15 has no JSON test that does
+  not fail the whole query on one malformed value;
+* a row is found again by its primary key ``id`` (SQLite: its rowid).
+
+``SchemaCheck`` stands where SQLite's ``quick_check`` stands (the whole-database check a scoped
+run skips unless ``--integrity``): the recorded migrations, each of zett-agent's indexes (and
+whether the unique ones are unique and valid) and each table's primary key, from the catalog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+import asyncpg
+
+from ..backend import SessionDatabase
+from ..schema import AGENT_NAME_MAX, INDEXES, TABLES, TIME_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
+from ..verify.checks_database import CheckName
+from ..verify.models import Finding
+from ..verify.scan import (
+    AGENT_NAME,
+    PARENT_MISSING,
+    TIMES,
+    TIMING,
+    TITLE,
+    USAGE,
+    object_flags,
+    scanned_row,
+)
+from .connection import translate_error
+from .dialect import numbered
+from .dsn import mask_dsn
+from .schema import MIGRATION_NAMES, MIGRATIONS_TABLE
+
+_TIMES = frozenset(TIME_COLUMNS)
+_UNIQUE = ("ux_raw_session_sequence", "ux_snapshot_session_version")
+
+
+def time_text(column: str) -> str:
+    """A ``timestamptz`` column as zett-agent's stored text (``YYYY-MM-DD HH:MM:SS.ffffff``)."""
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+
+
+def _select(columns: Sequence[str], alias: str = "") -> str:
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(
+        f"{time_text(prefix + name)} AS {name}" if name in _TIMES else prefix + name
+        for name in columns
+    )
+
+
+def _half_set(name: str) -> str:
+    started, completed, duration = (
+        f"{name}_{p}" for p in ("started_at", "completed_at", "duration_ns")
+    )
+    return (
+        f"(({started} IS NULL AND {completed} IS NULL AND {duration} IS NULL) OR "
+        f"({started} IS NOT NULL AND {completed} >= {started} AND {duration} >= 0))"
+    )
+
+
+_TIMING_GOOD = " AND ".join(
+    ["duration_ns >= 0", "completed_at >= started_at", _half_set("reasoning"), _half_set("content")]
+)
+_USAGE_GOOD = (
+    f"(coalesce({', '.join(TOKEN_COLUMNS)}) IS NULL OR (role = 3 AND "
+    + " AND ".join(
+        [f"{column} >= 0" for column in TOKEN_COLUMNS]
+        + [
+            "cache_read_tokens <= input_tokens",
+            "cache_write_tokens <= input_tokens",
+            "reasoning_tokens <= output_tokens",
+        ]
+    )
+    + "))"
+)
+# ``scan.row_flags_sql`` of the plain columns; a NULL comparison (a token left NULL beside
+# others) counts as failed, as SQLite's CASE does.
+_ROW_FLAGS = (
+    f"(CASE WHEN updated_at = created_at THEN 0 ELSE {TIMES} END"
+    f" + CASE WHEN coalesce({_TIMING_GOOD}, false) THEN 0 ELSE {TIMING} END"
+    f" + CASE WHEN coalesce({_USAGE_GOOD}, false) THEN 0 ELSE {USAGE} END)"
+)
+
+
+def raw_scan_sql(where: str) -> str:
+    """The raw rows for ``scan.scanned_row``, in ``(session_id, sequence)`` order."""
+    return (
+        "SELECT id, session_id, sequence, role, message_json, metadata_json, tags_json, "
+        f"{time_text('created_at')} AS created_at, {_ROW_FLAGS} AS flags "
+        f"FROM raw_messages{where} ORDER BY session_id, sequence"
+    )
+
+
+def _label_flag(column: str, limit: int, flag: int) -> str:
+    wrong = f"{column} IS NOT NULL AND length({column}) NOT BETWEEN 1 AND {limit}"
+    return f"CASE WHEN {wrong} THEN {flag} ELSE 0 END"
+
+
+def sessions_sql(where: str) -> str:
+    """``scan.sessions_sql`` on PostgreSQL (its times are always in the stored form)."""
+    parent = (
+        "CASE WHEN s.parent_session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "
+        f"agent_sessions p WHERE p.id = s.parent_session_id) THEN {PARENT_MISSING} ELSE 0 END"
+    )
+    flags = " + ".join(
+        [
+            _label_flag("s.title", TITLE_MAX, TITLE),
+            _label_flag("s.agent_name", AGENT_NAME_MAX, AGENT_NAME),
+            parent,
+        ]
+    )
+    return (
+        f"SELECT s.id, s.parent_session_id, s.title, s.agent_name, "
+        f"{_select(('created_at', 'updated_at'), 's')}, ({flags}) AS flags "
+        f"FROM agent_sessions s{where} ORDER BY s.id"
+    )
+
+
+def snapshots_sql(where: str) -> str:
+    """``scan.snapshots_sql`` on PostgreSQL: every payload is decoded in Python (snapshots are
+    few); the times are always in the stored form."""
+    return (
+        "SELECT id AS rowid, session_id, version, compacted_through_sequence, "
+        f"0 AS payload_ok, 1 AS times_ok, {_select(('created_at', 'updated_at'))} "
+        f"FROM session_snapshots{where} ORDER BY session_id, version"
+    )
+
+
+class PgReader:
+    """One read-only connection for one range of verify's checks (synchronous)."""
+
+    def __init__(
+        self, dsn: str, layout: Layout, busy_timeout_ms: int = 5000, *, lenient: bool = False
+    ) -> None:
+        self.path = mask_dsn(dsn)
+        self.layout = layout
+        self._loop = asyncio.new_event_loop()
+        settings = {
+            "application_name": "zett-sessions verify",
+            "default_transaction_read_only": "on",
+            "lock_timeout": f"{max(1, int(busy_timeout_ms))}ms",
+        }
+        try:
+            with self.errors():
+                self.conn = self._run(asyncpg.connect(dsn, server_settings=settings))
+        except BaseException:
+            self._loop.close()
+            raise
+        self._in_transaction = False
+
+    def _run(self, work: Any) -> Any:
+        return self._loop.run_until_complete(work)
+
+    def __enter__(self) -> PgReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                self._run(self.conn.close())
+        finally:
+            self._loop.close()
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+            raise translate_error(error, self.path, writing=False) from error
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PgReader]:
+        """One read transaction: every query inside sees the same state of the database."""
+        with self.errors():
+            self._run(self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+        self._in_transaction = True
+        try:
+            yield self
+        finally:
+            self._in_transaction = False
+            with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                self._run(self.conn.execute("COMMIT"))
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self.errors():
+            rows: list[Any] = self._run(self.conn.fetch(numbered(sql), *params))
+        return rows
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        rows = self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    def _batches(self, sql: str, params: Sequence[Any], batch: int) -> Iterator[list[Any]]:
+        """Rows in lists through a server-side cursor (inside ``snapshot``; else all at once)."""
+        if not self._in_transaction:
+            yield self.fetchall(sql, params)
+            return
+        with self.errors():
+            cursor = self._run(self.conn.cursor(numbered(sql), *params))
+        while True:
+            with self.errors():
+                rows = self._run(cursor.fetch(batch))
+            if not rows:
+                return
+            yield rows
+
+    def rows(self, sql: str, params: Sequence[Any] = (), batch: int = 512) -> Iterator[Any]:
+        for chunk in self._batches(sql, params, batch):
+            yield from chunk
+
+    # --- what the checks ask ---------------------------------------------------------------
+
+    def scan_batches(
+        self, where: str, params: Sequence[Any], batch: int = 4096
+    ) -> Iterator[list[Any]]:
+        for rows in self._batches(raw_scan_sql(where), params, batch):
+            yield [
+                scanned_row(
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[7],
+                    row[8] | object_flags(row[5], row[6]),
+                )
+                for row in rows
+            ]
+
+    def session_rows(self, where: str, params: Sequence[Any]) -> Iterator[Any]:
+        return self.rows(sessions_sql(where), params)
+
+    def snapshot_rows(self, where: str, params: Sequence[Any]) -> Iterator[Any]:
+        return self.rows(snapshots_sql(where), params)
+
+    def fetch_raw(self, keys: list[Any], columns: tuple[str, ...]) -> list[Any]:
+        return self.fetchall(
+            f"SELECT id AS k, {_select(columns)} FROM raw_messages WHERE id = ANY(?::text[])",
+            (list(keys),),
+        )
+
+    def snapshot_payload(self, key: Any) -> Any:
+        row = self.fetchone("SELECT message_json FROM session_snapshots WHERE id = ?", (key,))
+        return row[0] if row is not None else None
+
+    def parents(self, ids: list[str]) -> list[Any]:
+        return self.fetchall(
+            "SELECT id, parent_session_id FROM agent_sessions "
+            "WHERE id = ANY(?::text[]) AND parent_session_id IS NOT NULL",
+            (ids,),
+        )
+
+
+# --- the schema check ----------------------------------------------------------------------
+
+
+class SchemaCheck:
+    """What the catalog says of the schema zett-sessions created (``schema_check``)."""
+
+    name: CheckName = "schema_check"
+
+    def __init__(self, db: SessionDatabase) -> None:
+        self.db = db
+        self.codes = [
+            "schema_migration_missing",
+            "schema_newer",
+            "missing_index",
+            "index_invalid",
+            "index_not_unique",
+            "primary_key_missing",
+        ]
+
+    async def run(self) -> list[Finding]:
+        async with self.db.read():
+            return [*await self._migrations(), *await self._indexes(), *await self._keys()]
+
+    async def _migrations(self) -> list[Finding]:
+        rows = await self.db.fetchall(
+            f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY applied_at, name"
+        )
+        applied = [str(row[0]) for row in rows]
+        findings = []
+        unknown = [name for name in applied if name not in MIGRATION_NAMES]
+        missing = [name for name in MIGRATION_NAMES if name not in applied]
+        if unknown:
+            findings.append(
+                Finding.of(
+                    "schema_newer",
+                    f"schema migrations this version does not know: {', '.join(unknown)}",
+                    migrations=unknown,
+                )
+            )
+        if missing:
+            findings.append(
+                Finding.of(
+                    "schema_migration_missing",
+                    f"schema migrations not recorded: {', '.join(missing)}",
+                    migrations=missing,
+                )
+            )
+        return findings
+
+    async def _indexes(self) -> list[Finding]:
+        rows = await self.db.fetchall(
+            "SELECT name, i.indisunique, i.indisvalid FROM unnest(?::text[]) AS name "
+            "LEFT JOIN pg_index i ON i.indexrelid = to_regclass(name)",
+            (list(INDEXES),),
+        )
+        findings = []
+        for name, unique, valid in rows:
+            if unique is None:
+                findings.append(Finding.of("missing_index", f"index {name} is missing", index=name))
+            elif not valid:
+                findings.append(
+                    Finding.of(
+                        "index_invalid",
+                        f"index {name} is invalid (a failed CREATE INDEX CONCURRENTLY?)",
+                        index=name,
+                    )
+                )
+            elif name in _UNIQUE and not unique:
+                findings.append(
+                    Finding.of(
+                        "index_not_unique",
+                        f"index {name} does not enforce uniqueness",
+                        index=name,
+                    )
+                )
+        return findings
+
+    async def _keys(self) -> list[Finding]:
+        rows = await self.db.fetchall(
+            "SELECT name FROM unnest(?::text[]) AS name WHERE NOT EXISTS (SELECT 1 FROM "
+            "pg_constraint c WHERE c.conrelid = to_regclass(name) AND c.contype = 'p')",
+            (list(TABLES),),
+        )
+        return [
+            Finding.of(
+                "primary_key_missing",
+                f"table {row[0]} has no primary key (ids may repeat)",
+                table=str(row[0]),
+            )
+            for row in rows
+        ]
