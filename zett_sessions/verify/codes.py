@@ -307,45 +307,41 @@ _ENTRIES = (
         "an index the layout declares is missing",
         "queries slow down (and duplicates become possible for unique indexes); recreate it",
     ),
-    # --- PostgreSQL's schema (instead of quick_check and the layout) ---------------------
+    # --- PostgreSQL's schema check (in place of quick_check and the layout) -------------
     CodeInfo(
         "index_invalid",
         _W,
         "database",
-        "PostgreSQL: an index exists but is invalid (a failed CREATE INDEX CONCURRENTLY), so "
-        "queries do not use it and a unique one does not enforce uniqueness",
-        "drop it and create it again (REINDEX INDEX CONCURRENTLY)",
+        "PostgreSQL: an index is invalid (a failed CREATE INDEX CONCURRENTLY)",
+        "REINDEX INDEX CONCURRENTLY it; until then queries do not use it",
     ),
     CodeInfo(
         "index_not_unique",
         _E,
         "database",
-        "PostgreSQL: ux_raw_session_sequence or ux_snapshot_session_version exists without "
-        "UNIQUE: two rows may share a sequence or a snapshot version",
-        "drop it and create it as a unique index (after removing duplicates verify reports)",
+        "PostgreSQL: a sequence or version index is not unique: duplicates possible",
+        "remove duplicates (verify names them), then create it UNIQUE again",
     ),
     CodeInfo(
         "primary_key_missing",
         _E,
         "database",
         "PostgreSQL: a table has no primary key, so two rows may share an id",
-        "add the primary key on id (after removing duplicate ids)",
+        "remove duplicate ids, then add the primary key on id",
     ),
     CodeInfo(
         "schema_migration_missing",
         _W,
         "database",
-        "PostgreSQL: a schema migration this version applies is not recorded "
-        "(zett_sessions_migrations)",
-        "run PostgresSessionStorage.migrate() (or any write of the storage) as the schema's owner",
+        "PostgreSQL: a migration this version applies is not recorded",
+        "run the storage's migrate() as the schema's owner",
     ),
     CodeInfo(
         "schema_newer",
         _I,
         "database",
-        "PostgreSQL: the schema records migrations this version does not know (a newer "
-        "zett-sessions migrated it); it is read, never written",
-        "upgrade zett-sessions",
+        "PostgreSQL: migrations of a newer zett-sessions are recorded (read only)",
+        "upgrade zett-sessions to write to this database",
     ),
 )
 
