@@ -394,6 +394,24 @@ def test_format_csv_neutralises_formulas_and_keeps_ids_exact(
         assert r.exit_code == 0 and json.loads(r.stdout)["session"]["id"] == row["id"]
 
 
+def test_format_csv_neutralises_formulas_behind_whitespace_and_in_full_width(
+    tmp_path: Path,
+) -> None:
+    """Ids are written exactly (titles are stripped), so " =…" reached the CSV as is: an import
+    that trims spaces (LibreOffice's "Trim spaces") then runs it; so may one that folds the
+    full-width ＝ into =.  Such cells get the ' too, and stay exact without it."""
+    from support import SeedSession, seed_sessions
+
+    odd_ids = [' =HYPERLINK("http://evil.example")', "\u00a0+1+1", "\u3000@SUM(A1)", "＝1+1"]
+    path = seed_sessions(tmp_path / "csv.sqlite3", [SeedSession(sid) for sid in odd_ids])
+    r = run_cli(["--db", str(path), "list", "--format", "csv"])
+    assert r.exit_code == 0, r.stderr
+    rows = list(csv.reader(io.StringIO(r.stdout)))
+    cells = [row[0] for row in rows[1:]]
+    assert all(cell.startswith("'") for cell in cells), cells
+    assert {cell.removeprefix("'") for cell in cells} == set(odd_ids)
+
+
 def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     r = run_cli(["--db", str(copy_sample(tmp_path)), "list", "--format", "xml"])
     assert r.exit_code == 2

@@ -143,8 +143,18 @@ def csv_header(extra: tuple[str, ...] = ()) -> str:
 
 # OWASP's CSV-injection guidance: a spreadsheet runs a cell beginning with one of these as a
 # formula.  A quote is added in front of such a text cell, and of one that already begins with
-# a quote, so that dropping one leading quote always gives back the exact text.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+# a quote, so that dropping one leading quote always gives back the exact text.  Also when
+# whitespace comes first (an import that trims spaces, as LibreOffice's "Trim spaces" does,
+# leaves the formula), and for the full-width forms (＝ ＋ － ＠), which input methods and some
+# imports turn into the ASCII ones.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet could take ``text`` for a formula (``FORMULA_STARTS``)."""
+    return text.startswith(FORMULA_STARTS) or text.lstrip().startswith(FORMULA_STARTS)
+
+
 CSV_ID_FIELDS = ("id", "parent_session_id")
 
 
@@ -175,8 +185,7 @@ def session_csv(session: SessionListing) -> str:
 def csv_line(values: Iterable[Any]) -> str:
     """One CSV line: numbers bare; text quoted, and neutralised (``FORMULA_STARTS``)."""
     cells = [
-        "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
-        for value in values
+        "'" + value if isinstance(value, str) and formula_like(value) else value for value in values
     ]
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC).writerow(cells)
