@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pgtest import Databases, fingerprint
 from support import NEWEST_IDS, copy_sample, digest, execute_sql
 from zett_sessions.cli.main import app
 
@@ -35,7 +36,7 @@ def test_committed_completion_script_matches_the_app(shell: str) -> None:
     )
 
 
-def complete(args: str, incomplete: str, db: Path) -> list[str]:
+def complete(args: str, incomplete: str, db: Path | str) -> list[str]:
     words = f"zett-sessions --db {db} {args} {incomplete}".rstrip()
     cword = len(words.split()) - (0 if incomplete else -1) - 1
     result = CliRunner().invoke(
@@ -58,6 +59,31 @@ def test_session_id_completion_reads_prefixes_without_touching_the_file(tmp_path
     before = digest(db)
     assert complete("show", "019cadd4-8c", db) == [NEWEST_IDS["compacted"]]
     assert digest(db) == before
+
+
+@pytest.mark.parametrize("command", ["show", "rename", "delete"])
+def test_session_ids_complete_on_both_backends(databases: Databases, command: str) -> None:
+    db = databases.sample()
+    before = fingerprint(db)
+    assert complete(command, "019cadd4-8c", db) == [NEWEST_IDS["compacted"]]
+    assert complete(command, "019cadd4-", db) == sorted(
+        sid for sid in NEWEST_IDS.values() if sid.startswith("019cadd4-")
+    )
+    latest = complete(command, "", db)  # most recently active first
+    assert latest[:2] == [NEWEST_IDS["plain"], NEWEST_IDS["automation"]]
+    assert fingerprint(db) == before
+
+
+def test_session_id_completion_is_silent_for_a_server_it_cannot_reach() -> None:
+    import pgcluster
+
+    port = pgcluster._free_port()  # nothing listens there
+    assert complete("show", "019", f"postgresql://zs:s3cret@127.0.0.1:{port}/db") == []
+    assert complete("show", "019", "postgresql://zs@127.0.0.1:notaport/db") == []
+
+
+def test_session_id_completion_is_silent_for_a_database_without_sessions(pg_dsn: str) -> None:
+    assert complete("show", "019", pg_dsn) == []
 
 
 def test_session_id_completion_is_silent_for_a_missing_database(tmp_path: Path) -> None:

@@ -2,16 +2,21 @@
 
 Completion runs on every TAB, so it uses plain ``sqlite3`` (no aiosqlite, no pydantic), opens
 the database read-only with a short busy timeout, and returns nothing rather than printing an
-error: a completion must never write to the terminal or create a file.
+error: a completion must never write to the terminal or create a file.  A PostgreSQL URL is
+asked with one asyncpg connection whose every transaction is read-only, given
+``SERVER_TIMEOUT`` seconds in all (connect and query): an unreachable server costs the TAB a
+second, never a hang.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import typer
 
 _LIMIT = 50
+SERVER_TIMEOUT = 1.0  # seconds for a completion against a server, connecting included
 
 
 def _database_path(ctx: typer.Context) -> str:
@@ -34,40 +39,83 @@ def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, 
     character, an escape sequence, a line break) is never offered, since sanitizing it would
     offer an id that names no session.
     """
-    import sqlite3
-
-    from ..errors import ZettSessionsError
-    from ..readonly import database_path, existing_file, prefix_upper_bound, read_only_uri
+    from ..backend import is_server
     from ..render.sanitize import is_plain, single_line
 
-    try:
-        path = database_path(_database_path(ctx))
-        if not existing_file(path):  # never a FIFO (it would hang the shell) nor a directory
-            return []
-        connection = sqlite3.connect(read_only_uri(path), uri=True, timeout=0.2)
-        try:
-            connection.execute("PRAGMA query_only = 1")
-            if incomplete:
-                upper = prefix_upper_bound(incomplete)
-                below = "" if upper is None else "AND id < ? "
-                bounds = (incomplete, _LIMIT) if upper is None else (incomplete, upper, _LIMIT)
-                rows = connection.execute(
-                    f"SELECT id, title FROM agent_sessions WHERE id >= ? {below}"
-                    "ORDER BY id LIMIT ?",
-                    bounds,
-                ).fetchall()
-            else:
-                rows = connection.execute(
-                    "SELECT id, title FROM agent_sessions ORDER BY updated_at DESC, id DESC "
-                    "LIMIT ?",
-                    (_LIMIT,),
-                ).fetchall()
-        finally:
-            connection.close()
-    except (sqlite3.Error, OSError, ValueError, ZettSessionsError):
-        return []
+    location = _database_path(ctx)
+    rows = (
+        _server_rows(location, incomplete)
+        if is_server(location)
+        else _file_rows(location, incomplete)
+    )
     return [
         (session_id, single_line(title, 60) if isinstance(title, str) else "")
         for session_id, title in rows
         if isinstance(session_id, str) and session_id and is_plain(session_id)
     ]
+
+
+def _query(incomplete: str) -> tuple[str, tuple[Any, ...]]:
+    """The ids (and titles) starting with ``incomplete``, by the primary key's range; the most
+    recently active ones when it is empty."""
+    from ..readonly import prefix_upper_bound
+
+    if not incomplete:
+        return (
+            "SELECT id, title FROM agent_sessions ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (_LIMIT,),
+        )
+    upper = prefix_upper_bound(incomplete)
+    below = "" if upper is None else "AND id < ? "
+    bounds = (incomplete, _LIMIT) if upper is None else (incomplete, upper, _LIMIT)
+    return f"SELECT id, title FROM agent_sessions WHERE id >= ? {below}ORDER BY id LIMIT ?", bounds
+
+
+def _file_rows(location: str, incomplete: str) -> list[Any]:
+    import sqlite3
+
+    from ..errors import ZettSessionsError
+    from ..readonly import database_path, existing_file, read_only_uri
+
+    try:
+        path = database_path(location)
+        if not existing_file(path):  # never a FIFO (it would hang the shell) nor a directory
+            return []
+        connection = sqlite3.connect(read_only_uri(path), uri=True, timeout=0.2)
+        try:
+            connection.execute("PRAGMA query_only = 1")
+            return connection.execute(*_query(incomplete)).fetchall()
+        finally:
+            connection.close()
+    except (sqlite3.Error, OSError, ValueError, ZettSessionsError):
+        return []
+
+
+def _server_rows(dsn: str, incomplete: str) -> list[Any]:
+    """The same query on a PostgreSQL server: read-only, within ``SERVER_TIMEOUT``."""
+    import asyncio
+
+    try:
+        import asyncpg
+    except ImportError:  # the optional extra is not installed: nothing to offer
+        return []
+    from ..postgres.dialect import numbered
+
+    sql, params = _query(incomplete)
+    settings = {
+        "application_name": "zett-sessions completion",
+        "default_transaction_read_only": "on",
+        "statement_timeout": f"{int(SERVER_TIMEOUT * 1000)}ms",
+    }
+
+    async def fetch() -> list[Any]:
+        connection = await asyncpg.connect(dsn, timeout=SERVER_TIMEOUT, server_settings=settings)
+        try:
+            return [tuple(row) for row in await connection.fetch(numbered(sql), *params)]
+        finally:
+            await connection.close()
+
+    try:
+        return asyncio.run(asyncio.wait_for(fetch(), 2 * SERVER_TIMEOUT))
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, ValueError, TimeoutError):
+        return []
