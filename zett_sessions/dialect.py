@@ -66,9 +66,9 @@ class Dialect:
         return f"CAST({column} AS BLOB)"
 
     def envelope_code(self) -> str:
-        """``transcript.classify``'s per-row envelope code, or ``NULL`` where the backend has no
-        JSON functions to compute it with (every row then takes the Python path)."""
-        from .transcript.classify import CODE
+        """The per-row envelope code (``envelope.sql.CODE``), or ``NULL`` where the backend has
+        no JSON functions to compute it with (every row then takes the Python path)."""
+        from .envelope.sql import CODE
 
         return CODE
 

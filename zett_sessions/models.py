@@ -377,15 +377,6 @@ class AgentMessage(Message):
 AnyMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage | AgentMessage
 """Any message (a ``CompactedMessage`` is a ``UserMessage``), as zett-agent's ``AnyMessage``."""
 
-MESSAGE_TYPES: dict[int, type[Message]] = {
-    MessageKind.SYSTEM: SystemMessage,
-    MessageKind.USER: UserMessage,
-    MessageKind.ASSISTANT: AssistantMessage,
-    MessageKind.TOOL: ToolMessage,
-    MessageKind.CHECKPOINT: CompactedMessage,
-    MessageKind.AGENT: AgentMessage,
-}
-
 
 class UndecodableMessage(BaseModel):
     """A stored envelope that could not be decoded; shown raw instead of failing the session."""
@@ -723,9 +714,11 @@ class SessionView(ValueModel):
         checkpoint = self.snapshot.compacted_message if self.snapshot is not None else None
         if isinstance(checkpoint, CompactedMessage):
             result.append(checkpoint)
+        from .envelope import in_context  # the envelope's module builds on this one
+
         for record in self.raw_tail:
             message = record.message
-            if not isinstance(message, UndecodableMessage) and message.include_in_messages:
+            if in_context(message):
                 result.append(message)
         return result
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from .envelope import in_context
 from .errors import DamagedHistory, ParentMismatch, ValidationError
 from .ids import new_uuid7
 from .models import (
@@ -164,7 +165,7 @@ class BaseSessionPersistenceExtension(Generic[StorageT]):
                 tags=request.tags,
                 usage=usage,
             )
-        if message.include_in_messages and not isinstance(message, SystemMessage):
+        if in_context(message) and not isinstance(message, SystemMessage):
             request.context.append(message)
             request.positions.append(sequence)
         return sequence

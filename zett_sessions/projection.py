@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
+from .envelope import in_context
 from .models import AssistantMessage, Message, ToolMessage, UndecodableMessage
 
 T = TypeVar("T")
@@ -66,7 +67,7 @@ def project(
         message = message_of(item)
         if isinstance(message, UndecodableMessage):
             result.dropped.append(Dropped(item, "undecodable", message.reason))
-        elif not message.include_in_messages:
+        elif not in_context(message):
             result.excluded.append(item)
         else:
             context.append((item, message))

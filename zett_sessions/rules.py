@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .codec import content_column, encode_json_object, encode_message, tool_name_column
+from .codec import content_column, encode_json_object, tool_name_column
+from .envelope import encode_message
 from .errors import InvalidBoundary, ParentMismatch, SnapshotConflict, ValidationError
 from .models import (
     AssistantMessage,

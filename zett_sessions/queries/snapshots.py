@@ -22,13 +22,12 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ..backend import SessionDatabase
-from ..codec import decode_envelope
+from ..envelope import decode_envelope, in_context
 from ..models import (
     CHECKPOINT_PREFIX,
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
-    Message,
     ToolMessage,
 )
 from ..rows import snapshot_from_row, snapshot_select
@@ -126,7 +125,7 @@ async def _batch_problem(db: SessionDatabase, session_id: str, boundary: int) ->
         return f"splits a tool batch: the assistant at {boundary} made calls answered after it"
     for sequence, text in rows[1:]:
         following = decode_envelope(text)
-        if isinstance(following, Message) and following.include_in_messages:
+        if in_context(following):
             if isinstance(following, ToolMessage):
                 return f"splits a tool batch: the tool result at {sequence} follows it"
             break

@@ -75,7 +75,7 @@ def kind_name(kind: int | None) -> str:
 
 def message_json(record_message: Any) -> dict[str, Any]:
     """The envelope element exactly as stored (bytes stay as ``{"__kcs_bytes__": …}``)."""
-    from ..codec import to_wire
+    from ..envelope import element
     from ..models import UndecodableMessage
 
     if isinstance(record_message, UndecodableMessage):
@@ -85,7 +85,7 @@ def message_json(record_message: Any) -> dict[str, Any]:
             "reason": record_message.reason,
             "raw": record_message.raw,
         }
-    return {"kind": int(record_message.kind), "data": to_wire(record_message)}
+    return element(record_message)
 
 
 def record_json(record: RawMessageRecord) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from ..envelope import in_context
 from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
 from ..projection import Dropped, project
 
@@ -62,11 +63,7 @@ class OpenBatch(Generic[T]):
 
 def is_head(message: Message | UndecodableMessage) -> bool:
     """True for a message that starts a new segment of the model context."""
-    return (
-        isinstance(message, Message)
-        and message.include_in_messages
-        and not isinstance(message, ToolMessage)
-    )
+    return in_context(message) and not isinstance(message, ToolMessage)
 
 
 @dataclass

@@ -21,10 +21,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..envelope import in_context
+from ..envelope.light import light_calls, light_result
 from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
 from ..projection import Dropped, project
 from .annotate import is_head
-from .query import light_message
 
 MessageLike = Message | UndecodableMessage
 
@@ -50,12 +51,8 @@ class _Row:
         if self.message is not None:
             return self.message
         if self.call_id is not None:
-            data: dict[str, Any] = {"tool_call_id": self.call_id, "name": ""}
-        else:
-            data = {"tool_calls": [{"id": call, "name": ""} for call in self.call_ids]}
-        message = light_message(self.kind, data)
-        assert message is not None
-        return message
+            return light_result(self.call_id)
+        return light_calls([(call, "") for call in self.call_ids])
 
 
 @dataclass
@@ -99,7 +96,7 @@ class FlagScan:
                 self._clean = False
             else:
                 self._judge([row])
-        elif not message.include_in_messages:
+        elif not in_context(message):
             return
         elif isinstance(message, ToolMessage):
             self.result(sequence, message.tool_call_id)

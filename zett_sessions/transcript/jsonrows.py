@@ -24,14 +24,15 @@ from json.encoder import encode_basestring
 from operator import itemgetter
 from typing import Any
 
-from ..codec import to_wire
+from ..envelope import element, element_text, strict_json
+from ..envelope.light import ElementPieces as _ElementPieces
 from ..models import Message
 from ..render.jsonout import kind_name, message_json
 from ..render.sanitize import JSON_UNSAFE
 from ..schema import CONTEXT_COLUMNS, RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import iso_utc, parse_db_time
 from .large_values import left_out, row_ref
-from .query import RowItem, strict_json
+from .query import RowItem
 
 _UNSAFE_RE = re.compile("[" + "".join(re.escape(chr(code)) for code in JSON_UNSAFE) + "]")
 _NON_FINITE = ("NaN", "Infinity")
@@ -165,14 +166,12 @@ def _message_text(item: RowItem) -> str:
     stored = item.values[MESSAGE]
     if item.data is not None and isinstance(message, Message) and isinstance(stored, str):
         if strict_json(stored):  # "NaN" or "Infinity" may just be words in a text
-            if stored[0] == "[" and stored[-1] == "]":
-                return stored[1:-1]  # the envelope as written: one copy, no parsing
-            return stored.strip()[1:-1]
+            return element_text(stored)  # the envelope as written: one copy, no parsing
         return _dumps(
             {"kind": int(message.kind), "undecodable": True, "reason": NOT_FINITE, "raw": stored}
         )
     if isinstance(message, Message):  # a stored text that is not a str cannot decode
-        return _dumps({"kind": int(message.kind), "data": to_wire(message)})
+        return _dumps(element(message))
     return _dumps(message_json(message))
 
 
@@ -318,32 +317,15 @@ def string_piece(text: str) -> str:
     return escape_terminal(encode_basestring(text)[1:-1])
 
 
-class ElementPieces:
-    """A ``Stored`` envelope written as its element: the pieces of the stored text without the
-    outer brackets (and the spaces around them), as ``_message_text`` splices a small one."""
-
-    def __init__(self) -> None:
-        self._started = False
-        self._held = ""  # the end of what came so far: maybe the closing bracket and spaces
+class ElementPieces(_ElementPieces):
+    """A ``Stored`` envelope written as its element (``envelope.light.ElementPieces``, as
+    ``_message_text`` splices a small one), escaped for a terminal."""
 
     def __call__(self, piece: str) -> str:
-        if not self._started:
-            piece = piece.lstrip()
-            if not piece:
-                return ""
-            self._started = True
-            piece = piece[1:]  # the opening "["
-        piece = self._held + piece
-        body = piece.rstrip()
-        if body.endswith("]"):
-            body = body[:-1]
-        self._held = piece[len(body) :]
-        return escape_terminal(body)
+        return escape_terminal(super().__call__(piece))
 
     def end(self) -> str:
-        """What was held back that is not the closing bracket (nothing, for any envelope)."""
-        rest = self._held.strip()
-        return escape_terminal(rest[:-1] if rest.endswith("]") else rest)
+        return escape_terminal(super().end())
 
 
 _UNSET = object()

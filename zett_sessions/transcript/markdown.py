@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..envelope import in_context
 from ..models import (
     AssistantMessage,
     Content,
@@ -162,7 +163,7 @@ def _title(record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> str:
     tokens = tokens_label(record)
     if tokens:
         parts.append(tokens)
-    if isinstance(message, SystemMessage) and not message.include_in_messages:
+    if isinstance(message, SystemMessage) and not in_context(message):
         parts.append("logged, not replayed")
     return "### " + " · ".join(parts)
 

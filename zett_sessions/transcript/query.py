@@ -18,7 +18,6 @@ the last one until its batch closes, so flags are the same as in a full read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -28,16 +27,13 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..backend import SessionDatabase
-from ..codec import decode_envelope, parse_envelope
+from ..envelope import decode_envelope, light_message, parse_envelope, strict_json
+from ..envelope.codec import decode_data
 from ..models import (
-    MESSAGE_TYPES,
-    AssistantMessage,
     ContextSnapshot,
     Message,
     MessageKind,
     SessionSummary,
-    ToolCall,
-    ToolMessage,
     UndecodableMessage,
 )
 from ..projection import Dropped, project
@@ -111,18 +107,16 @@ class RowItem:
 _SEQUENCE = RAW_COLUMNS.index("sequence")
 _ROLE = RAW_COLUMNS.index("role")
 _MESSAGE_JSON = RAW_COLUMNS.index("message_json")
-_PLAIN: dict[tuple[int, bool], Message] = {}
-_EMPTY: dict[str, Any] = {}  # shared by light messages, never mutated
 
 
 def row_item(row: Sequence[Any] | CompletedRow) -> RowItem:
     """Parse a row (selected with ``raw_select`` or ``large_values.rows_sql``, its envelope
     read back in if it was left out) for the JSON fast path; never raises.
 
-    Only the envelope's JSON is parsed; the few fields the stream needs are checked by hand.
-    A row where one of them is missing or of the wrong type goes through the full
-    ``decode_envelope``, so its verdict (usually "undecodable", with pydantic's reason) is the
-    same as in the human view.
+    Only the envelope's JSON is parsed; the keys the stream needs are checked
+    (``envelope.light_message``).  A row where one of them is missing or of the wrong form goes
+    through the full decoder, so its verdict (usually "undecodable", with pydantic's reason) is
+    the same as in the human view.
     """
     if isinstance(row, CompletedRow):
         return _large_item(row)
@@ -133,7 +127,7 @@ def row_item(row: Sequence[Any] | CompletedRow) -> RowItem:
         return RowItem(values, parsed)
     kind, data = parsed
     message = light_message(kind, data)
-    return RowItem(values, message if message is not None else decode_envelope(text), data)
+    return RowItem(values, message if message is not None else decode_data(text, kind, data), data)
 
 
 def _large_item(row: CompletedRow) -> RowItem:
@@ -151,63 +145,6 @@ def _large_item(row: CompletedRow) -> RowItem:
         if isinstance(message, UndecodableMessage):
             message = message.model_copy(update={"raw": ""})
     return RowItem(tuple(values), message, large=True, strict=strict_json(text))
-
-
-def strict_json(text: str) -> bool:
-    """Whether a text Python's parser took is strict JSON: without its NaN/Infinity extension
-    (which JSON output cannot carry).  Only a text that holds one of those words is parsed
-    again."""
-    if not any(token in text for token in ("NaN", "Infinity")):
-        return True
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(constant)
-
-    try:
-        json.loads(text, parse_constant=refuse)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
-def light_message(kind: int, data: dict[str, Any]) -> Message | None:
-    include = data.get("include_in_messages", kind != MessageKind.SYSTEM)
-    if not isinstance(include, bool):
-        return None
-    if kind == MessageKind.TOOL:
-        call_id, name = data.get("tool_call_id"), data.get("name")
-        if not isinstance(call_id, str) or not isinstance(name, str):
-            return None
-        return ToolMessage.model_construct(  # every field given: no default factory runs
-            tool_call_id=call_id,
-            name=name,
-            content="",
-            include_in_messages=include,
-            attributes=_EMPTY,
-            persist=True,
-            success=True,
-        )
-    if kind == MessageKind.ASSISTANT:
-        calls = data.get("tool_calls", ())
-        if not isinstance(calls, list | tuple):
-            return None
-        if calls:
-            light = []
-            for call in calls:
-                if not isinstance(call, dict):
-                    return None
-                call_id, name = call.get("id"), call.get("name")
-                if not isinstance(call_id, str) or not isinstance(name, str):
-                    return None
-                light.append(ToolCall.model_construct(id=call_id, name=name, arguments=_EMPTY))
-            return AssistantMessage.model_construct(
-                tool_calls=tuple(light), include_in_messages=include, attributes=_EMPTY
-            )
-    plain = _PLAIN.get((kind, include))
-    if plain is None:
-        plain = MESSAGE_TYPES[kind].model_construct(include_in_messages=include)
-        _PLAIN[(kind, include)] = plain
-    return plain
 
 
 # --- the header ----------------------------------------------------------------------------

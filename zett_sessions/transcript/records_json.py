@@ -19,6 +19,8 @@ import sys
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from ..envelope import element_text
+from ..envelope.sql import EXCLUDED, HEAD, RESULT
 from ..render.jsonout import kind_name
 from ..schema import RAW_COLUMNS
 from .classify import needs_python, records_sql
@@ -76,18 +78,18 @@ async def write_session_records(db: SessionDatabase, session_id: str, *, indent:
                 block.append(writer(item))
                 scan.message(item.sequence, item.kind, item.message)
             else:
-                role = code[1]
-                if role == "H":
+                role = code[1]  # the kind, then the role letter (envelope.sql)
+                if role == HEAD:
                     if scan.open:
                         scan.head()
-                elif role != "X":
+                elif role != EXCLUDED:
                     sequence = row[SEQUENCE]
                     sequence = sequence if type(sequence) is int else 0
-                    if role == "T":
+                    if role == RESULT:
                         scan.result(sequence, code[3:])
                     else:
                         scan.opens(sequence, tuple(json.loads(code[3:])))
-                block.append(writer.text(row, ord(code[0]) - 48, message[1:-1]))
+                block.append(writer.text(row, ord(code[0]) - 48, element_text(message)))
             if len(block) == _BLOCK:
                 flush()
     scan.finish()

@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Span, Text
 
+from ..envelope import in_context
 from ..models import (
     AgentMessage,
     AssistantMessage,
@@ -282,7 +283,7 @@ class TranscriptRenderer:
         if isinstance(message, AssistantMessage) and (message.provider or message.model):
             model = " ".join(single_line(v, 60) for v in (message.provider, message.model) if v)
             pieces.append((f"  {model}", "dim"))
-        if isinstance(message, SystemMessage) and not message.include_in_messages:
+        if isinstance(message, SystemMessage) and not in_context(message):
             pieces.append(("  (logged, not replayed)", "dim"))
         pieces.append(("\n", ""))
         return styled(pieces)

@@ -14,18 +14,18 @@ The projection runs twice, as a resume would see the data:
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..codec import decode_envelope
+from ..envelope import decode_envelope
+from ..envelope.light import light_calls, light_result
+from ..envelope.sql import CTX_CALLS, CTX_EXCLUDED, CTX_RESULT, call_pairs, scan_facts
 from ..models import (
     AssistantMessage,
     CompactedMessage,
     Message,
     SystemMessage,
-    ToolCall,
     ToolMessage,
     UndecodableMessage,
     UserMessage,
@@ -36,8 +36,8 @@ from .checks_snapshots import SnapshotState
 from .findings import RowFindings
 from .models import Finding
 from .reader import Reader
-from .scan import CTX_CALLS, CTX_EXCLUDED, CTX_MESSAGE, CTX_RESULT, SUSPECT
-from .walk import Row, call_pairs, valid_calls
+from .scan import CTX, FLAGS, IDS, KIND, ROWID, SEQUENCE, SUSPECT
+from .walk import Row, valid_calls
 
 _EXCLUDED = SystemMessage(content="")
 _CONTEXT = UserMessage(content="")
@@ -53,7 +53,7 @@ class Entry:
 
     @property
     def sequence(self) -> Any:
-        return self.row[2] if self.row is not None else None
+        return self.row[SEQUENCE] if self.row is not None else None
 
 
 def _message_of(entry: Entry) -> Message | UndecodableMessage:
@@ -69,62 +69,25 @@ class BatchVerdict:
     open_calls: list[tuple[str, str | None, Row]] = field(default_factory=list)
 
 
-def _tool_result(call_id: Any) -> ToolMessage:
-    # Every field given: model_construct then skips default factories (the slow part).
-    return ToolMessage.model_construct(
-        attributes={},
-        persist=True,
-        include_in_messages=True,
-        tool_call_id=call_id,
-        name="",
-        content="",
-        success=True,
-    )
-
-
-def _assistant(pairs: list[tuple[Any, Any]]) -> AssistantMessage:
-    calls = tuple(
-        ToolCall.model_construct(id=call_id, name=name, arguments={}) for call_id, name in pairs
-    )
-    return AssistantMessage.model_construct(
-        attributes={},
-        persist=True,
-        include_in_messages=True,
-        content="",
-        reasoning=None,
-        tool_calls=calls,
-        provider=None,
-        model=None,
-        replay_blocks=(),
-    )
-
-
 def stand_in(row: Row) -> Message:
     """What the projection needs to know about a row the scan vouched for."""
-    ctx = row[4]
+    ctx = row[CTX]
     if ctx == CTX_EXCLUDED:
         return _EXCLUDED
     if ctx == CTX_RESULT:
-        return _tool_result(row[5])
+        return light_result(row[IDS])
     if ctx == CTX_CALLS:
-        return _assistant(call_pairs(row[5]) or [])
+        return light_calls(call_pairs(row[IDS]) or [])
     return _CONTEXT
 
 
 def rescanned(row: Row, message: Message | UndecodableMessage) -> Row:
     """The scan row as SQLite would have produced it for this (decoded) message."""
-    ctx, ids = CTX_EXCLUDED, None
-    if isinstance(message, Message) and message.include_in_messages:
-        ctx = CTX_MESSAGE
-        if isinstance(message, ToolMessage):
-            ctx, ids = CTX_RESULT, message.tool_call_id
-        elif isinstance(message, AssistantMessage) and message.tool_calls:
-            ctx = CTX_CALLS
-            ids = json.dumps(
-                [value for call in message.tool_calls for value in (call.id, call.name)]
-            )
-    kind = int(message.kind) if isinstance(message, Message) else 0
-    return (row[0], row[1], row[2], kind, ctx, ids, row[6], row[7] & ~SUSPECT)
+    kind, ctx, ids = scan_facts(message)
+    values = list(row)
+    values[KIND], values[CTX], values[IDS] = kind, ctx, ids
+    values[FLAGS] = row[FLAGS] & ~SUSPECT
+    return tuple(values)
 
 
 def replay_entries(
@@ -132,9 +95,11 @@ def replay_entries(
 ) -> list[Entry]:
     """Entries for every raw row, decoding rows whose call list the scan could not read."""
     unreadable = [
-        row[0]
+        row[ROWID]
         for row in rows
-        if row[4] == CTX_CALLS and row[0] not in decoded and not valid_calls(call_pairs(row[5]))
+        if row[CTX] == CTX_CALLS
+        and row[ROWID] not in decoded
+        and not valid_calls(call_pairs(row[IDS]))
     ]
     if unreadable:
         from .checks_rows import fetch_rows
@@ -151,7 +116,7 @@ def replay_entries(
                 )
     entries = []
     for row in rows:
-        known = decoded.get(row[0])
+        known = decoded.get(row[ROWID])
         entries.append(Entry(row, stand_in(row) if known is None else known))
     return entries
 

@@ -11,13 +11,14 @@ import re
 import sqlite3
 from typing import Any
 
-from ..codec import decode_envelope, decode_json_object
+from ..codec import decode_json_object
+from ..envelope import decode_envelope
 from ..models import AnyMessage, MessageKind, UndecodableMessage
 from ..schema import TIME_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from .findings import RowFindings
 from .reader import Reader
-from .scan import METADATA, ROLE, SUSPECT, TAGS, TIMES, TIMING, USAGE
+from .scan import FLAGS, KIND, METADATA, ROLE, ROWID, SUSPECT, TAGS, TIMES, TIMING, USAGE
 from .walk import Row, SessionScan
 
 EXACT_TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}")
@@ -86,7 +87,7 @@ def check_rows(reader: Reader, scan: SessionScan, out: RowFindings) -> Decoded:
     decoded: Decoded = {}
     if not scan.flagged:
         return decoded
-    by_rowid = {row[0]: row for row in scan.flagged}
+    by_rowid = {row[ROWID]: row for row in scan.flagged}
     present = reader.layout.columns.get("raw_messages", frozenset())
     for detail in fetch_rows(reader, list(by_rowid), DETAIL_COLUMNS):
         _check_row(by_rowid[detail["k"]], detail, present, out, decoded, scan.decoded)
@@ -101,13 +102,13 @@ def _check_row(
     decoded: Decoded,
     known: Decoded,
 ) -> None:
-    flags = row[7]
+    flags = row[FLAGS]
     seq = detail["sequence"]
     role = detail["role"]
-    kind: int | None = row[3] or None
+    kind: int | None = row[KIND] or None
     if flags & SUSPECT:
-        message = known.get(row[0]) or decode_envelope(detail["message_json"])
-        decoded[row[0]] = message
+        message = known.get(row[ROWID]) or decode_envelope(detail["message_json"])
+        decoded[row[ROWID]] = message
         if isinstance(message, UndecodableMessage):
             out.add(
                 "undecodable_envelope",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .findings import SAMPLE, RowFindings
 from .models import Finding
+from .scan import SEQUENCE
 from .walk import SessionScan
 
 
@@ -48,7 +49,7 @@ def sequence_findings(session_id: str, scan: SessionScan) -> list[Finding]:
         invalid = RowFindings(session_id)
         for row in scan.invalid_sequences:
             invalid.add(
-                "sequence_invalid", None, "a sequence is not an integer", value=repr(row[2])
+                "sequence_invalid", None, "a sequence is not an integer", value=repr(row[SEQUENCE])
             )
         findings.extend(invalid)
     if scan.backwards_count:

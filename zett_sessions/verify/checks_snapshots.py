@@ -10,7 +10,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from ..codec import decode_checkpoint
+from ..envelope import decode_checkpoint
 from ..models import CompactedMessage, UndecodableMessage, blocks_text
 from .checks_rows import add_row_times
 from .findings import RowFindings

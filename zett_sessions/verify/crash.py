@@ -6,7 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ..codec import decode_envelope
+from ..envelope import decode_envelope
+from ..envelope.sql import CTX_MESSAGE
 from ..models import AssistantMessage, MessageKind
 from ..timeutil import parse_db_time
 from .checks_batches import BatchVerdict, Entry
@@ -14,7 +15,7 @@ from .checks_rows import fetch_rows
 from .checks_snapshots import SnapshotState
 from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview, as_sequence
 from .reader import Reader
-from .scan import CTX_MESSAGE
+from .scan import CREATED_AT, CTX, KIND, ROWID, SEQUENCE
 
 ARGUMENT_PREVIEW = 160
 
@@ -26,23 +27,23 @@ def _is_final_answer(entry: Entry) -> bool:
         return not message.tool_calls
     return (
         entry.row is not None
-        and entry.row[3] == MessageKind.ASSISTANT
-        and (entry.row[4] == CTX_MESSAGE)
+        and entry.row[KIND] == MessageKind.ASSISTANT
+        and entry.row[CTX] == CTX_MESSAGE
     )
 
 
 def _kind(entry: Entry) -> int | None:
     if entry.row is None:
         return int(MessageKind.CHECKPOINT)
-    if entry.row[3]:
-        return int(entry.row[3])  # the scan's kind (stand-ins do not carry it)
+    if entry.row[KIND]:
+        return int(entry.row[KIND])  # the scan's kind (stand-ins do not carry it)
     kind = getattr(entry.message, "kind", None)
     return int(kind) if kind is not None else None
 
 
 def _arguments(reader: Reader, verdict: BatchVerdict) -> dict[tuple[int, str], Any]:
     """The arguments of every open call, by (assistant rowid, call id)."""
-    rowids = sorted({row[0] for _, _, row in verdict.open_calls})
+    rowids = sorted({row[ROWID] for _, _, row in verdict.open_calls})
     found: dict[tuple[int, str], Any] = {}
     if not rowids:
         return found
@@ -69,8 +70,10 @@ def crash_summary(
     latest: SnapshotState | None,
     now: datetime,
 ) -> CrashSummary:
-    int_rows = [entry.row for entry in entries if entry.row and isinstance(entry.row[2], int)]
-    last = max(int_rows, key=lambda row: row[2]) if int_rows else None
+    int_rows = [
+        entry.row for entry in entries if entry.row and isinstance(entry.row[SEQUENCE], int)
+    ]
+    last = max(int_rows, key=lambda row: row[SEQUENCE]) if int_rows else None
     final = next(
         (
             entry
@@ -82,13 +85,13 @@ def crash_summary(
     arguments = _arguments(reader, verdict)
     open_calls = []
     for call_id, name, row in verdict.open_calls:
-        issued = parse_db_time(row[6])
+        issued = parse_db_time(row[CREATED_AT])
         open_calls.append(
             OpenToolCall(
                 call_id=call_id,
                 name=name,
-                arguments_preview=_preview(arguments.get((row[0], call_id), {})),
-                sequence=as_sequence(row[2]),
+                arguments_preview=_preview(arguments.get((row[ROWID], call_id), {})),
+                sequence=as_sequence(row[SEQUENCE]),
                 issued_at=issued,
                 age_seconds=(now - issued).total_seconds() if issued else None,
             )
@@ -118,10 +121,10 @@ def crash_summary(
         title=title,
         agent_name=agent_name,
         messages=len(entries),
-        last_sequence=last[2] if last else None,
-        last_message_at=parse_db_time(last[6]) if last else None,
+        last_sequence=last[SEQUENCE] if last else None,
+        last_message_at=parse_db_time(last[CREATED_AT]) if last else None,
         last_complete_turn_sequence=final.sequence if final else None,
-        last_complete_turn_at=parse_db_time(final.row[6]) if final and final.row else None,
+        last_complete_turn_at=parse_db_time(final.row[CREATED_AT]) if final and final.row else None,
         open_tool_calls=open_calls,
         resume=resume,
     )

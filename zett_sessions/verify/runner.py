@@ -36,7 +36,7 @@ from datetime import datetime
 from typing import Any
 
 from ..backend import SessionDatabase
-from ..codec import decode_envelope
+from ..envelope import decode_envelope
 from ..errors import DatabaseUnreadable, ValidationError
 from ..queries.sessions import SessionFilter, session_ids_sql
 from ..schema import Layout
@@ -60,6 +60,7 @@ from .crash import crash_summary
 from .findings import RowFindings
 from .models import Checked, CrashSummary, DatabaseInfo, Finding, VerifyReport
 from .reader import NotUtf8, Reader, open_reader
+from .scan import ROWID, SESSION_ID
 from .scope import Scope, parent_chains, skipped_checks
 from .walk import Resolve, Row, SessionScan, finish, walk
 
@@ -189,7 +190,7 @@ class _RangeChecker:
     def _session_rows(self, session_id: str) -> list[Row]:
         """The session's rows, held for the projection (sharing one session-id string)."""
         return [
-            (row[0], session_id, *row[2:])
+            (row[ROWID], session_id, *row[SESSION_ID + 1 :])
             for batch in self._session_batches(session_id)
             for row in batch
         ]
@@ -198,9 +199,9 @@ class _RangeChecker:
         """Decode a SUSPECT row on the spot (few rows), so the walk can go on exactly."""
 
         def resolve(row: Row) -> Row:
-            [detail] = fetch_rows(self.reader, [row[0]], ("message_json",))
+            [detail] = fetch_rows(self.reader, [row[ROWID]], ("message_json",))
             message = decode_envelope(detail["message_json"])
-            scan.decoded[row[0]] = message
+            scan.decoded[row[ROWID]] = message
             return rescanned(row, message)
 
         return resolve

@@ -16,21 +16,42 @@ Each scanned row is ``(rowid, session_id, sequence, kind, ctx, ids, created_at, 
   ``CTX_RESULT`` (tool result; ``ids`` = its ``tool_call_id``);
 * ``created_at`` — as stored (used only when the row's ``TIMES`` flag is clear).
 
+Readers of a scanned row name its positions (``KIND``, ``CTX``, ``IDS``…), never a number.
+
 The SQL is a pre-filter: it marks every row it cannot prove fine cheaply.  Its blind spots are
 listed in docs/verify.md ("How it stays fast and small").
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..readonly import prefix_upper_bound
+from ..envelope.sql import (
+    CTX_CALLS,
+    MISSING,
+    any_opening,
+    data_path,
+    scan_class,
+    scan_codes,
+    scan_ctx,
+    scan_ids,
+    scan_may_call,
+    sql_text,
+    strict_loads,
+)
+from ..envelope.sql import CTX_EXCLUDED as CTX_EXCLUDED  # re-exported: tests name them here
+from ..envelope.sql import CTX_MESSAGE as CTX_MESSAGE
+from ..envelope.sql import CTX_RESULT as CTX_RESULT
+from ..envelope.table import KINDS
+from ..models import MessageKind
 from ..schema import AGENT_NAME_MAX, TIMING_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
 from ..timeutil import DB_TIME_SHAPE as TIME_SHAPE
 from ..timeutil import exact_time_sql
+
+# Positions in a scanned row (``raw_scan_sql``'s columns, in order).
+ROWID, SESSION_ID, SEQUENCE, KIND, CTX, IDS, CREATED_AT, FLAGS = range(8)
 
 # --- flag bits (a row's problems, as computed by SQLite) ---------------------------------
 
@@ -42,55 +63,11 @@ TIMING = 32  # impossible timing
 TIMES = 64  # a timestamp column is not in the exact text form
 ROLE = 128  # role column differs from the envelope kind
 
-CTX_EXCLUDED = 0
-CTX_MESSAGE = 1
-CTX_CALLS = 2
-CTX_RESULT = 3
-
-MAX_LOOKUP_CALLS = 4  # call lists up to this length are read with one json_extract
-
 # Characters Python's str.strip() removes: a tag key made only of them is blank.
 BLANK_CHARS = (
     " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
-
-# Openings of canonical envelopes (json.dumps of zett-agent's dataclasses) in the three eras
-# of ``data`` keys (format.md §0): newest, C (attributes only), A0–B (neither).
-_ERAS = (
-    '"attributes": {}, "persist": true, "include_in_messages": INCLUDE, ',
-    '"attributes": {}, ',
-    "",
-)
-_FIRST_KEY = {
-    1: "content",
-    2: "content",
-    3: "content",
-    4: "tool_call_id",
-    5: "content",
-    6: "content",
-}
-_BY_FREQUENCY = (3, 1, 2, 4, 6)  # kinds in the order a typical log holds them
-
-
-def _sql_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _starts_with(column: str, prefix: str) -> str:
-    """Prefix test with two comparisons (no function call): ``prefix <= x < prefix+1``."""
-    upper = prefix_upper_bound(prefix)
-    below = "" if upper is None else f" AND {column} < {_sql_text(upper)}"
-    return f"({column} >= {_sql_text(prefix)}{below})"
-
-
-def _opening(kind: int, era: str) -> str:
-    include = "false" if kind == 1 else "true"
-    return f'[{{"kind": {kind}, "data": {{{era.replace("INCLUDE", include)}"{_FIRST_KEY[kind]}": "'
-
-
-def _any_opening(column: str, kind: int) -> str:
-    return "(" + " OR ".join(_starts_with(column, _opening(kind, era)) for era in _ERAS) + ")"
 
 
 def _object_flag(column: str, blank_keys: bool) -> str:
@@ -101,7 +78,7 @@ def _object_flag(column: str, blank_keys: bool) -> str:
     proven = f"json_valid({column}) AND {column} >= '{{'"
     if blank_keys:
         # A blank key starts right after a quote with '"', a blank character or an escape.
-        proven += f" AND {column} NOT GLOB " + _sql_text('*"[' + BLANK_CHARS + '\\"]*')
+        proven += f" AND {column} NOT GLOB " + sql_text('*"[' + BLANK_CHARS + '\\"]*')
     return f"NOT ({proven})"
 
 
@@ -201,56 +178,16 @@ def raw_scan_sql(layout: Layout, where: str = "") -> str:
         "SELECT rowid AS k, session_id AS sid, sequence AS seq, role, message_json AS m, "
         f"{read} FROM raw_messages{where} ORDER BY session_id, sequence LIMIT -1 OFFSET 0"
     )
-    whens = []
-    for era in _ERAS:
-        for kind in _BY_FREQUENCY:
-            opening = _starts_with(m, _opening(kind, era))
-            if kind == 4:
-                code = (
-                    f"CASE WHEN json_type({m}, '$[0].data.name') = 'text' "
-                    f"AND json_type({m}, '$[0].data.content') = 'text' THEN {16 + CTX_RESULT} "
-                    "ELSE 0 END"
-                )
-            elif kind == 1:
-                code = str(4 + CTX_EXCLUDED)
-            else:
-                code = str(kind * 4 + CTX_MESSAGE)
-            whens.append(f"WHEN {opening} THEN {code}")
-    # A canonical opening proves the first element; one more lookup proves it is the only one.
-    single = f"json_array_length({m}) = 1"
-    cls = f"CASE WHEN NOT {valid} THEN 0 WHEN NOT {single} THEN 0 {' '.join(whens)} ELSE 0 END"
-    # Ids and names of the first few calls come from the cached parse (one lookup); longer
-    # lists walk json_each; a tool_calls that is no array yields '!' (suspect).
-    calls_path = "'$[0].data.tool_calls'"
-    lookups = " ".join(
-        f"WHEN {n} THEN json_extract({m}, "
-        + ", ".join(
-            f"'$[0].data.tool_calls[{i}].{key}'" for i in range(n) for key in ("id", "name")
-        )
-        + ")"
-        for n in range(1, MAX_LOOKUP_CALLS + 1)
-    )
-    calls = (
-        f"CASE coalesce(json_array_length({m}, {calls_path}), 0) "
-        f"WHEN 0 THEN CASE WHEN coalesce(json_type({m}, {calls_path}), 'array') = 'array' "
-        f"THEN NULL ELSE '!' END {lookups} "
-        "ELSE (SELECT json_group_array(json_extract(value, '$.id', '$.name')) "
-        f"FROM json_each({m}, {calls_path})) END"
-    )
-    kind_is = {kind: _starts_with(m, f'[{{"kind": {kind},') for kind in (3, 4)}
-    ids = (
-        f"CASE WHEN NOT {valid} THEN NULL WHEN {kind_is[3]} THEN {calls} "
-        f"WHEN {kind_is[4]} THEN {m} ->> '$[0].data.tool_call_id' END"
-    )
+    cls = scan_class(m, valid)
+    ids = scan_ids(m, valid)
     judged = (
         f"SELECT k, sid, seq, role, created_at AS c, {row_flags_sql(layout)} AS rf, "
         f"{cls} AS cls, {ids} AS ids FROM ({scan}) LIMIT -1 OFFSET 0"
     )
-    assistant = 12 + CTX_MESSAGE
     suspect = "(cls = 0 OR ids IS '!')"
     return (
         "SELECT k, sid, seq, cls / 4 AS kind, "
-        f"CASE WHEN cls = {assistant} AND ids IS NOT NULL THEN {CTX_CALLS} ELSE cls % 4 END "
+        f"CASE WHEN {scan_may_call('cls')} AND ids IS NOT NULL THEN {CTX_CALLS} ELSE cls % 4 END "
         "AS ctx, "
         "ids, c, "
         f"CASE WHEN rf = 0 AND cls != 0 AND ids IS NOT '!' AND role = cls / 4 THEN 0 "
@@ -301,10 +238,11 @@ def _checkpoint_ok() -> str:
     JSON functions raise on malformed text, so they only run inside ``CASE WHEN json_valid``.
     """
     return (
-        f"CASE WHEN json_valid(message_json) AND {_any_opening('message_json', 5)} "
+        "CASE WHEN json_valid(message_json) AND "
+        f"{any_opening('message_json', KINDS[MessageKind.CHECKPOINT])} "
         "THEN json_array_length(message_json) = 1 "
-        "AND (message_json ->> '$[0].data.content') GLOB "
-        + _sql_text("*[^" + BLANK_CHARS + "]*")
+        f"AND (message_json ->> {data_path('content')}) GLOB "
+        + sql_text("*[^" + BLANK_CHARS + "]*")
         + " ELSE 0 END"
     )
 
@@ -331,93 +269,11 @@ Row = Sequence[Any]
 #
 # PostgreSQL 15 cannot test JSON text without failing the whole query on a malformed value, so
 # its scan (``postgres.verify``) hands the envelope and the two JSON objects to these functions,
-# which give each row the values ``raw_scan_sql`` gives it: the same openings (``_opening``),
-# the same single-element rule, ids and flags.  ``tests/test_verify_postgres.py`` runs both on
-# the same rows.
+# which give each row the values ``raw_scan_sql`` gives it: the envelope's through
+# ``envelope.sql.scan_codes`` (the same openings and checks, from the same table), the objects'
+# and the flags here.  ``tests/test_verify_postgres.py`` runs both on the same rows.
 
-_OPENINGS = tuple((kind, _opening(kind, era)) for era in _ERAS for kind in _BY_FREQUENCY)
-_KIND_OPENING = {kind: f'[{{"kind": {kind},' for kind in (3, 4)}
 _BLANK_KEY = re.compile('"[' + re.escape(BLANK_CHARS) + '\\\\"]')
-_MISSING = object()
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)  # NaN, Infinity: not JSON (SQLite's json_valid says so too)
-
-
-def _json(text: object) -> Any:
-    """The parsed value of strict JSON text, or ``_MISSING``."""
-    if not isinstance(text, str):
-        return _MISSING
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return _MISSING
-
-
-def _data(envelope: Any) -> Any:
-    """``$[0].data`` of a parsed envelope (``_MISSING`` when the path does not lead there)."""
-    if isinstance(envelope, list) and envelope and isinstance(envelope[0], dict):
-        return envelope[0].get("data", _MISSING)
-    return _MISSING
-
-
-def _sql_value(value: Any) -> Any:
-    """What SQLite's ``->>`` gives for a JSON value."""
-    if value is _MISSING or value is None:
-        return None
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return value
-
-
-def _calls(data: Any) -> Any:
-    """``raw_scan_sql``'s ids of an assistant: ``None`` (no calls), ``'!'`` (tool_calls is no
-    array) or the JSON text of ``[id, name, id, name, …]``."""
-    calls = data.get("tool_calls", _MISSING) if isinstance(data, dict) else _MISSING
-    if calls is _MISSING:
-        return None
-    if not isinstance(calls, list):
-        return "!"
-    if not calls:
-        return None
-    flat = [
-        call.get(key) if isinstance(call, dict) else None
-        for call in calls
-        for key in ("id", "name")
-    ]
-    return json.dumps(flat, ensure_ascii=False, separators=(",", ":"))
-
-
-def envelope_codes(text: object) -> tuple[int, Any]:
-    """``(cls, ids)`` of ``raw_scan_sql`` for one ``message_json`` value."""
-    envelope = _json(text)
-    if envelope is _MISSING:
-        return 0, None
-    assert isinstance(text, str)
-    cls = 0
-    if isinstance(envelope, list) and len(envelope) == 1:
-        for kind, opening in _OPENINGS:
-            if text.startswith(opening):
-                data = _data(envelope)
-                if kind == 4:
-                    named = isinstance(data, dict) and isinstance(data.get("name"), str)
-                    if named and isinstance(data.get("content"), str):
-                        cls = 16 + CTX_RESULT
-                elif kind == 1:
-                    cls = 4 + CTX_EXCLUDED
-                else:
-                    cls = kind * 4 + CTX_MESSAGE
-                break
-    ids: Any = None
-    if text.startswith(_KIND_OPENING[3]):
-        ids = _calls(_data(envelope))
-    elif text.startswith(_KIND_OPENING[4]):
-        data = _data(envelope)
-        ids = _sql_value(data.get("tool_call_id", _MISSING) if isinstance(data, dict) else None)
-    return cls, ids
 
 
 def object_flags(metadata: object, tags: object) -> int:
@@ -433,7 +289,7 @@ def object_flags(metadata: object, tags: object) -> int:
 def _is_object_text(text: object) -> bool:
     if text == "{}":
         return True
-    return isinstance(text, str) and text.startswith("{") and _json(text) is not _MISSING
+    return isinstance(text, str) and text.startswith("{") and strict_loads(text) is not MISSING
 
 
 def scanned_row(
@@ -441,9 +297,9 @@ def scanned_row(
 ) -> Row:
     """The ``raw_scan_sql`` row ``(k, sid, seq, kind, ctx, ids, created_at, flags)`` from a
     row's columns and its row flags (``row_flags_sql``'s, ``object_flags`` included)."""
-    cls, ids = envelope_codes(text)
+    cls, ids = scan_codes(text)
     kind = cls // 4
-    ctx = CTX_CALLS if cls == 12 + CTX_MESSAGE and ids is not None else cls % 4
+    ctx = scan_ctx(cls, ids)
     if flags == 0 and cls != 0 and ids != "!" and role == kind:
         return (key, session_id, sequence, kind, ctx, ids, created, 0)
     if cls == 0 or ids == "!":

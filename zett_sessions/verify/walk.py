@@ -11,43 +11,19 @@ in ``checks_batches``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .scan import CTX_CALLS, CTX_MESSAGE, CTX_RESULT, SUSPECT, TIMES
+from ..envelope.sql import CTX_CALLS, CTX_MESSAGE, CTX_RESULT
+from ..envelope.sql import call_pairs as call_pairs  # re-exported for the batch checks
+from .scan import CREATED_AT, CTX, FLAGS, IDS, SEQUENCE, SESSION_ID, SUSPECT, TIMES
 
 SAMPLE = 20  # sequences kept as examples for row-level findings; counts are always exact
 _START = float("nan")  # "no sequence seen yet": unequal to every value, even NULL
 
 Row = Sequence[Any]
 """A scanned row: ``(rowid, session_id, sequence, kind, ctx, ids, created_at, flags)``."""
-
-
-def call_pairs(ids: object) -> list[tuple[Any, Any]] | None:
-    """``(id, name)`` per call from the scan's ``ids`` text; ``None`` when it is malformed.
-
-    The text is SQLite's rendering of ``[id, name, id, name, …]``; the common case (plain
-    strings, nothing escaped) is split directly, anything else goes through ``json.loads``.
-    """
-    if not isinstance(ids, str):
-        return None
-    if ids.startswith('["') and ids.endswith('"]') and "\\" not in ids:
-        parts = ids[2:-2].split('","')
-        if len(parts) % 2 == 0 and not any('"' in part for part in parts):
-            return list(zip(parts[0::2], parts[1::2], strict=True))
-    try:
-        flat = json.loads(ids)
-    except ValueError:
-        return None
-    if not isinstance(flat, list):
-        return None
-    if flat and isinstance(flat[0], list):  # long call lists come as [[id, name], ...]
-        flat = [value for pair in flat for value in pair]
-    if len(flat) % 2:
-        return None
-    return list(zip(flat[0::2], flat[1::2], strict=True))
 
 
 def valid_calls(pairs: list[tuple[Any, Any]] | None) -> bool:
@@ -104,17 +80,17 @@ def walk(
     pending = scan.pending
     for index in range(start, stop):
         row = rows[index]
-        if row[1] != session_id:
+        if row[SESSION_ID] != session_id:
             stop = index
             break
-        seq = row[2]
+        seq = row[SEQUENCE]
         ordered = True
         if seq != expect:
             expect = _sequence_anomaly(scan, row, expect)
             ordered = isinstance(seq, int)  # a row without a real place says nothing on time
         else:
             expect = seq + 1
-        flags = row[7]
+        flags = row[FLAGS]
         if flags:
             scan.flagged.append(row)
             if flags & SUSPECT:
@@ -122,7 +98,7 @@ def walk(
                     needs = True
                 else:
                     row = resolve(row)
-        created = row[6]
+        created = row[CREATED_AT]
         if ordered and created is not None and not flags & TIMES:
             if last_created is None or created >= last_created:
                 last_created = created
@@ -134,20 +110,20 @@ def walk(
             crossed = True
             if pending:
                 needs = True  # the latest boundary falls inside an open batch
-        ctx = row[4]
+        ctx = row[CTX]
         if ctx == CTX_MESSAGE:
             if pending:
                 needs = True
             pending = None
         elif ctx == CTX_RESULT:
-            if pending and row[5] in pending:
-                pending.remove(row[5])
+            if pending and row[IDS] in pending:
+                pending.remove(row[IDS])
             else:
                 needs = True
         elif ctx == CTX_CALLS:
             if pending:
                 needs = True
-            pairs = call_pairs(row[5])
+            pairs = call_pairs(row[IDS])
             if valid_calls(pairs):
                 assert pairs is not None
                 pending = [call_id for call_id, _ in pairs]
@@ -171,7 +147,7 @@ def finish(scan: SessionScan) -> None:
 
 def _sequence_anomaly(scan: SessionScan, row: Row, expect: Any) -> Any:
     """Record why the row's sequence is not the expected one; return the next expectation."""
-    seq = row[2]
+    seq = row[SEQUENCE]
     if not isinstance(seq, int):
         scan.invalid_sequences.append(row)
         return expect

@@ -1,0 +1,407 @@
+"""The envelope read by SQLite's JSON functions: SQL generated from the table, never restated.
+
+Two fast readers ask SQLite about envelopes, each for its own consumer:
+
+* ``CODE`` (``show --json``, ``queries.classify``): one text per row, ``NULL`` unless the envelope
+  passes exactly the checks of ``light.light_message`` — ``<kind>H`` a message that counts for
+  the context and opens no tool batch, ``<kind>X`` one left out of the context,
+  ``<kind>T <tool_call_id>`` a tool result, ``<kind>A <JSON array of call ids>`` an assistant
+  message opening a tool batch.
+* ``scan_class`` / ``scan_ids`` (``verify``'s scan): a canonical envelope — the opening
+  ``json.dumps`` writes for the kind in some era, with the base keys at their defaults — proven by
+  two string comparisons and no function call, classified as ``kind * 4 + ctx``; anything else is
+  0 (decode in Python).  ``scan_facts`` is the same classification of a decoded message.
+
+SQLite's parser agrees with Python's on what is valid except for ``NaN``/``Infinity`` (Python
+only: those rows get no code) and a NUL character (SQLite stops there: ``needs_python``).  Two
+differences remain, both impossible for a JSON writer to produce: a key repeated in the envelope
+(SQLite reads the first, Python the last) and nesting deeper than Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
+from ..readonly import prefix_upper_bound
+from .codec import BYTES_MARKER, envelope_text, in_context
+from .table import BY_FREQUENCY, ERAS, INCLUDE, KINDS, Check, Era, KindSpec, Role
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def sql_text(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def starts_with(column: str, prefix: str) -> str:
+    """Prefix test with two comparisons (no function call): ``prefix <= x < prefix+1``."""
+    upper = prefix_upper_bound(prefix)
+    below = "" if upper is None else f" AND {column} < {sql_text(upper)}"
+    return f"({column} >= {sql_text(prefix)}{below})"
+
+
+def data_path(key: str) -> str:
+    """The JSON path of a key of the element's ``data``."""
+    return f"'$[0].data.{key}'"
+
+
+def _text_check(column: str, key: str, required: bool) -> str:
+    if required:
+        return f"json_type({column}, {data_path(key)}) = 'text'"
+    return f"coalesce(json_type({column}, {data_path(key)}), 'text') = 'text'"
+
+
+def _text_checks(column: str, spec: KindSpec, skip: str | None = None) -> list[str]:
+    return [
+        _text_check(column, key, required)
+        for key, check, required in spec.checked
+        if check is Check.TEXT and key != skip
+    ]
+
+
+def _calls_key(spec: KindSpec) -> str:
+    return next(key for key, check, _ in spec.checked if check is Check.CALLS)
+
+
+def _result_key(spec: KindSpec) -> str:
+    return spec.own_keys[0]  # a result names its call first (tool_call_id)
+
+
+# --- show --json: the envelope code ------------------------------------------------------
+
+HEAD, EXCLUDED, RESULT, CALLS = "H", "X", "T", "A"
+"""The role letter of a code (its second character); the kind is its first."""
+
+_M = "message_json"
+
+
+def _include(kind: KindSpec) -> str:
+    """``'true'``/``'false'`` for a boolean or absent (the kind's default) flag; else other text.
+
+    ``->`` gives JSON text (``'null'`` for null, quoted for a string), so one call both reads
+    the value and checks its type.
+    """
+    default = "true" if kind.include_default else "false"
+    return f"coalesce({_M} -> {data_path(INCLUDE)}, '{default}')"
+
+
+def _plain(spec: KindSpec) -> str:
+    kind = int(spec.kind)
+    return (
+        f"CASE {_include(spec)} WHEN 'true' THEN '{kind}{HEAD}' "
+        f"WHEN 'false' THEN '{kind}{EXCLUDED}' END"
+    )
+
+
+def _call_ids(calls: str) -> str:
+    """The ids of the calls when every call is an object with text "id" and "name", else NULL."""
+    return (
+        "(SELECT CASE WHEN count(*) = sum(CASE WHEN type = 'object' THEN "
+        "json_type(value, '$.id') = 'text' AND json_type(value, '$.name') = 'text' ELSE 0 END) "
+        "THEN json_group_array(CASE WHEN type = 'object' THEN json_extract(value, '$.id') END) "
+        f"END FROM json_each({calls}))"
+    )
+
+
+def _role_code(spec: KindSpec) -> str:
+    kind = int(spec.kind)
+    if spec.role is Role.RESULT:
+        path = data_path(_result_key(spec))
+        return (
+            f"CASE {_include(spec)} WHEN 'true' THEN '{kind}{RESULT} ' || "
+            f"json_extract({_M}, {path}) WHEN 'false' THEN '{kind}{EXCLUDED}' END"
+        )
+    if spec.role is Role.CALLS:
+        path = data_path(_calls_key(spec))
+        calls = f"json_extract({_M}, {path})"
+        ids = _call_ids(calls)
+        return (
+            f"CASE coalesce(json_type({_M}, {path}), 'absent') "
+            f"WHEN 'absent' THEN {_plain(spec)} "
+            f"WHEN 'array' THEN CASE WHEN json_array_length({calls}) = 0 THEN {_plain(spec)} "
+            f"ELSE CASE {_include(spec)} WHEN 'true' THEN '{kind}{CALLS} ' || {ids} "
+            f"WHEN 'false' THEN CASE WHEN {ids} IS NOT NULL THEN '{kind}{EXCLUDED}' END END END END"
+        )
+    return _plain(spec)
+
+
+def _kind_code(spec: KindSpec) -> str:
+    checks = _text_checks(_M, spec)
+    role = _role_code(spec)
+    return f"CASE WHEN {' AND '.join(checks)} THEN {role} END" if checks else role
+
+
+# Each JSON function call re-finds the parsed text in SQLite's cache, so the checks are folded
+# into as few calls as possible: an array of one element whose "data" is an object (which makes
+# the element an object), then one CASE on the kind's JSON text (an integer and nothing else:
+# '2.0', 'true' or '"2"' match no branch).
+CODE = (
+    f"CASE WHEN typeof({_M}) = 'text' AND json_valid({_M}) AND json_array_length({_M}) = 1 "
+    f"AND json_type({_M}, '$[0].data') = 'object' THEN CASE {_M} -> '$[0].kind' "
+    + " ".join(f"WHEN '{kind}' THEN {_kind_code(KINDS[kind])}" for kind in BY_FREQUENCY)
+    + " END END"
+)
+"""The envelope code of ``message_json`` (see the module docstring)."""
+
+
+def needs_python(message_json: str) -> bool:
+    """Whether a message with a code must still be read by Python.
+
+    The light path splices the envelope element between the outer brackets, checks bytes
+    markers' base64, and SQLite's parser ends at a NUL character.
+    """
+    return (
+        message_json[0] != "["
+        or message_json[-1] != "]"
+        or "\x00" in message_json
+        or BYTES_MARKER in message_json
+    )
+
+
+# --- verify: canonical openings ----------------------------------------------------------
+
+CTX_EXCLUDED = 0  # not sent: ``include_in_messages`` false
+CTX_MESSAGE = 1  # any other message sent to the model
+CTX_CALLS = 2  # an assistant message with tool calls (ids: [id, name, id, name, …])
+CTX_RESULT = 3  # a tool result (ids: its tool_call_id)
+
+MAX_LOOKUP_CALLS = 4  # call lists up to this length are read with one json_extract
+
+
+def opening(spec: KindSpec, era: Era) -> str:
+    """The text a canonical envelope of ``spec`` written in ``era`` starts with: its base keys at
+    their defaults, then its first key's string value opening (as the encoder writes it)."""
+    data = {key: spec.default(key) for key in era.base_keys}
+    data[spec.first_key] = ""
+    text = envelope_text(int(spec.kind), data)
+    return text[: text.rindex('""') + 1]
+
+
+def _kind_opening(kind: int) -> str:
+    """The text every envelope of ``kind`` starts with, in any era: ``[{"kind": 3,``."""
+    text = envelope_text(kind, {})
+    return text[: text.index(' "data"')]
+
+
+def any_opening(column: str, spec: KindSpec) -> str:
+    """SQL: ``column`` starts with a canonical opening of ``spec`` in some era."""
+    return "(" + " OR ".join(starts_with(column, opening(spec, era)) for era in ERAS) + ")"
+
+
+def _scan_kinds() -> list[KindSpec]:
+    return [KINDS[kind] for kind in BY_FREQUENCY if KINDS[kind].raw_log]
+
+
+def _scan_ctx(spec: KindSpec) -> int:
+    """The ``ctx`` a canonical opening of ``spec`` proves (its ``include_in_messages`` is the
+    kind's default)."""
+    if not spec.include_default:
+        return CTX_EXCLUDED
+    return CTX_RESULT if spec.role is Role.RESULT else CTX_MESSAGE
+
+
+def _scan_code(spec: KindSpec, column: str) -> str:
+    checks = _text_checks(column, spec, skip=spec.first_key)  # the opening proves the first
+    code = str(int(spec.kind) * 4 + _scan_ctx(spec))
+    return f"CASE WHEN {' AND '.join(checks)} THEN {code} ELSE 0 END" if checks else code
+
+
+def scan_class(column: str, valid: str) -> str:
+    """SQL: ``kind * 4 + ctx`` of a canonical raw envelope in ``column``, else 0 (``valid``: the
+    column's ``json_valid``, which the caller may have computed)."""
+    whens = [
+        f"WHEN {starts_with(column, opening(spec, era))} THEN {_scan_code(spec, column)}"
+        for era in ERAS
+        for spec in _scan_kinds()
+    ]
+    # A canonical opening proves the first element; one more lookup proves it is the only one.
+    single = f"json_array_length({column}) = 1"
+    return f"CASE WHEN NOT {valid} THEN 0 WHEN NOT {single} THEN 0 {' '.join(whens)} ELSE 0 END"
+
+
+def _call_classes() -> tuple[int, ...]:
+    return tuple(
+        int(spec.kind) * 4 + CTX_MESSAGE for spec in _scan_kinds() if spec.role is Role.CALLS
+    )
+
+
+def scan_may_call(cls: str) -> str:
+    """SQL: the ``scan_class`` value ``cls`` is of a kind that may open a tool batch."""
+    values = [str(value) for value in _call_classes()]
+    return f"{cls} = {values[0]}" if len(values) == 1 else f"{cls} IN ({', '.join(values)})"
+
+
+def scan_ctx(cls: int, ids: object) -> int:
+    """The ``ctx`` of a scanned row from its ``scan_class`` and ``scan_ids`` (the final step
+    of the scan, for rows classified in Python)."""
+    return CTX_CALLS if cls in _CALL_CLASSES and ids is not None else cls % 4
+
+
+def scan_ids(column: str, valid: str) -> str:
+    """SQL: the call ids and names (``[id, name, …]`` as JSON text; ``'!'`` when the calls are
+    no array) of a message that may open a batch, or a result's ``tool_call_id``."""
+    whens = []
+    for spec in _scan_kinds():
+        prefix = starts_with(column, _kind_opening(int(spec.kind)))
+        if spec.role is Role.CALLS:
+            whens.append(f"WHEN {prefix} THEN {_scan_calls(column, data_path(_calls_key(spec)))}")
+        elif spec.role is Role.RESULT:
+            whens.append(f"WHEN {prefix} THEN {column} ->> {data_path(_result_key(spec))}")
+    return f"CASE WHEN NOT {valid} THEN NULL {' '.join(whens)} END"
+
+
+def _scan_calls(column: str, path: str) -> str:
+    # Ids and names of the first few calls come from the cached parse (one lookup); longer
+    # lists walk json_each; a tool_calls that is no array yields '!' (suspect).
+    inner = path[1:-1]
+    lookups = " ".join(
+        f"WHEN {n} THEN json_extract({column}, "
+        + ", ".join(f"'{inner}[{i}].{key}'" for i in range(n) for key in ("id", "name"))
+        + ")"
+        for n in range(1, MAX_LOOKUP_CALLS + 1)
+    )
+    return (
+        f"CASE coalesce(json_array_length({column}, {path}), 0) "
+        f"WHEN 0 THEN CASE WHEN coalesce(json_type({column}, {path}), 'array') = 'array' "
+        f"THEN NULL ELSE '!' END {lookups} "
+        "ELSE (SELECT json_group_array(json_extract(value, '$.id', '$.name')) "
+        f"FROM json_each({column}, {path})) END"
+    )
+
+
+# --- the scan's classification in Python (a backend whose SQL has no JSON test) -------------
+#
+# PostgreSQL 15 cannot test JSON text without failing the whole query on a malformed value, so
+# its verify scan (``postgres.verify``) hands each envelope to ``scan_codes``, which gives the
+# values ``scan_class`` and ``scan_ids`` give: the same openings, checks and ids.
+
+_MISSING = object()
+_CALL_CLASSES = _call_classes()
+_OPENINGS = tuple(
+    (spec, starts) for era in ERAS for spec in _scan_kinds() for starts in [opening(spec, era)]
+)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN, Infinity: not JSON (SQLite's json_valid says so too)
+
+
+def strict_loads(text: object) -> Any:
+    """The parsed value of strict JSON text (what ``json_valid`` accepts), or ``MISSING``."""
+    if not isinstance(text, str):
+        return _MISSING
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return _MISSING
+
+
+MISSING = _MISSING
+
+
+def _sql_value(value: Any) -> Any:
+    """What SQLite's ``->>`` gives for a JSON value."""
+    if value is _MISSING or value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return value
+
+
+def _python_checks(spec: KindSpec, data: dict[str, Any]) -> bool:
+    """``_text_checks`` (the first key aside: the opening proves it) on parsed ``data``."""
+    for key, check, required in spec.checked:
+        if check is Check.TEXT and key != spec.first_key:
+            if key in data:
+                if not isinstance(data[key], str):
+                    return False
+            elif required:
+                return False
+    return True
+
+
+def _python_calls(data: Any, key: str) -> Any:
+    """``_scan_calls``: ``None`` (no calls), ``'!'`` (no array) or ``[id, name, …]`` text."""
+    calls = data.get(key, _MISSING) if isinstance(data, dict) else _MISSING
+    if calls is _MISSING:
+        return None
+    if not isinstance(calls, list):
+        return "!"
+    if not calls:
+        return None
+    flat = [
+        call.get(name) if isinstance(call, dict) else None
+        for call in calls
+        for name in ("id", "name")
+    ]
+    return json.dumps(flat, ensure_ascii=False, separators=(",", ":"))
+
+
+def scan_codes(text: object) -> tuple[int, Any]:
+    """``(scan_class, scan_ids)`` of one ``message_json`` value, computed in Python."""
+    envelope = strict_loads(text)
+    if envelope is _MISSING:
+        return 0, None
+    assert isinstance(text, str)
+    first = envelope[0] if isinstance(envelope, list) and envelope else None
+    data = first.get("data", _MISSING) if isinstance(first, dict) else _MISSING
+    cls = 0
+    if isinstance(envelope, list) and len(envelope) == 1:
+        for spec, starts in _OPENINGS:
+            if text.startswith(starts):
+                if isinstance(data, dict) and _python_checks(spec, data):
+                    cls = int(spec.kind) * 4 + _scan_ctx(spec)
+                break
+    ids: Any = None
+    for spec in _scan_kinds():
+        if spec.role is not Role.PLAIN and text.startswith(_kind_opening(int(spec.kind))):
+            if spec.role is Role.CALLS:
+                ids = _python_calls(data, _calls_key(spec))
+            else:
+                value = data.get(_result_key(spec), _MISSING) if isinstance(data, dict) else None
+                ids = _sql_value(value)
+            break
+    return cls, ids
+
+
+def scan_facts(message: Message | UndecodableMessage) -> tuple[int, int, str | None]:
+    """``(kind, ctx, ids)`` as the scan gives them for a canonical envelope of ``message``."""
+    kind = int(message.kind) if isinstance(message, Message) else 0
+    if not in_context(message):
+        return kind, CTX_EXCLUDED, None
+    if isinstance(message, ToolMessage):
+        return kind, CTX_RESULT, message.tool_call_id
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        ids = json.dumps([value for call in message.tool_calls for value in (call.id, call.name)])
+        return kind, CTX_CALLS, ids
+    return kind, CTX_MESSAGE, None
+
+
+def call_pairs(ids: object) -> list[tuple[Any, Any]] | None:
+    """``(id, name)`` per call from the scan's ``ids`` text; ``None`` when it is malformed.
+
+    The text is SQLite's rendering of ``[id, name, id, name, …]``; the common case (plain
+    strings, nothing escaped) is split directly, anything else goes through ``json.loads``.
+    """
+    if not isinstance(ids, str):
+        return None
+    if ids.startswith('["') and ids.endswith('"]') and "\\" not in ids:
+        parts = ids[2:-2].split('","')
+        if len(parts) % 2 == 0 and not any('"' in part for part in parts):
+            return list(zip(parts[0::2], parts[1::2], strict=True))
+    try:
+        flat = json.loads(ids)
+    except ValueError:
+        return None
+    if not isinstance(flat, list):
+        return None
+    if flat and isinstance(flat[0], list):  # long call lists come as [[id, name], ...]
+        flat = [value for pair in flat for value in pair]
+    if len(flat) % 2:
+        return None
+    return list(zip(flat[0::2], flat[1::2], strict=True))
