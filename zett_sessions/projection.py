@@ -93,23 +93,29 @@ def project(
         end = index + 1
         while end < len(context) and isinstance(context[end][1], ToolMessage):
             end += 1
-        batch = context[index:end]
-        calls = Counter(call.id for call in message.tool_calls)
-        results = Counter(msg.tool_call_id for _, msg in batch[1:] if isinstance(msg, ToolMessage))
-        if calls == results:
-            result.kept.extend(entry for entry, _ in batch)
-        else:
-            missing = tuple((calls - results).elements())
-            unexpected = tuple((results - calls).elements())
-            parts = []
-            if missing:
-                parts.append("no result for " + ", ".join(missing))
-            if unexpected:
-                parts.append("unexpected results " + ", ".join(unexpected))
-            detail = "incomplete tool batch: " + "; ".join(parts)
-            result.dropped.extend(
-                Dropped(entry, "incomplete_batch", detail, missing, unexpected)
-                for entry, _ in batch
-            )
+        _judge_batch(context[index:end], message, result)
         index = end
     return result
+
+
+def _judge_batch(
+    batch: Sequence[tuple[T, Message]], assistant: AssistantMessage, result: Projection[T]
+) -> None:
+    """Keep the batch (``assistant`` and the results after it) when its results answer the
+    calls exactly; otherwise drop it whole, saying what is missing or unexpected."""
+    calls = Counter(call.id for call in assistant.tool_calls)
+    results = Counter(msg.tool_call_id for _, msg in batch[1:] if isinstance(msg, ToolMessage))
+    if calls == results:
+        result.kept.extend(entry for entry, _ in batch)
+        return
+    missing = tuple((calls - results).elements())
+    unexpected = tuple((results - calls).elements())
+    parts = []
+    if missing:
+        parts.append("no result for " + ", ".join(missing))
+    if unexpected:
+        parts.append("unexpected results " + ", ".join(unexpected))
+    detail = "incomplete tool batch: " + "; ".join(parts)
+    result.dropped.extend(
+        Dropped(entry, "incomplete_batch", detail, missing, unexpected) for entry, _ in batch
+    )

@@ -78,17 +78,7 @@ async def write_session_records(db: SessionDatabase, session_id: str, *, indent:
                 block.append(writer(item))
                 scan.message(item.sequence, item.kind, item.message)
             else:
-                role = code[1]  # the kind, then the role letter (envelope.sql)
-                if role == HEAD:
-                    if scan.open:
-                        scan.head()
-                elif role != EXCLUDED:
-                    sequence = row[SEQUENCE]
-                    sequence = sequence if type(sequence) is int else 0
-                    if role == RESULT:
-                        scan.result(sequence, code[3:])
-                    else:
-                        scan.opens(sequence, tuple(json.loads(code[3:])))
+                _scan_code(scan, code, row[SEQUENCE])
                 block.append(writer.text(row, ord(code[0]) - 48, element_text(message)))
             if len(block) == _BLOCK:
                 flush()
@@ -96,6 +86,21 @@ async def write_session_records(db: SessionDatabase, session_id: str, *, indent:
     flush()
     write(f"\n{indent}],\n" if count else f'{indent}"records": [],\n')
     return scan
+
+
+def _scan_code(scan: FlagScan, code: str, sequence: Any) -> None:
+    """Tell ``scan`` what the envelope code of a row SQLite vouched for says (the kind, then
+    the role letter, then a call id or the JSON array of call ids: ``envelope.sql``)."""
+    role = code[1]
+    if role == HEAD:
+        if scan.open:
+            scan.head()
+    elif role != EXCLUDED:
+        sequence = sequence if type(sequence) is int else 0
+        if role == RESULT:
+            scan.result(sequence, code[3:])
+        else:
+            scan.opens(sequence, tuple(json.loads(code[3:])))
 
 
 def flags_document(scan: FlagScan) -> list[dict[str, Any]]:

@@ -172,98 +172,121 @@ def _explain_raw(session_id: str, entries: list[Entry], verdict: BatchVerdict) -
     issued = _calls_by_id(entries)
     orphans = [drop.item for drop in verdict.raw.dropped if drop.reason == "orphan_result"]
     explained: set[int] = set()  # id() of orphan entries already reported as misplaced
-    add = verdict.findings.append
     for group in _batches(verdict.raw.dropped):
-        call_entry = group[0].item
-        assert isinstance(call_entry.message, AssistantMessage)
-        calls = call_entry.message.tool_calls
-        names = {call.id: call.name for call in calls}
-        dropped_sequences = [drop.item.sequence for drop in group]
-        call_counts = Counter(call.id for call in calls)
-        seen: Counter[str] = Counter()
-        for result in (drop.item for drop in group[1:]):
-            result_id = _result_id(result)
-            assert result_id is not None
-            seen[result_id] += 1
-            if seen[result_id] <= call_counts[result_id]:
-                continue
-            if result_id in call_counts:
-                code, text = "duplicate_tool_result", f"a second result for call {result_id!r}"
-            elif issued.get(result_id):
-                code = "foreign_tool_result"
-                text = f"result for call {result_id!r}, which another assistant message issued"
-            else:
-                code, text = "orphan_tool_result", f"result for call {result_id!r}, never issued"
-            add(
-                Finding.of(
-                    code,
-                    text + "; the projection drops the whole batch",
-                    session_id=session_id,
-                    sequence=result.sequence,
-                    call_id=result_id,
-                    call_sequence=call_entry.sequence,
-                    dropped_sequences=dropped_sequences,
-                )
-            )
-        missing = list((call_counts - seen).elements())
-        never = []
-        for call_id in missing:
-            late = next(
-                (o for o in orphans if _result_id(o) == call_id and id(o) not in explained), None
-            )
-            if late is None:
-                never.append(call_id)
-                continue
-            explained.add(id(late))
-            add(
-                Finding.of(
-                    "misplaced_tool_result",
-                    f"the result for call {call_id!r} (issued at {call_entry.sequence}) is "
-                    "separated from its call by other messages",
-                    session_id=session_id,
-                    sequence=late.sequence,
-                    call_id=call_id,
-                    call_sequence=call_entry.sequence,
-                    dropped_sequences=dropped_sequences,
-                )
-            )
-        if never:
-            assert call_entry.row is not None
-            verdict.open_calls.extend(
-                (call_id, names.get(call_id), call_entry.row) for call_id in never
-            )
-            add(
-                Finding.of(
-                    "incomplete_tool_batch",
-                    f"{len(never)} of {len(calls)} tool call(s) never got a result: "
-                    + ", ".join(f"{names.get(call_id)} {call_id}" for call_id in never),
-                    session_id=session_id,
-                    sequence=call_entry.sequence,
-                    missing_call_ids=never,
-                    calls=[{"id": call.id, "name": call.name} for call in calls],
-                    dropped_sequences=dropped_sequences,
-                )
-            )
+        _explain_batch(session_id, group, issued, orphans, explained, verdict)
     for orphan in orphans:
-        if id(orphan) in explained:
+        if id(orphan) not in explained:
+            verdict.findings.append(_orphan_finding(session_id, orphan, issued))
+
+
+def _explain_batch(
+    session_id: str,
+    group: list[Dropped[Entry]],
+    issued: dict[str, list[Entry]],
+    orphans: list[Entry],
+    explained: set[int],
+    verdict: BatchVerdict,
+) -> None:
+    """One dropped batch: the results it holds beyond its calls, the calls whose result is
+    one of the ``orphans`` (cut off from its call: added to ``explained``) and the calls that
+    never got one."""
+    call_entry = group[0].item
+    assert isinstance(call_entry.message, AssistantMessage)
+    calls = call_entry.message.tool_calls
+    names = {call.id: call.name for call in calls}
+    dropped_sequences = [drop.item.sequence for drop in group]
+    call_counts = Counter(call.id for call in calls)
+    seen: Counter[str] = Counter()
+    add = verdict.findings.append
+    for result in (drop.item for drop in group[1:]):
+        result_id = _result_id(result)
+        assert result_id is not None
+        seen[result_id] += 1
+        if seen[result_id] <= call_counts[result_id]:
             continue
-        result_id = _result_id(orphan)
-        if result_id is not None and issued.get(result_id):
-            code = "duplicate_tool_result"
-            text = f"an extra result for call {result_id!r}, which already has its result"
-        else:
-            code, text = "orphan_tool_result", f"result for call {result_id!r}, never issued"
+        code, text = _extra_result(result_id, call_counts, issued)
         add(
             Finding.of(
                 code,
-                text + "; the projection drops it",
+                text + "; the projection drops the whole batch",
                 session_id=session_id,
-                sequence=orphan.sequence,
+                sequence=result.sequence,
                 call_id=result_id,
-                call_sequences=[entry.sequence for entry in issued.get(result_id or "", [])],
-                dropped_sequences=[orphan.sequence],
+                call_sequence=call_entry.sequence,
+                dropped_sequences=dropped_sequences,
             )
         )
+    never = []
+    for call_id in (call_counts - seen).elements():
+        late = next(
+            (o for o in orphans if _result_id(o) == call_id and id(o) not in explained), None
+        )
+        if late is None:
+            never.append(call_id)
+            continue
+        explained.add(id(late))
+        add(
+            Finding.of(
+                "misplaced_tool_result",
+                f"the result for call {call_id!r} (issued at {call_entry.sequence}) is "
+                "separated from its call by other messages",
+                session_id=session_id,
+                sequence=late.sequence,
+                call_id=call_id,
+                call_sequence=call_entry.sequence,
+                dropped_sequences=dropped_sequences,
+            )
+        )
+    if never:
+        assert call_entry.row is not None
+        verdict.open_calls.extend(
+            (call_id, names.get(call_id), call_entry.row) for call_id in never
+        )
+        add(
+            Finding.of(
+                "incomplete_tool_batch",
+                f"{len(never)} of {len(calls)} tool call(s) never got a result: "
+                + ", ".join(f"{names.get(call_id)} {call_id}" for call_id in never),
+                session_id=session_id,
+                sequence=call_entry.sequence,
+                missing_call_ids=never,
+                calls=[{"id": call.id, "name": call.name} for call in calls],
+                dropped_sequences=dropped_sequences,
+            )
+        )
+
+
+def _extra_result(
+    result_id: str, call_counts: Counter[str], issued: dict[str, list[Entry]]
+) -> tuple[str, str]:
+    """The code and text for a result a batch holds beyond its calls."""
+    if result_id in call_counts:
+        return "duplicate_tool_result", f"a second result for call {result_id!r}"
+    if issued.get(result_id):
+        return (
+            "foreign_tool_result",
+            f"result for call {result_id!r}, which another assistant message issued",
+        )
+    return "orphan_tool_result", f"result for call {result_id!r}, never issued"
+
+
+def _orphan_finding(session_id: str, orphan: Entry, issued: dict[str, list[Entry]]) -> Finding:
+    """A result the projection drops alone, no batch's late result."""
+    result_id = _result_id(orphan)
+    if result_id is not None and issued.get(result_id):
+        code = "duplicate_tool_result"
+        text = f"an extra result for call {result_id!r}, which already has its result"
+    else:
+        code, text = "orphan_tool_result", f"result for call {result_id!r}, never issued"
+    return Finding.of(
+        code,
+        text + "; the projection drops it",
+        session_id=session_id,
+        sequence=orphan.sequence,
+        call_id=result_id,
+        call_sequences=[entry.sequence for entry in issued.get(result_id or "", [])],
+        dropped_sequences=[orphan.sequence],
+    )
 
 
 def _explain_resumed(session_id: str, latest: SnapshotState, verdict: BatchVerdict) -> None:

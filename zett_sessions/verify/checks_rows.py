@@ -109,18 +109,7 @@ def _check_row(
     if flags & SUSPECT:
         message = known.get(row[ROWID]) or decode_envelope(detail["message_json"])
         decoded[row[ROWID]] = message
-        if isinstance(message, UndecodableMessage):
-            out.add(
-                "undecodable_envelope",
-                seq,
-                "message_json cannot be decoded",
-                reason=message.reason,
-            )
-            kind = None
-        else:
-            kind = int(message.kind)
-            if kind == MessageKind.CHECKPOINT:
-                out.add("checkpoint_in_raw_log", seq, "a checkpoint message is in the raw log")
+        kind = _check_envelope(message, seq, out)
     if (flags & (SUSPECT | ROLE)) and kind is not None and role != kind:
         out.add(
             "role_kind_mismatch",
@@ -141,6 +130,20 @@ def _check_row(
         _check_timing(detail, seq, out)
     if flags & TIMES:
         _check_times(detail, seq, present, out)
+
+
+def _check_envelope(
+    message: AnyMessage | UndecodableMessage, seq: Any, out: RowFindings
+) -> int | None:
+    """Findings of a decoded envelope; its kind (``None``: it cannot be decoded)."""
+    if isinstance(message, UndecodableMessage):
+        out.add(
+            "undecodable_envelope", seq, "message_json cannot be decoded", reason=message.reason
+        )
+        return None
+    if message.kind == MessageKind.CHECKPOINT:
+        out.add("checkpoint_in_raw_log", seq, "a checkpoint message is in the raw log")
+    return int(message.kind)
 
 
 def _check_tags(detail: sqlite3.Row, seq: Any, out: RowFindings) -> None:
@@ -165,21 +168,29 @@ def _check_usage(detail: sqlite3.Row, seq: Any, role: Any, out: RowFindings) -> 
             role=role,
         )
         return
+    rules = _usage_rules(values)
+    if rules:
+        out.add("usage_invalid", seq, "token counters break ModelUsage's rules", rules=rules)
+
+
+def _usage_rules(values: dict[str, Any]) -> list[str]:
+    """Which of ``ModelUsage``'s rules the token counters break."""
     rules = []
     for name, value in values.items():
         if not isinstance(value, int):
             rules.append(f"{name} is {'NULL' if value is None else type(value).__name__}")
         elif value < 0:
             rules.append(f"{name} is negative")
-    if not rules:
-        if values["cache_read_tokens"] > values["input_tokens"]:
-            rules.append("cache_read_tokens > input_tokens")
-        if values["cache_write_tokens"] > values["input_tokens"]:
-            rules.append("cache_write_tokens > input_tokens")
-        if values["reasoning_tokens"] > values["output_tokens"]:
-            rules.append("reasoning_tokens > output_tokens")
     if rules:
-        out.add("usage_invalid", seq, "token counters break ModelUsage's rules", rules=rules)
+        return rules
+    for part, whole in (
+        ("cache_read_tokens", "input_tokens"),
+        ("cache_write_tokens", "input_tokens"),
+        ("reasoning_tokens", "output_tokens"),
+    ):
+        if values[part] > values[whole]:
+            rules.append(f"{part} > {whole}")
+    return rules
 
 
 def _check_timing(detail: sqlite3.Row, seq: Any, out: RowFindings) -> None:

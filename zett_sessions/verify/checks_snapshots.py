@@ -94,32 +94,8 @@ def snapshot_findings(
             )
         expected = version + 1 if isinstance(version, int) else expected
         is_int = isinstance(boundary, int) and not isinstance(boundary, bool)
-        if orphaned:
-            pass  # there is no log for the boundary to point into: reported above
-        elif not is_int or not 1 <= boundary <= highest:
-            findings.append(
-                Finding.of(
-                    "snapshot_boundary_out_of_range",
-                    f"snapshot v{version} ends at sequence {boundary!r}, outside 1..{highest}",
-                    session_id=session_id,
-                    sequence=boundary if is_int else None,
-                    version=version,
-                    boundary=boundary,
-                    highest_sequence=highest,
-                )
-            )
-        elif isinstance(previous, int) and boundary <= previous:
-            findings.append(
-                Finding.of(
-                    "snapshot_boundary_not_advancing",
-                    f"snapshot v{version} ends at {boundary}, not after the previous {previous}",
-                    session_id=session_id,
-                    sequence=boundary,
-                    version=version,
-                    boundary=boundary,
-                    previous_boundary=previous,
-                )
-            )
+        if not orphaned:  # else there is no log for the boundary to point into: reported above
+            findings += _boundary_findings(session_id, version, boundary, previous, highest)
         previous = boundary
         if not row["payload_ok"]:
             problem = payload_problem(reader, row["rowid"])
@@ -140,3 +116,35 @@ def snapshot_findings(
         if not row["times_ok"]:
             add_row_times(times, row, "session_snapshots", version=version)
     return findings, latest
+
+
+def _boundary_findings(
+    session_id: str, version: Any, boundary: Any, previous: Any, highest: int
+) -> list[Finding]:
+    """A snapshot boundary outside the log (1..``highest``) or not after the ``previous``."""
+    is_int = isinstance(boundary, int) and not isinstance(boundary, bool)
+    if not is_int or not 1 <= boundary <= highest:
+        return [
+            Finding.of(
+                "snapshot_boundary_out_of_range",
+                f"snapshot v{version} ends at sequence {boundary!r}, outside 1..{highest}",
+                session_id=session_id,
+                sequence=boundary if is_int else None,
+                version=version,
+                boundary=boundary,
+                highest_sequence=highest,
+            )
+        ]
+    if isinstance(previous, int) and boundary <= previous:
+        return [
+            Finding.of(
+                "snapshot_boundary_not_advancing",
+                f"snapshot v{version} ends at {boundary}, not after the previous {previous}",
+                session_id=session_id,
+                sequence=boundary,
+                version=version,
+                boundary=boundary,
+                previous_boundary=previous,
+            )
+        ]
+    return []
