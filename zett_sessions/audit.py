@@ -44,7 +44,7 @@ class AuditedStorage:
         self.operations.append("load")
         return await self.inner.load(session_id)
 
-    async def append(
+    async def append(  # noqa: PLR0913  zett-agent's SessionStorage.append signature
         self,
         session_id: str,
         request_id: str,

@@ -435,7 +435,7 @@ class MessageTiming(ValueModel):
 
     if TYPE_CHECKING:  # pragma: no cover
 
-        def __init__(
+        def __init__(  # noqa: PLR0913  for type checkers: the model's fields
             self,
             started_at: datetime,
             completed_at: datetime,
@@ -553,7 +553,7 @@ class RawMessageRecord(ValueModel):
 
     if TYPE_CHECKING:  # pragma: no cover
 
-        def __init__(
+        def __init__(  # noqa: PLR0913  for type checkers: the model's fields
             self,
             id: str,
             session_id: str,

@@ -138,7 +138,7 @@ class NewRawRow:
     tokens: tuple[int | None, int | None, int | None, int | None, int | None]
 
 
-def prepare_append(
+def prepare_append(  # noqa: PLR0913  append's arguments, checked
     session_id: str,
     request_id: str,
     message: Message,

@@ -32,7 +32,7 @@ from .models import (
 class SessionStorage(Protocol):
     async def load(self, session_id: str) -> SessionView: ...
 
-    async def append(
+    async def append(  # noqa: PLR0913  zett-agent's SessionStorage.append signature
         self,
         session_id: str,
         request_id: str,

@@ -221,7 +221,7 @@ class PostgresSessionStorage:
         view: SessionView = await self._read(read, _view(session_id, None, None, []))
         return view
 
-    async def append(
+    async def append(  # noqa: PLR0913  zett-agent's SessionStorage.append signature
         self,
         session_id: str,
         request_id: str,

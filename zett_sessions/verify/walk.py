@@ -61,7 +61,9 @@ class SessionScan:
 Resolve = Callable[[Row], Row]
 
 
-def walk(
+# The hot loop keeps its per-row work inline: a function call per row would add about 60 ms per
+# million rows to a whole-database verify that already misses its target (docs/performance.md).
+def walk(  # noqa: C901, PLR0915  the hot loop (see above)
     scan: SessionScan, rows: Sequence[Row], start: int = 0, resolve: Resolve | None = None
 ) -> int:
     """Fold ``rows[start:]`` into ``scan`` until a row of another session; return its index.
