@@ -20,6 +20,7 @@ COMMANDS = (
     "snapshot-info",
     "info",
     "verify",
+    "upgrade",
     "delete",
     "copy",
     "demo",

@@ -83,6 +83,13 @@ def prefix(demo: DemoResult, key: str) -> str:
     )
 
 
+def legacy_copy(tmp_path: Path) -> str:
+    """A copy of the legacy sample (layout A1), for ``upgrade`` to upgrade."""
+    from support import LEGACY, copy_sample
+
+    return str(copy_sample(tmp_path, LEGACY))
+
+
 def json_runs(command: str, demo: DemoResult, tmp_path: Path) -> list[list[str]]:
     """Argument lists that run ``command`` with ``--json`` on the demo database (real ids and
     prefixes; together they reach every object the docs describe: a snapshot, flags, a
@@ -120,6 +127,10 @@ def json_runs(command: str, demo: DemoResult, tmp_path: Path) -> list[list[str]]
             ["copy", str(demo.path), renamed_copy(demo, tmp_path), "--dry-run", "--json"],
         ],
         "demo": [["demo", str(tmp_path / "written-by-demo.sqlite3"), "--json"]],
+        "upgrade": [
+            [*db, "upgrade", "--dry-run", "--json"],
+            ["--db", legacy_copy(tmp_path), "upgrade", "--yes", "--json"],
+        ],
     }
     return runs[command]
 

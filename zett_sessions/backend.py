@@ -14,9 +14,9 @@ imports neither aiosqlite nor asyncpg.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from .database import Database
@@ -82,6 +82,19 @@ class SessionDatabase(Protocol):
         *,
         heavy: Callable[[Any], bool] | None = None,
     ) -> AsyncGenerator[Any, None]: ...
+
+
+T = TypeVar("T")
+
+
+class Runner(Protocol):
+    """How a flow (delete, upgrade) reaches the database: open a handle (read-only or
+    writable), run ``work`` on it, close it again.  The caller owns the handles; the flow
+    decides which step needs which."""
+
+    def __call__(
+        self, work: Callable[[SessionDatabase], Awaitable[T]], *, read_only: bool
+    ) -> T: ...
 
 
 def is_server(location: str) -> bool:

@@ -339,7 +339,8 @@ class Database:
             await asyncio.sleep(0.01)
 
     async def upgrade(self) -> list[str]:
-        """Bring an older layout to D/E in one transaction; returns the statements run.
+        """Bring an older layout to D/E in one transaction (``upgrade_steps``); returns the
+        statements run.
 
         What is missing is read again inside the write transaction: another connection or
         process may have upgraded the file since this one opened it.
@@ -348,22 +349,9 @@ class Database:
         self._require_writable()
         async with self.write():
             layout = self._layout = await self._detect_layout()
-            statements = _upgrade_statements(layout)
-            if statements:
-                for sql in statements:
-                    await self.execute(sql)
-                if not layout.has_column("raw_messages", "started_at"):
-                    # Rows from before timing existed were instantaneous at insertion time.
-                    await self.execute(
-                        "UPDATE raw_messages SET started_at = created_at, completed_at = created_at"
-                    )
-                if not layout.has_sessions_table:
-                    # A0 kept no session rows: derive them so the sessions stay listable.
-                    await self.execute(
-                        "INSERT INTO agent_sessions (id, session_type, created_at, updated_at) "
-                        "SELECT session_id, 0, min(created_at), max(created_at) "
-                        "FROM raw_messages GROUP BY session_id"
-                    )
+            statements = upgrade_steps(layout)
+            for sql in statements:
+                await self.execute(sql)
         if statements:
             self._layout = await self._detect_layout()
         return statements
@@ -588,8 +576,10 @@ class Database:
             await _worker_ended(conn)
 
 
-def _upgrade_statements(layout: Layout) -> list[str]:
-    """The DDL that brings ``layout`` to D/E: missing tables, columns, then indexes."""
+def upgrade_steps(layout: Layout) -> list[str]:
+    """Every statement that brings ``layout`` to D/E, in the order ``Database.upgrade`` runs
+    them (in one transaction): missing tables, columns and indexes, then the data the new
+    columns and table need.  Empty for a file that is already there (``upgrade`` previews it)."""
     statements: list[str] = []
     for table, ddl in TABLES.items():
         if table not in layout.columns:
@@ -599,6 +589,18 @@ def _upgrade_statements(layout: Layout) -> list[str]:
             if not layout.has_column(table, column):
                 statements.append(f"ALTER TABLE {table} ADD COLUMN {declaration}")
     statements.extend(sql for name, sql in INDEXES.items() if name not in layout.indexes)
+    if statements and not layout.has_column("raw_messages", "started_at"):
+        # Rows from before timing existed were instantaneous at insertion time.
+        statements.append(
+            "UPDATE raw_messages SET started_at = created_at, completed_at = created_at"
+        )
+    if statements and not layout.has_sessions_table:
+        # A0 kept no session rows: derive them so the sessions stay listable.
+        statements.append(
+            "INSERT INTO agent_sessions (id, session_type, created_at, updated_at) "
+            "SELECT session_id, 0, min(created_at), max(created_at) "
+            "FROM raw_messages GROUP BY session_id"
+        )
     return statements
 
 

@@ -34,9 +34,8 @@ from .state import AppState, app_state, run_with
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from ..backend import SessionDatabase
+    from ..backend import Runner, SessionDatabase
     from ..retention import DeleteOutcome, DeletePlan
-    from ..retention.flow import Runner
     from .output import Output
 
 T = TypeVar("T")

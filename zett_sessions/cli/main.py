@@ -23,6 +23,7 @@ from . import (
     cmd_show,
     cmd_snapshot_info,
     cmd_tail,
+    cmd_upgrade,
     cmd_verify,
 )
 from .command import Group
@@ -89,6 +90,7 @@ COMMANDS = {
     "delete": cmd_delete,
     "snapshot-info": cmd_snapshot_info,
     "verify": cmd_verify,
+    "upgrade": cmd_upgrade,
     "info": cmd_info,
     "copy": cmd_copy,
     "demo": cmd_demo,

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -198,7 +199,7 @@ def registry_view() -> Group:
         line.append(f"  {info.severity.value}", style=SEVERITY_STYLE[info.severity])
         line.append(f"  {info.area}", style="dim")
         parts.append(line)
-        parts.append(Text(f"    {info.meaning}\n    → {info.action}"))
+        parts.append(Padding(Text(f"{info.meaning}\n→ {info.action}"), (0, 0, 0, 4), expand=False))
     return Group(*parts)
 
 

@@ -22,13 +22,13 @@ raises is an error of the database or of the request (``UsageError``: nothing se
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
-from ..backend import SessionDatabase
+from ..backend import Runner, SessionDatabase
 from ..timeutil import utc_now
 from .archive import check_archive_path
 from .execute import execute_plan
@@ -36,17 +36,7 @@ from .models import DeletePlan, DeleteProgress, DeleteResult, RetentionPolicy, R
 from .plan import build_plan, nothing_selected
 from .space import disk_refusal
 
-T = TypeVar("T")
-
 Status = Literal["dry-run", "nothing", "refused", "declined", "deleted"]
-
-
-class Runner(Protocol):
-    """Open a handle on the database (read-only or writable), run ``work`` on it, close it."""
-
-    def __call__(
-        self, work: Callable[[SessionDatabase], Awaitable[T]], *, read_only: bool
-    ) -> T: ...
 
 
 @dataclass(frozen=True)

@@ -71,11 +71,18 @@ _NOT_IN_LAYOUT = {
 }
 
 
+UPGRADE_HINT = "run `zett-sessions upgrade`"
+
+
 def layout_findings(layout: Layout) -> list[Finding]:
     findings: list[Finding] = []
     if layout.name in {"A0", "A1"}:
         findings.append(
-            Finding.of("legacy_layout", f"layout {layout.name}: {layout.note}", layout=layout.name)
+            Finding.of(
+                "legacy_layout",
+                f"layout {layout.name}: {layout.note}; {UPGRADE_HINT}",
+                layout=layout.name,
+            )
         )
     elif layout.name in {"B", "C"}:
         findings.append(
@@ -84,7 +91,13 @@ def layout_findings(layout: Layout) -> list[Finding]:
     skip = _NOT_IN_LAYOUT.get(layout.name, set())
     for index in layout.missing_indexes:
         if index not in skip:
-            findings.append(Finding.of("missing_index", f"index {index} is missing", index=index))
+            findings.append(
+                Finding.of(
+                    "missing_index",
+                    f"index {index} is missing; `zett-sessions upgrade` recreates it",
+                    index=index,
+                )
+            )
     return findings
 
 

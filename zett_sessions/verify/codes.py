@@ -298,14 +298,16 @@ _ENTRIES = (
         _W,
         "database",
         "a legacy layout (A0 or A1) whose raw rows zett-agent's newest release cannot read",
-        "upgrade a copy of the file before pointing zett-agent at it",
+        "run `zett-sessions upgrade` (one transaction; keep a copy if an older zett-agent "
+        "still uses the file)",
     ),
     CodeInfo(
         "missing_index",
         _W,
         "database",
         "an index the layout declares is missing",
-        "queries slow down (and duplicates become possible for unique indexes); recreate it",
+        "queries slow down (and duplicates become possible for unique indexes); "
+        "`zett-sessions upgrade` recreates it",
     ),
     # --- PostgreSQL's schema check (in place of quick_check and the layout) -------------
     CodeInfo(
