@@ -138,6 +138,8 @@ def test_a_missing_index_is_recreated_and_verify_says_how(tmp_path: Path) -> Non
     r = upgrade(db, "--yes")
     assert r.exit_code == 0, r.stderr
     assert "CREATE INDEX ix_agent_sessions_activity" in r.stdout
+    assert "new columns" not in r.stdout and "keep a copy" not in r.stdout
+    assert f"Upgraded {db} layout E (1 statement)." in " ".join(r.stdout.split())
     assert "ix_agent_sessions_activity" in {name for name, _ in schema(db)}
 
 
@@ -165,3 +167,12 @@ def test_an_upgrade_that_fails_half_way_leaves_the_file_as_it_was(legacy: Path) 
     assert_one_error_line(r.stderr)
     assert schema(legacy) == before
     assert layout_of(legacy) == "A1"
+
+
+@pytest.mark.parametrize("args", [["--yes"], ["--dry-run"], ["--yes", "--json"]])
+def test_a_mistyped_path_is_an_error_and_no_file_appears(tmp_path: Path, args: list[str]) -> None:
+    mistyped = tmp_path / "sesions.sqlite3"
+    r = upgrade(mistyped, *args)
+    assert r.exit_code == 1
+    assert_one_error_line(r.stderr, "no database at")
+    assert list(tmp_path.iterdir()) == []

@@ -30,25 +30,33 @@ def plan_renderable(plan: UpgradePlan, *, dry_run: bool) -> Group:
         style="bold",
     )
     steps = Text("\n".join(f"  {_one_line(sql)}" for sql in plan.steps))
-    kept = "Every session, message and snapshot is kept; new columns get their defaults"
+    kept = "Every session, message and snapshot is kept"
+    if any(" ADD COLUMN " in sql for sql in plan.steps):
+        kept += "; new columns get their defaults"
     if any(sql.startswith("UPDATE raw_messages SET started_at") for sql in plan.steps):
         kept += ", and old rows' timing their created_at"
     if any(sql.startswith("INSERT INTO agent_sessions") for sql in plan.steps):
         kept += "; each session gets a session row"
-    keeps = Text(
-        f"{kept}. zett-agent releases older than the new layout may not open the file "
-        "afterwards: keep a copy if one still uses it.",
-        style="dim",
-    )
+    if plan.layout != NEWEST:
+        kept += (
+            ". zett-agent releases older than the new layout may not open the file "
+            "afterwards: keep a copy if one still uses it"
+        )
+    keeps = Text(f"{kept}. Writers wait while it runs.", style="dim")
     return Group(where, heading, steps, keeps)
 
 
 def outcome_text(outcome: UpgradeOutcome) -> Text | None:
     """The line after the plan: what happened (``None`` when the plan said it all)."""
     if outcome.status == "upgraded":
+        layouts = (
+            f"layout {outcome.layout_after}"
+            if outcome.plan.layout == outcome.layout_after
+            else f"from layout {outcome.plan.layout} to {outcome.layout_after}"
+        )
         return Text(
-            f"Upgraded {single_line(outcome.plan.database)} from layout {outcome.plan.layout} "
-            f"to {outcome.layout_after} ({plural(len(outcome.steps), 'statement')}).",
+            f"Upgraded {single_line(outcome.plan.database)} {layouts} "
+            f"({plural(len(outcome.steps), 'statement')}).",
             style="bold",
         )
     if outcome.status == "dry-run":

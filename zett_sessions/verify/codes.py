@@ -307,7 +307,7 @@ _ENTRIES = (
         "database",
         "an index the layout declares is missing",
         "queries slow down (and duplicates become possible for unique indexes); "
-        "`zett-sessions upgrade` recreates it",
+        "`zett-sessions upgrade` recreates it in a file, the schema's owner on PostgreSQL",
     ),
     # --- PostgreSQL's schema check (in place of quick_check and the layout) -------------
     CodeInfo(
