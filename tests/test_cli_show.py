@@ -21,6 +21,7 @@ from support import (
     NEWEST_IDS,
     ONE_MB_LINE,
     SAFETY_NET,
+    TerminalProcess,
     append_messages,
     copy_sample,
     digest,
@@ -215,6 +216,70 @@ def test_show_details_adds_metadata_tags_and_ids(databases: Databases) -> None:
     assert '"origin": "cli"' in out and '"kind": "crash"' in out
     assert "request: " in out and "metadata:" in out
     assert "metadata:" not in plain
+
+
+PROMPT = "You are a careful coding agent.\nPrefer small, verified edits."
+
+
+def test_show_prints_a_repeated_system_prompt_once_unless_full(tmp_path: Path) -> None:
+    from zett_sessions.models import SystemMessage
+
+    db = tmp_path / "prompts.sqlite3"
+    log = [SystemMessage(content=PROMPT), UserMessage(content="hi")] * 3
+    append_messages(db, "prompts", *log)
+    code, out, err = show(db, "prompts")
+    assert code == 0, err
+    assert out.count("Prefer small, verified edits.") == 1
+    assert out.count("(system prompt unchanged, same as #1; --full prints it again)") == 2
+    code, out, err = show(db, "prompts", "--full")
+    assert code == 0, err
+    assert out.count("Prefer small, verified edits.") == 3
+    r = run_cli(["--db", str(db), "tail", "prompts", "-n", "4"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.count("Prefer small, verified edits.") == 1
+    assert "(system prompt unchanged, same as #3; --full prints it again)" in r.stdout
+
+
+LONG_LINE = " ".join(f"word{n}" for n in range(60))
+
+
+def body_lines(screen: str) -> list[str]:
+    """The lines of the records (from the first title line to the blank line after the log)."""
+    lines = screen.splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith("#1 "))
+    return lines[start : lines.index("", start)]
+
+
+def test_show_breaks_long_body_lines_at_columns_keeping_the_indent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "wide.sqlite3"
+    append_messages(db, "wide", UserMessage(content=f"first\n{LONG_LINE}"))
+    monkeypatch.setenv("COLUMNS", "50")
+    code, out, err = show(db, "wide")
+    assert code == 0, err
+    lines = body_lines(out)
+    assert len(lines) > 8 and max(len(line) for line in lines) <= 50
+    assert all(line.startswith("  ") for line in lines[1:])
+    assert " ".join(line.strip() for line in lines[2:]) == LONG_LINE
+    monkeypatch.delenv("COLUMNS")  # off a terminal, no width: lines stay whole
+    code, out, err = show(db, "wide")
+    assert body_lines(out)[1:] == ["  first", f"  {LONG_LINE}"]
+
+
+def test_show_on_a_terminal_wraps_body_lines_at_its_width_keeping_the_indent(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "wide.sqlite3"
+    append_messages(db, "wide", UserMessage(content=f"first\n{LONG_LINE}"))
+    env: dict[str, str | None] = {"TERM": "xterm-256color"}  # rich takes "dumb" to be 80 wide
+    args = ("--db", str(db), "show", "wide")
+    with TerminalProcess(*args, columns=44, stdout_tty=True, env=env) as term:
+        code, _, screen = term.finish()
+    assert code == 0, screen
+    lines = body_lines(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen))
+    assert len(lines) > 8 and max(len(line) for line in lines) <= 44
+    assert all(line.startswith("  ") for line in lines[1:])
 
 
 def test_show_images_as_placeholders_never_bytes(databases: Databases) -> None:
@@ -518,8 +583,9 @@ def test_show_leaves_the_database_byte_identical(
     [[], ["--full", "--reasoning", "--details"], ["--context"], ["--format", "markdown"]],
 )
 def test_show_hostile_text_never_reaches_the_terminal(
-    tmp_path: Path, databases: Databases, args: list[str]
+    tmp_path: Path, databases: Databases, args: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("COLUMNS")  # a width would break the 1 MB line into lines
     file = tmp_path / "hostile.sqlite3"
     session_id = write_hostile_session(file)
     db = databases.of_file(file)

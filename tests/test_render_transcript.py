@@ -327,6 +327,42 @@ def test_tool_result_shows_the_calls_tool_name_and_failure() -> None:
     assert first_line.startswith("#5 tool ✗ shell [c9 of #3] failed")
 
 
+def test_a_repeated_system_prompt_is_printed_once_then_referenced() -> None:
+    prompt = "You are careful.\nBe brief."
+    log = [
+        SystemMessage(content=prompt),
+        UserMessage(content="hi"),
+        SystemMessage(content=prompt),
+        SystemMessage(content="Other."),
+        SystemMessage(content=prompt),
+    ]
+    renderer = TranscriptRenderer(TranscriptOptions())
+    texts = [renderer.entry(_entry(m, sequence=n)).plain for n, m in enumerate(log, 1)]
+    assert "  You are careful.\n  Be brief." in texts[0]
+    reference = "  (system prompt {} #1; --full prints it again)"
+    assert texts[2].splitlines()[1:] == [reference.format("unchanged, same as")]
+    assert "Other." in texts[3]
+    assert texts[4].splitlines()[1:] == [reference.format("same as")]
+    every = TranscriptRenderer(TranscriptOptions(every_prompt=True))
+    shown = [every.entry(_entry(m, sequence=n)).plain for n, m in enumerate(log, 1)]
+    assert [text.count("Be brief.") for text in shown] == [1, 0, 1, 0, 1]
+
+
+def test_wrapped_body_lines_keep_their_indent() -> None:
+    words = " ".join(f"word{n}" for n in range(40))
+    call = ToolCall(id="c1", name="grep", arguments={"pattern": words})
+    message = AssistantMessage(content=f"short\n{words}\n{'x' * 90}", tool_calls=(call,))
+    text = TranscriptRenderer(TranscriptOptions(width=40)).entry(_entry(message)).plain
+    lines = text.splitlines()[1:]
+    assert max(len(line) for line in lines) <= 40
+    assert all(line.startswith("  ") for line in lines)
+    arguments = lines[lines.index("  → grep [c1]") + 1 :]
+    assert len(arguments) > 4 and all(line.startswith("    ") for line in arguments)
+    assert " ".join(line.strip() for line in lines[1:6]).startswith(words[:150])
+    unwrapped = TranscriptRenderer(TranscriptOptions()).entry(_entry(message)).plain
+    assert f"  {words}\n" in unwrapped
+
+
 def test_details_show_metadata_sanitized() -> None:
     text = TranscriptRenderer(TranscriptOptions(details=True)).entry(
         _entry(UserMessage(content="hi"))

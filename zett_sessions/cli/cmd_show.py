@@ -131,7 +131,9 @@ def show_command(
             through=through,
             roles=role_kinds(roles),
         ),
-        options=TranscriptOptions(full=full, reasoning=reasoning, details=details),
+        options=TranscriptOptions(
+            full=full, reasoning=reasoning, details=details, every_prompt=full
+        ),
         fmt=Format(chosen.value),
         context=context,
     )

@@ -110,7 +110,9 @@ def tail_command(
     request = Request(
         session=session,
         selection=Selection(last=lines, roles=role_kinds(roles)),
-        options=TranscriptOptions(full=full, reasoning=reasoning, details=details),
+        options=TranscriptOptions(
+            full=full, reasoning=reasoning, details=details, every_prompt=full
+        ),
         fmt=Format(fmt.value),
         latest=latest,
         follow=follow,

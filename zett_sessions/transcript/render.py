@@ -11,12 +11,14 @@ whole body is made (by ``sanitize``, and only when it holds control characters).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.cells import cell_len, chop_cells
 from rich.console import RenderableType
 from rich.text import Span, Text
 
@@ -70,9 +72,15 @@ REASONS = {
 
 @dataclass(frozen=True)
 class TranscriptOptions:
+    """How records are rendered: ``full`` shows whole bodies, ``every_prompt`` prints a system
+    prompt again in full where it repeats an earlier one, ``width`` (the terminal's, or an
+    explicit ``$COLUMNS``) breaks body lines wider than it so they continue at their indent."""
+
     full: bool = False
     reasoning: bool = False
     details: bool = False
+    every_prompt: bool = False
+    width: int | None = None
 
 
 # --- text helpers ----------------------------------------------------------------------------
@@ -95,10 +103,46 @@ def cut(text: str, full: bool) -> tuple[str, int]:
     return shown, hidden
 
 
+def indented(text: str, indent: str, width: int | None) -> str:
+    """``text`` (sanitized) with ``indent`` before each line; with a ``width``, a line wider than
+    the room left is broken into lines that start at the same indent (a terminal or pager
+    would continue it at column 0)."""
+    if width is None:
+        return indent + text.replace("\n", "\n" + indent)
+    room = max(width - len(indent), 20)
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= room and (line.isascii() or cell_len(line) <= room):
+            lines.append(line)
+        else:
+            lines.extend(fold(line.expandtabs(8) if "\t" in line else line, room))
+    return indent + ("\n" + indent).join(lines)
+
+
+def fold(line: str, room: int) -> list[str]:
+    """``line`` in pieces of at most ``room`` cells; an ASCII line breaks at a space when one is
+    in the last half of the room (the space is dropped), other lines at a cell boundary."""
+    if not line.isascii():
+        return chop_cells(line, room) if cell_len(line) > room else [line]
+    pieces: list[str] = []
+    start = 0
+    while len(line) - start > room:
+        end = start + room
+        space = line.rfind(" ", start + room // 2, end + 1)
+        if space == -1:
+            pieces.append(line[start:end])
+            start = end
+        else:
+            pieces.append(line[start:space])
+            start = space + 1
+    pieces.append(line[start:])
+    return pieces
+
+
 def body(text: str, options: TranscriptOptions, *, style: str = "", indent: str = INDENT) -> Text:
     """A block of database text: indented, sanitized, cut with a note (ends with a newline)."""
     shown, hidden = cut(text, options.full)
-    result = Text(indent + shown.replace("\n", "\n" + indent) + "\n", style=style)
+    result = Text(indented(shown, indent, options.width) + "\n", style=style)
     if hidden:
         result.append(
             f"{indent}… {hidden:,} more characters (use --full to see everything)\n", style="dim"
@@ -126,10 +170,11 @@ def body_parts(
     if not in_pieces(text, options):
         yield body(text, options, style=style, indent=indent)
         return
-    start = indent
+    first = True
     for piece in pieces(text):
-        yield Text(start + piece.replace("\n", "\n" + indent), style=style)
-        start = ""
+        lines = indented(piece, indent, options.width)
+        yield Text(lines if first else lines[len(indent) :], style=style)
+        first = False
     yield Text("\n", style=style)
 
 
@@ -176,6 +221,42 @@ def content_parts(
             yield result
         else:  # pragma: no cover - the union has two members
             yield Text(f"{INDENT}[unknown block]\n", style="dim")
+
+
+def content_digest(content: Content) -> bytes:
+    """A digest of a message's content (text hashed a piece at a time: no copy of a long one)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for block in [content] if isinstance(content, str) else content:
+        if isinstance(block, str | TextContent):
+            text = block if isinstance(block, str) else block.text
+            digest.update(f"text {len(text)}:".encode())
+            for start in range(0, len(text), PIECE):
+                digest.update(text[start : start + PIECE].encode("utf-8", "surrogatepass"))
+        else:
+            image = block.model_dump_json().encode("utf-8", "surrogatepass")
+            digest.update(f"image {len(image)}:".encode() + image)
+    return digest.digest()
+
+
+class PromptRepeats:
+    """Which system prompts were printed, by digest (never the text): a later identical one is
+    shown as a reference to where it was printed in full."""
+
+    def __init__(self) -> None:
+        self._printed: dict[bytes, int] = {}
+        self._last: bytes | None = None
+
+    def reference(self, content: Content, sequence: int) -> str | None:
+        """``None`` for a prompt to print in full; else the line that stands for it."""
+        if not content:
+            return None
+        key = content_digest(content)
+        last, self._last = self._last, key
+        first = self._printed.setdefault(key, sequence)
+        if first == sequence:
+            return None
+        said = "unchanged, same as" if key == last else "same as"
+        return f"{INDENT}(system prompt {said} #{first}; --full prints it again)\n"
 
 
 def joined(parts: Iterable[Text]) -> Text:
@@ -239,6 +320,7 @@ class TranscriptRenderer:
     def __init__(self, options: TranscriptOptions) -> None:
         self.options = options
         self._day: str | None = None
+        self._prompts = PromptRepeats()
 
     def entry(self, entry: Entry[RawMessageRecord]) -> Text:
         return joined(self.parts(entry))
@@ -304,6 +386,12 @@ class TranscriptRenderer:
         elif isinstance(message, ToolMessage):
             style = "" if message.success else "red"
             yield from content_parts(message.content, options, style=style)
+        elif isinstance(message, SystemMessage) and not options.every_prompt:
+            reference = self._prompts.reference(message.content, record.sequence)
+            if reference is None:
+                yield from content_parts(message.content, options)
+            else:
+                yield Text(reference, style="dim")
         elif isinstance(message, UserMessage | CompactedMessage | SystemMessage | AgentMessage):
             yield from content_parts(message.content, options)
 

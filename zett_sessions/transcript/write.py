@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 # load more modules into a text show or tail (6-10 ms measured; bench/run.py's target for tail
 # is its imports + 50 ms).
 from ..cli.errors import StaleRun
-from ..cli.output import Output, dumps
+from ..cli.output import UNWRAPPED, Output, dumps
 from ..queries.resolve import resolve_session, session_titles
 from ..render.jsonout import kind_name, snapshot_json
 from ..rows import record_from_row
@@ -100,6 +100,13 @@ async def session_label(db: SessionDatabase, session_id: str) -> str:
     return f"{session_id} ({single_line(title, 60)})" if title else session_id
 
 
+def renderer_for(options: TranscriptOptions, console: Console) -> TranscriptRenderer:
+    """A renderer that breaks body lines at the console's width, keeping their indent (none
+    off a terminal unless ``$COLUMNS`` gives a width)."""
+    width = console.width if console.width < UNWRAPPED else None
+    return TranscriptRenderer(replace(options, width=width))
+
+
 def _boundary(header: TranscriptHeader) -> Boundary | None:
     snapshot = header.snapshot
     return Boundary(snapshot.version, snapshot.compacted_through_sequence) if snapshot else None
@@ -166,7 +173,7 @@ async def _show_text(
         write_renderable(console, header_table(header))
         console.file.write("\n")
         stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
-        await print_entries(console, stream, TranscriptRenderer(request.options))
+        await print_entries(console, stream, renderer_for(request.options, console))
         console.file.write("\n")
         write_renderable(console, totals_table(await read_totals(db, session_id)))
     if state.shown == 0:
@@ -348,7 +355,7 @@ async def _show_context(
         out.line("}")
         return
     resume = await read_context(db, session_id, record_from_row, header.snapshot)
-    renderer = TranscriptRenderer(request.options)
+    renderer = renderer_for(request.options, out.out)
     pairing: Annotator[RawMessageRecord] = annotator_for(hold=True)  # kept batches: calls only
     entries = [entry for record in resume.kept for entry in pairing.feed(record)]
     entries += pairing.finish()
@@ -377,7 +384,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     build: Callable[[Any], Any] = row_item if json_mode else record_from_row
     # The history holds batches so flags sit in place; ``live`` releases an open one at its end.
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
-    renderer = TranscriptRenderer(request.options)
+    renderer = renderer_for(request.options, out.out)
     async with db.read():
         session_id = await _session(db, request)
         if request.latest and not request.follow:  # -f says "Following …" itself
