@@ -11,18 +11,9 @@ in the trail.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .json_types import JsonValue
-from .models import (
-    AnyMessage,
-    CompactedMessage,
-    ContextSnapshot,
-    MessageTiming,
-    ModelUsage,
-    SessionView,
-)
+from .models import AnyMessage, ContextSnapshot, SessionView
 from .sqlite_storage import SQLiteSessionStorage
 from .storage import SessionStorage
 
@@ -44,44 +35,16 @@ class AuditedStorage:
         self.operations.append("load")
         return await self.inner.load(session_id)
 
-    async def append(  # noqa: PLR0913  zett-agent's SessionStorage.append signature
-        self,
-        session_id: str,
-        request_id: str,
-        message: AnyMessage,
-        timing: MessageTiming | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        agent_name: str | None = None,
-        metadata: Mapping[str, JsonValue] | None = None,
-        tags: Mapping[str, JsonValue] | None = None,
-        usage: ModelUsage | None = None,
+    async def append(
+        self, session_id: str, request_id: str, message: AnyMessage, *args: Any, **kwargs: Any
     ) -> int:
+        """The rest of zett-agent's ``append`` arguments pass through as given."""
         self.operations.append(f"append:{message.role.value}")
-        return await self.inner.append(
-            session_id,
-            request_id,
-            message,
-            timing=timing,
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            metadata=metadata,
-            tags=tags,
-            usage=usage,
-        )
+        return await self.inner.append(session_id, request_id, message, *args, **kwargs)
 
-    async def snapshot(
-        self,
-        session_id: str,
-        compacted_message: CompactedMessage,
-        compacted_through_sequence: int,
-        expected_version: int,
-    ) -> ContextSnapshot:
+    async def snapshot(self, session_id: str, *args: Any, **kwargs: Any) -> ContextSnapshot:
         self.operations.append("snapshot")
-        return await self.inner.snapshot(
-            session_id, compacted_message, compacted_through_sequence, expected_version
-        )
+        return await self.inner.snapshot(session_id, *args, **kwargs)
 
     async def close(self) -> None:
         await self.inner.close()

@@ -19,13 +19,13 @@ import functools
 import inspect
 import threading
 from collections.abc import Coroutine
-from types import TracebackType
 from typing import Any
 
+from .closing import Closing
 from .errors import DatabaseError
 
 
-class BlockingStorage:
+class BlockingStorage(Closing):
     """Every ``async def`` of the wrapped storage as a blocking method; other attributes as is.
 
     ``close()`` may run while other threads are inside calls: each call accepted before it
@@ -112,14 +112,3 @@ class BlockingStorage:
                     future.cancel()
             self._loop.close()
             self._stopped.set()
-
-    def __enter__(self) -> BlockingStorage:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

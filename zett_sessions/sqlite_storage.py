@@ -9,30 +9,13 @@ zett-agent it holds one connection per instance (opened on first use, closed by 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .database import MEMORY, Database
-from .errors import (
-    DatabaseDamaged,
-    DatabaseError,
-    SessionExists,
-    UnsupportedLayout,
-)
+from .errors import DatabaseDamaged, DatabaseError, SessionExists, UnsupportedLayout
 from .ids import new_uuid7
-from .json_types import JsonValue
-from .models import (
-    AnyMessage,
-    CompactedMessage,
-    ContextSnapshot,
-    MessageTiming,
-    ModelUsage,
-    RawMessageRecord,
-    SessionSummary,
-    SessionView,
-)
+from .models import MessageTiming, RawMessageRecord, SessionSummary, SessionView
 from .rows import (
     raw_select,
     record_from_row,
@@ -41,25 +24,12 @@ from .rows import (
     snapshot_select,
     summary_from_row,
 )
-from .rules import (
-    check_page,
-    check_parent,
-    check_raw_range,
-    check_session_type,
-    check_text,
-    prepare_append,
-    prepare_rename,
-    prepare_session,
-    prepare_snapshot,
-    snapshot_version,
-)
+from .rules import NewRawRow, NewSession, check_parent, snapshot_version
+from .storage_base import SessionStoreBase, session_view
 from .timeutil import format_db_time, parse_db_time, utc_now
 
-if TYPE_CHECKING:
-    from .blocking import BlockingStorage
 
-
-class SQLiteSessionStorage:
+class SQLiteSessionStorage(SessionStoreBase):
     """The SQLite session store zett-agent uses, with safe read-only and upgrade modes."""
 
     def __init__(
@@ -70,7 +40,6 @@ class SQLiteSessionStorage:
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.database = Database(path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
-        self._blocking: BlockingStorage | None = None
 
     @classmethod
     def on(cls, database: Database) -> SQLiteSessionStorage:
@@ -86,29 +55,9 @@ class SQLiteSessionStorage:
     def path(self) -> str:
         return self.database.path
 
-    def sync(self) -> BlockingStorage:
-        """This storage with blocking methods, for synchronous code (zett-agent's ``.sync()``).
-
-        The same proxy (one background thread) every time, until it is closed: code may call
-        ``storage.sync().append(...)`` in a loop.
-        """
-        from .blocking import BlockingStorage
-
-        if self._blocking is None or self._blocking.closed:
-            self._blocking = BlockingStorage(self)
-        return self._blocking
-
     async def __aenter__(self) -> SQLiteSessionStorage:
         await self.database.open()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the connection (idempotent); an in-memory database is discarded."""
@@ -141,10 +90,9 @@ class SQLiteSessionStorage:
         """Add the columns, indexes and tables an older layout lacks (one transaction)."""
         return await self.database.upgrade()
 
-    # --- the runtime contract --------------------------------------------------------------
+    # --- what the base's checked methods call --------------------------------------------
 
-    async def load(self, session_id: str) -> SessionView:
-        check_text(session_id, "session_id")
+    async def _load(self, session_id: str) -> SessionView:
         db = await self._db()
         layout = db.layout
         async with db.read():
@@ -166,43 +114,10 @@ class SQLiteSessionStorage:
                 "WHERE session_id = ? AND sequence > ? ORDER BY sequence",
                 (session_id, boundary),
             )
-        summary = summary_from_row(session, 0) if session is not None else None
-        return SessionView.model_construct(
-            session_id=session_id,
-            parent_session_id=summary.parent_session_id if summary else None,
-            session_type=summary.session_type if summary else 0,
-            title=summary.title if summary else None,
-            agent_name=summary.agent_name if summary else None,
-            snapshot=snapshot,
-            raw_tail=[record_from_row(row) for row in rows],
-        )
+        return session_view(session_id, session, snapshot, rows)
 
-    async def append(  # noqa: PLR0913  zett-agent's SessionStorage.append signature
-        self,
-        session_id: str,
-        request_id: str,
-        message: AnyMessage,
-        timing: MessageTiming | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        agent_name: str | None = None,
-        metadata: Mapping[str, JsonValue] | None = None,
-        tags: Mapping[str, JsonValue] | None = None,
-        usage: ModelUsage | None = None,
-    ) -> int:
-        """Append one message and return its sequence (``format.md`` §3, append)."""
-        row = prepare_append(
-            session_id,
-            request_id,
-            message,
-            timing,
-            parent_session_id,
-            title,
-            agent_name,
-            metadata,
-            tags,
-            usage,
-        )
+    async def _append(self, row: NewRawRow) -> int:
+        session_id = row.session_id
         db = await self._writer("append messages")
         async with db.write():
             now = utc_now()
@@ -250,7 +165,7 @@ class SQLiteSessionStorage:
                 (
                     new_uuid7(),
                     session_id,
-                    request_id,
+                    row.request_id,
                     sequence,
                     row.role,
                     row.content,
@@ -274,15 +189,9 @@ class SQLiteSessionStorage:
             )
         return int(sequence)
 
-    async def snapshot(
-        self,
-        session_id: str,
-        compacted_message: CompactedMessage,
-        compacted_through_sequence: int,
-        expected_version: int,
-    ) -> ContextSnapshot:
-        """Record a checkpoint for raw sequences ``1..compacted_through_sequence``."""
-        message_json = prepare_snapshot(session_id, compacted_message, compacted_through_sequence)
+    async def _snapshot(
+        self, session_id: str, boundary: int, expected_version: int, message_json: str
+    ) -> tuple[str, int, datetime]:
         db = await self._writer("write snapshots")
         async with db.write():
             latest = await db.fetchone(
@@ -298,7 +207,7 @@ class SQLiteSessionStorage:
                 (latest[0], latest[1]) if latest is not None else None,
                 highest,
                 expected_version,
-                compacted_through_sequence,
+                boundary,
             )
             now_text = format_db_time(utc_now())
             snapshot_id = new_uuid7()
@@ -310,46 +219,25 @@ class SQLiteSessionStorage:
                     snapshot_id,
                     session_id,
                     version,
-                    compacted_through_sequence,
+                    boundary,
                     message_json,
                     now_text,
                     now_text,
                 ),
             )
-        created = _parse_back(now_text)
-        return ContextSnapshot(
-            id=snapshot_id,
-            session_id=session_id,
-            version=version,
-            compacted_message=compacted_message,
-            compacted_through_sequence=compacted_through_sequence,
-            created_at=created,
-            updated_at=created,
-        )
+        return snapshot_id, version, _parse_back(now_text)
 
-    # --- sessions --------------------------------------------------------------------------
-
-    async def create_session(
-        self,
-        *,
-        session_id: str | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        agent_name: str | None = None,
-        session_type: int = 0,
-    ) -> SessionSummary:
-        new = prepare_session(session_id, parent_session_id, title, agent_name, session_type)
-        new_id = new.session_id
+    async def _create_session(self, new: NewSession) -> datetime:
         db = await self._writer("create sessions")
         async with db.write():
-            if await db.fetchone("SELECT 1 FROM agent_sessions WHERE id = ?", (new_id,)):
-                raise SessionExists(f"Session already exists: {new_id}")
+            if await db.fetchone("SELECT 1 FROM agent_sessions WHERE id = ?", (new.session_id,)):
+                raise SessionExists(f"Session already exists: {new.session_id}")
             now_text = format_db_time(utc_now())
             await db.execute(
                 "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
                 "agent_name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    new_id,
+                    new.session_id,
                     new.parent_session_id,
                     new.session_type,
                     new.title,
@@ -358,20 +246,9 @@ class SQLiteSessionStorage:
                     now_text,
                 ),
             )
-        created = _parse_back(now_text)
-        return SessionSummary(
-            session_id=new_id,
-            parent_session_id=new.parent_session_id,
-            session_type=new.session_type,
-            title=new.title,
-            agent_name=new.agent_name,
-            created_at=created,
-            updated_at=created,
-            message_count=0,
-        )
+        return _parse_back(now_text)
 
-    async def get_session(self, session_id: str) -> SessionSummary | None:
-        check_text(session_id, "session_id")
+    async def _get_session(self, session_id: str) -> SessionSummary | None:
         db = await self._db()
         layout = db.layout
         async with db.read():
@@ -396,12 +273,10 @@ class SQLiteSessionStorage:
         )
         return summary_from_row(row) if row is not None else None
 
-    async def update_session(
-        self, session_id: str, *, title: str | None = None, agent_name: str | None = None
+    async def _update_session(
+        self, session_id: str, title: str | None, agent_name: str | None
     ) -> SessionSummary | None:
-        """Rename; works on every layout with session rows (it changes no row shape)."""
-        check_text(session_id, "session_id")
-        title, agent_name = prepare_rename(title, agent_name)
+        """Works on every layout with session rows (a rename changes no row shape)."""
         db = await self._db()
         if not db.layout.has_sessions_table:
             raise UnsupportedLayout(
@@ -419,9 +294,7 @@ class SQLiteSessionStorage:
             return None
         return await self.get_session(session_id)
 
-    async def delete_session(self, session_id: str) -> bool:
-        """Delete raw rows, snapshots and the session row together; children are untouched."""
-        check_text(session_id, "session_id")
+    async def _delete_session(self, session_id: str) -> bool:
         db = await self._db()
         async with db.write():
             removed = await db.execute(
@@ -436,8 +309,7 @@ class SQLiteSessionStorage:
                 )
         return removed > 0
 
-    async def count_messages(self, session_id: str) -> int:
-        check_text(session_id, "session_id")
+    async def _count_messages(self, session_id: str) -> int:
         db = await self._db()
         async with db.read():
             count = await db.scalar(
@@ -445,16 +317,9 @@ class SQLiteSessionStorage:
             )
         return int(count)
 
-    async def list_sessions(
-        self,
-        *,
-        session_types: Sequence[int] | None = None,
-        limit: int = 100,
-        offset: int = 0,
+    async def _list_sessions(
+        self, types: list[int], limit: int, offset: int
     ) -> list[SessionSummary]:
-        """Newest activity first; pages by the activity index, counts only the page's rows."""
-        check_page(limit, offset)
-        types = [check_session_type(code) for code in session_types or ()]
         db = await self._db()
         layout = db.layout
         if not layout.has_sessions_table:
@@ -486,24 +351,14 @@ class SQLiteSessionStorage:
             )
         return [summary_from_row(row) for row in rows]
 
-    async def list_raw_messages(
-        self,
-        session_id: str,
-        *,
-        after_sequence: int = 0,
-        through_sequence: int | None = None,
-        limit: int = 10_000,
-        offset: int = 0,
+    async def _list_raw_messages(
+        self, session_id: str, after: int, through: int | None, limit: int, offset: int
     ) -> list[RawMessageRecord]:
-        """The full raw history (snapshots ignored), ascending, filtered then paged."""
-        check_text(session_id, "session_id")
-        check_raw_range(after_sequence, through_sequence)
-        check_page(limit, offset)
         db = await self._db()
-        upper = "" if through_sequence is None else "AND sequence <= ?"
-        params: tuple[Any, ...] = (session_id, after_sequence)
-        if through_sequence is not None:
-            params += (through_sequence,)
+        upper = "" if through is None else "AND sequence <= ?"
+        params: tuple[Any, ...] = (session_id, after)
+        if through is not None:
+            params += (through,)
         async with db.read():
             rows = await db.fetchall(
                 f"SELECT {raw_select(db.layout)} FROM raw_messages WHERE session_id = ? "

@@ -16,101 +16,52 @@ connection::
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
-from types import TracebackType
+from collections.abc import Awaitable, Callable
+from typing import Concatenate, ParamSpec, TypeVar
 
-from ..models import RawMessageRecord, SessionSummary
+from ..closing import AsyncClosing
 from ..persistence import BaseSessionPersistenceExtension
 from ..sqlite_storage import SQLiteSessionStorage
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class SQLiteSessionExtension(BaseSessionPersistenceExtension[SQLiteSessionStorage]):
+
+def _forwarded(
+    method: Callable[Concatenate[SQLiteSessionStorage, P], Awaitable[R]],
+) -> Callable[Concatenate[SQLiteSessionExtension, P], Awaitable[R]]:
+    """``method`` of the extension's ``.storage``, with its signature and docstring."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def forward(self: SQLiteSessionExtension, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result: R = await getattr(self.storage, name)(*args, **kwargs)
+        return result
+
+    return forward
+
+
+class SQLiteSessionExtension(AsyncClosing, BaseSessionPersistenceExtension[SQLiteSessionStorage]):
     """Restore and save sessions in an SQLite file (``None``: zett-agent's default path,
     ``":memory:"``: a private database that lives until ``close()``)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         super().__init__(SQLiteSessionStorage(path))
 
-    async def list_raw_messages(
-        self,
-        session_id: str,
-        *,
-        after_sequence: int = 0,
-        through_sequence: int | None = None,
-        limit: int = 10_000,
-        offset: int = 0,
-    ) -> list[RawMessageRecord]:
-        """The raw log, ascending (``after_sequence`` exclusive, ``through_sequence``
-        inclusive), then paged; snapshots are ignored."""
-        return await self.storage.list_raw_messages(
-            session_id,
-            after_sequence=after_sequence,
-            through_sequence=through_sequence,
-            limit=limit,
-            offset=offset,
-        )
-
-    async def create_session(
-        self,
-        *,
-        session_id: str | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        agent_name: str | None = None,
-        session_type: int = 0,
-    ) -> SessionSummary:
-        """An empty session, before its first message."""
-        return await self.storage.create_session(
-            session_id=session_id,
-            parent_session_id=parent_session_id,
-            title=title,
-            agent_name=agent_name,
-            session_type=session_type,
-        )
-
-    async def list_sessions(
-        self,
-        *,
-        session_types: Sequence[int] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[SessionSummary]:
-        """One page of sessions, most recently active first."""
-        return await self.storage.list_sessions(
-            session_types=session_types, limit=limit, offset=offset
-        )
-
-    async def count_messages(self, session_id: str) -> int:
-        return await self.storage.count_messages(session_id)
-
-    async def get_session(self, session_id: str) -> SessionSummary | None:
-        return await self.storage.get_session(session_id)
-
-    async def update_session(
-        self, session_id: str, *, title: str | None = None, agent_name: str | None = None
-    ) -> SessionSummary | None:
-        return await self.storage.update_session(session_id, title=title, agent_name=agent_name)
-
-    async def delete_session(self, session_id: str) -> bool:
-        """Delete the session's raw log, snapshots and session row (a deletion, not an
-        archive)."""
-        return await self.storage.delete_session(session_id)
+    # the storage's session CRUD and raw-history queries, as they are (signatures included)
+    list_raw_messages = _forwarded(SQLiteSessionStorage.list_raw_messages)
+    create_session = _forwarded(SQLiteSessionStorage.create_session)
+    list_sessions = _forwarded(SQLiteSessionStorage.list_sessions)
+    count_messages = _forwarded(SQLiteSessionStorage.count_messages)
+    get_session = _forwarded(SQLiteSessionStorage.get_session)
+    update_session = _forwarded(SQLiteSessionStorage.update_session)
+    delete_session = _forwarded(SQLiteSessionStorage.delete_session)
 
     async def close(self) -> None:
         """Close the connection (idempotent); the history stays on disk."""
         await self.storage.close()
-
-    async def __aenter__(self) -> SQLiteSessionExtension:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 __all__ = ["SQLiteSessionExtension"]

@@ -1,7 +1,8 @@
 """``PostgresSessionStorage``: zett-agent's storage contract and session CRUD on PostgreSQL.
 
-The same API, rules, errors and messages as ``SQLiteSessionStorage`` (the argument checks and
-verdicts are ``rules``'), on a server shared by a fleet of writers:
+The same API, rules, errors and messages as ``SQLiteSessionStorage`` (the public methods and
+their argument checks are ``storage_base``'s, the verdicts ``rules``'), on a server shared by a
+fleet of writers:
 
 * **append** upserts the session row (``INSERT … ON CONFLICT (id) DO UPDATE``), which takes that
   row's lock, so appends to one session queue behind each other while other sessions proceed;
@@ -27,24 +28,12 @@ Where PostgreSQL differs from SQLite, the behaviour is defined (docs/postgresql.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import SessionExists
 from ..ids import new_uuid7
-from ..json_types import JsonValue
-from ..models import (
-    AnyMessage,
-    CompactedMessage,
-    ContextSnapshot,
-    MessageTiming,
-    ModelUsage,
-    RawMessageRecord,
-    SessionSummary,
-    SessionView,
-)
+from ..models import RawMessageRecord, SessionSummary, SessionView
 from ..rows import (
     raw_select,
     record_from_row,
@@ -53,25 +42,12 @@ from ..rows import (
     snapshot_select,
     summary_from_row,
 )
-from ..rules import (
-    check_page,
-    check_parent,
-    check_raw_range,
-    check_session_type,
-    check_text,
-    prepare_append,
-    prepare_rename,
-    prepare_session,
-    prepare_snapshot,
-    snapshot_version,
-)
+from ..rules import NewRawRow, NewSession, check_parent, snapshot_version
 from ..schema import RAW_COLUMNS, Layout
+from ..storage_base import SessionStoreBase, session_view
 from ..timeutil import as_utc
 from .connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, PgDatabase, status_count
 from .dialect import LAYOUT, check_no_nul, derived_text
-
-if TYPE_CHECKING:
-    from ..blocking import BlockingStorage
 
 _RAW_INSERT = (
     f"INSERT INTO raw_messages ({', '.join(RAW_COLUMNS)}) "
@@ -103,7 +79,7 @@ def _time(moment: datetime | None) -> datetime | None:
     return None if moment is None else as_utc(moment)
 
 
-class PostgresSessionStorage:
+class PostgresSessionStorage(SessionStoreBase):
     """zett-agent's session store on a PostgreSQL server (one pool per instance)."""
 
     def __init__(
@@ -117,7 +93,6 @@ class PostgresSessionStorage:
         self.database = PgDatabase(
             dsn, read_only=read_only, pool_size=pool_size, connect_timeout=connect_timeout
         )
-        self._blocking: BlockingStorage | None = None
         self._tables_seen = False
 
     def __repr__(self) -> str:
@@ -130,7 +105,6 @@ class PostgresSessionStorage:
         it closes that handle when closed."""
         storage = cls.__new__(cls)
         storage.database = database
-        storage._blocking = None
         storage._tables_seen = database.schema_ready
         return storage
 
@@ -147,25 +121,9 @@ class PostgresSessionStorage:
     def layout(self) -> Layout:
         return LAYOUT
 
-    def sync(self) -> BlockingStorage:
-        """This storage with blocking methods (see ``SQLiteSessionStorage.sync``)."""
-        from ..blocking import BlockingStorage
-
-        if self._blocking is None or self._blocking.closed:
-            self._blocking = BlockingStorage(self)
-        return self._blocking
-
     async def __aenter__(self) -> PostgresSessionStorage:
         await self.database.pool()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the pool (idempotent); later calls fail with a ``DatabaseError``."""
@@ -193,12 +151,13 @@ class PostgresSessionStorage:
             self._tables_seen = True
         return await self.database.run(work, write=False)
 
-    # --- the runtime contract --------------------------------------------------------------
+    def _storable(self, **values: str | None) -> None:
+        for what, value in values.items():
+            check_no_nul(value, what)
 
-    async def load(self, session_id: str) -> SessionView:
-        check_text(session_id, "session_id")
-        check_no_nul(session_id, "session_id")
+    # --- what the base's checked methods call --------------------------------------------
 
+    async def _load(self, session_id: str) -> SessionView:
         async def read(conn: Any) -> SessionView:
             session = await conn.fetchrow(
                 f"SELECT {session_select(LAYOUT)} FROM agent_sessions WHERE id = $1", session_id
@@ -216,45 +175,12 @@ class PostgresSessionStorage:
                 session_id,
                 boundary,
             )
-            return _view(session_id, session, snapshot, rows)
+            return session_view(session_id, session, snapshot, rows)
 
-        view: SessionView = await self._read(read, _view(session_id, None, None, []))
+        view: SessionView = await self._read(read, session_view(session_id, None, None, []))
         return view
 
-    async def append(  # noqa: PLR0913  zett-agent's SessionStorage.append signature
-        self,
-        session_id: str,
-        request_id: str,
-        message: AnyMessage,
-        timing: MessageTiming | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        agent_name: str | None = None,
-        metadata: Mapping[str, JsonValue] | None = None,
-        tags: Mapping[str, JsonValue] | None = None,
-        usage: ModelUsage | None = None,
-    ) -> int:
-        """Append one message and return its sequence (``format.md`` §3, append)."""
-        row = prepare_append(
-            session_id,
-            request_id,
-            message,
-            timing,
-            parent_session_id,
-            title,
-            agent_name,
-            metadata,
-            tags,
-            usage,
-        )
-        for value, what in (
-            (row.session_id, "session_id"),
-            (row.request_id, "request_id"),
-            (row.parent_session_id, "parent_session_id"),
-            (row.title, "title"),
-            (row.agent_name, "agent_name"),
-        ):
-            check_no_nul(value, what)
+    async def _append(self, row: NewRawRow) -> int:
         given = row.timing
         times = (
             None
@@ -299,18 +225,10 @@ class PostgresSessionStorage:
         sequence: int = await self._write(write)
         return sequence
 
-    async def snapshot(
-        self,
-        session_id: str,
-        compacted_message: CompactedMessage,
-        compacted_through_sequence: int,
-        expected_version: int,
-    ) -> ContextSnapshot:
-        """Record a checkpoint for raw sequences ``1..compacted_through_sequence``."""
-        message_json = prepare_snapshot(session_id, compacted_message, compacted_through_sequence)
-        check_no_nul(session_id, "session_id")
-
-        async def write(conn: Any) -> ContextSnapshot:
+    async def _snapshot(
+        self, session_id: str, boundary: int, expected_version: int, message_json: str
+    ) -> tuple[str, int, datetime]:
+        async def write(conn: Any) -> tuple[str, int, datetime]:
             snapshot_id = new_uuid7()
             latest = await conn.fetchrow(
                 "SELECT version, compacted_through_sequence FROM session_snapshots "
@@ -325,7 +243,7 @@ class PostgresSessionStorage:
                 None if latest is None else (latest[0], latest[1]),
                 highest,
                 expected_version,
-                compacted_through_sequence,
+                boundary,
             )
             created = await conn.fetchval(
                 "INSERT INTO session_snapshots (id, session_id, version, "
@@ -335,43 +253,16 @@ class PostgresSessionStorage:
                 snapshot_id,
                 session_id,
                 version,
-                compacted_through_sequence,
+                boundary,
                 message_json,
             )
-            return ContextSnapshot(
-                id=snapshot_id,
-                session_id=session_id,
-                version=version,
-                compacted_message=compacted_message,
-                compacted_through_sequence=compacted_through_sequence,
-                created_at=as_utc(created),
-                updated_at=as_utc(created),
-            )
+            return snapshot_id, version, as_utc(created)
 
-        snapshot: ContextSnapshot = await self._write(write)
-        return snapshot
+        written: tuple[str, int, datetime] = await self._write(write)
+        return written
 
-    # --- sessions --------------------------------------------------------------------------
-
-    async def create_session(
-        self,
-        *,
-        session_id: str | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        agent_name: str | None = None,
-        session_type: int = 0,
-    ) -> SessionSummary:
-        new = prepare_session(session_id, parent_session_id, title, agent_name, session_type)
-        for value, what in (
-            (new.session_id, "session_id"),
-            (new.parent_session_id, "parent_session_id"),
-            (new.title, "title"),
-            (new.agent_name, "agent_name"),
-        ):
-            check_no_nul(value, what)
-
-        async def write(conn: Any) -> SessionSummary:
+    async def _create_session(self, new: NewSession) -> datetime:
+        async def write(conn: Any) -> datetime:
             created = await conn.fetchval(
                 "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
                 "agent_name, created_at, updated_at) "
@@ -385,24 +276,12 @@ class PostgresSessionStorage:
             )
             if created is None:
                 raise SessionExists(f"Session already exists: {new.session_id}")
-            return SessionSummary(
-                session_id=new.session_id,
-                parent_session_id=new.parent_session_id,
-                session_type=new.session_type,
-                title=new.title,
-                agent_name=new.agent_name,
-                created_at=as_utc(created),
-                updated_at=as_utc(created),
-                message_count=0,
-            )
+            return as_utc(created)
 
-        summary: SessionSummary = await self._write(write)
-        return summary
+        created: datetime = await self._write(write)
+        return created
 
-    async def get_session(self, session_id: str) -> SessionSummary | None:
-        check_text(session_id, "session_id")
-        check_no_nul(session_id, "session_id")
-
+    async def _get_session(self, session_id: str) -> SessionSummary | None:
         async def read(conn: Any) -> SessionSummary | None:
             row = await conn.fetchrow(_COUNTED_SESSION, session_id)
             return summary_from_row(row) if row is not None else None
@@ -410,15 +289,9 @@ class PostgresSessionStorage:
         summary: SessionSummary | None = await self._read(read, None)
         return summary
 
-    async def update_session(
-        self, session_id: str, *, title: str | None = None, agent_name: str | None = None
+    async def _update_session(
+        self, session_id: str, title: str | None, agent_name: str | None
     ) -> SessionSummary | None:
-        check_text(session_id, "session_id")
-        title, agent_name = prepare_rename(title, agent_name)
-        check_no_nul(session_id, "session_id")
-        check_no_nul(title, "title")
-        check_no_nul(agent_name, "agent_name")
-
         async def write(conn: Any) -> SessionSummary | None:
             changed = await conn.execute(
                 "UPDATE agent_sessions SET title = coalesce($1, title), "
@@ -436,11 +309,7 @@ class PostgresSessionStorage:
         summary: SessionSummary | None = await self._write(write)
         return summary
 
-    async def delete_session(self, session_id: str) -> bool:
-        """Delete the session row, raw rows and snapshots together; children are untouched."""
-        check_text(session_id, "session_id")
-        check_no_nul(session_id, "session_id")
-
+    async def _delete_session(self, session_id: str) -> bool:
         async def write(conn: Any) -> bool:
             # The session row first: its lock waits for appends in flight, so the raw rows
             # deleted next include theirs.
@@ -460,10 +329,7 @@ class PostgresSessionStorage:
         deleted: bool = await self._write(write)
         return deleted
 
-    async def count_messages(self, session_id: str) -> int:
-        check_text(session_id, "session_id")
-        check_no_nul(session_id, "session_id")
-
+    async def _count_messages(self, session_id: str) -> int:
         async def read(conn: Any) -> int:
             count: int = await conn.fetchval(
                 "SELECT count(*) FROM raw_messages WHERE session_id = $1", session_id
@@ -473,16 +339,9 @@ class PostgresSessionStorage:
         count: int = await self._read(read, 0)
         return count
 
-    async def list_sessions(
-        self,
-        *,
-        session_types: Sequence[int] | None = None,
-        limit: int = 100,
-        offset: int = 0,
+    async def _list_sessions(
+        self, types: list[int], limit: int, offset: int
     ) -> list[SessionSummary]:
-        """Newest activity first; pages by the activity index, counts only the page's rows."""
-        check_page(limit, offset)
-        types = [check_session_type(code) for code in session_types or ()]
         where = "WHERE session_type = ANY($3::bigint[])" if types else ""
         params: list[Any] = [limit, offset, *([types] if types else [])]
 
@@ -500,24 +359,13 @@ class PostgresSessionStorage:
         sessions: list[SessionSummary] = await self._read(read, [])
         return sessions
 
-    async def list_raw_messages(
-        self,
-        session_id: str,
-        *,
-        after_sequence: int = 0,
-        through_sequence: int | None = None,
-        limit: int = 10_000,
-        offset: int = 0,
+    async def _list_raw_messages(
+        self, session_id: str, after: int, through: int | None, limit: int, offset: int
     ) -> list[RawMessageRecord]:
-        """The full raw history (snapshots ignored), ascending, filtered then paged."""
-        check_text(session_id, "session_id")
-        check_raw_range(after_sequence, through_sequence)
-        check_page(limit, offset)
-        check_no_nul(session_id, "session_id")
-        upper = "" if through_sequence is None else "AND sequence <= $5"
-        params: list[Any] = [session_id, after_sequence, limit, offset]
-        if through_sequence is not None:
-            params.append(through_sequence)
+        upper = "" if through is None else "AND sequence <= $5"
+        params: list[Any] = [session_id, after, limit, offset]
+        if through is not None:
+            params.append(through)
 
         async def read(conn: Any) -> list[RawMessageRecord]:
             rows = await conn.fetch(
@@ -529,21 +377,6 @@ class PostgresSessionStorage:
 
         records: list[RawMessageRecord] = await self._read(read, [])
         return records
-
-
-def _view(
-    session_id: str, session: Any, snapshot: ContextSnapshot | None, rows: list[Any]
-) -> SessionView:
-    summary = summary_from_row(session, 0) if session is not None else None
-    return SessionView.model_construct(
-        session_id=session_id,
-        parent_session_id=summary.parent_session_id if summary else None,
-        session_type=summary.session_type if summary else 0,
-        title=summary.title if summary else None,
-        agent_name=summary.agent_name if summary else None,
-        snapshot=snapshot,
-        raw_tail=[record_from_row(row) for row in rows],
-    )
 
 
 __all__ = ["PostgresSessionStorage"]

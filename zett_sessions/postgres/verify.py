@@ -25,12 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import Any
 
 import asyncpg
 
 from ..backend import SessionDatabase
+from ..closing import Closing
 from ..schema import AGENT_NAME_MAX, INDEXES, TABLES, TIME_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
 from ..verify.checks_database import CheckName
 from ..verify.models import Finding
@@ -144,7 +144,7 @@ def snapshots_sql(where: str) -> str:
     )
 
 
-class PgReader:
+class PgReader(Closing):
     """One read-only connection for one range of verify's checks (synchronous)."""
 
     def __init__(
@@ -169,15 +169,7 @@ class PgReader:
     def _run(self, work: Any) -> Any:
         return self._loop.run_until_complete(work)
 
-    def __enter__(self) -> PgReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         try:
             with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
                 self._run(self.conn.close())
