@@ -30,6 +30,12 @@ Floors and targets, all measured in the same run:
   the same work at every size) at most 2x, ``list --problems -n 20`` (the generated databases
   have 1% crashed sessions) at most 5x; flat from 100k to 5M messages.  The window of the
   newest 1% of the sessions is reported too (it grows with the database).
+* ``search`` (issue 17), one pass over the rows in scope: ``search --all`` of a tool call id
+  (literal, ``--regex`` with a literal part, ``-i``) at most 1.5x the ``sqlite3`` CLI running
+  ``SELECT session_id, sequence FROM raw_messages WHERE instr(content, …) OR instr(tool_name, …)
+  OR instr(message_json, …)`` (``instr(lower(…))`` for ``-i``); the first page of a common word
+  at most 3x and a ``--since`` window of 10,000 messages at most 2x ``list --limit 20``; a
+  regex without a literal part (every row in Python) is reported.
 * ``delete --older-than 180d`` beside an agent appending every 0.1 s (``bench/appender.py``,
   the storage core with the default 5 s busy timeout): no append waits longer than 1 s and
   none fails (issue 18).  The floor column is the delete's own time in that run.
@@ -676,6 +682,8 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
         ):
             goal = target.format(limit) if limit else "(reported: grows with the window)"
             rows.append(Row(label, timing, page, goal, limit))
+    if want("search"):
+        rows.extend(search_rows(db, base, runs))
     if want("delete"):
         with scratch_copy(db) as fresh:
             copy_path = fresh()
@@ -717,6 +725,74 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
     return rows
 
 
+def rare_call_id(db: Path) -> str:
+    """A tool call id: text that two rows hold (the call and its result), for search."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        (call_id,) = conn.execute(
+            "SELECT json_extract(message_json, '$[0].data.tool_call_id') FROM raw_messages "
+            "WHERE role = 4 LIMIT 1"
+        ).fetchone()
+    return str(call_id)
+
+
+def search_rows(db: Path, base: list[str], runs: int) -> list[Row]:
+    """``search`` (issue 17): one pass over the rows in scope against SQLite's ``instr`` over
+    the same columns (``content``, ``tool_name``, ``message_json``) in the ``sqlite3`` CLI."""
+    needle = rare_call_id(db)
+
+    def floor(fold: bool) -> list[str]:
+        has = "instr(lower({}), '{}')" if fold else "instr({}, '{}')"
+        text = needle.lower() if fold else needle
+        where = " OR ".join(has.format(c, text) for c in ("content", "tool_name", "message_json"))
+        return sqlite_cli(db, f"SELECT session_id, sequence FROM raw_messages WHERE {where}")
+
+    regex = needle[:-4] + r"\w{4}"
+    ours, ours_regex, plain = measure_together(
+        [
+            ("search --all", [*base, "search", needle, "--all", "--json"]),
+            ("search --regex --all", [*base, "search", "--regex", regex, "--all", "--json"]),
+            ("sqlite3 instr", floor(False)),
+        ],
+        runs,
+    )
+    ours_fold, folded = measure_together(
+        [
+            ("search -i --all", [*base, "search", "-i", needle.upper(), "--all", "--json"]),
+            ("sqlite3 instr(lower)", floor(True)),
+        ],
+        runs,
+    )
+    _, _, window, _ = triage_targets(db)
+    page, first, scoped, no_literal = measure_together(
+        [
+            ("list --limit 20", [*base, "list", "--limit", "20"]),
+            ("search (first 20 sessions)", [*base, "search", "pytest"]),
+            ("search --since", [*base, "search", needle, "--since", window.since]),
+            ("search -E no literal", [*base, "search", "--regex", r"\d{9}x", "-n", "20"]),
+        ],
+        max(1, runs // 2),
+    )
+    return [
+        Row(f"search a call id --all ({needle})", ours, plain, "≤ 1.5× floor", 1.5),
+        Row(f"search --regex {regex} --all", ours_regex, plain, "≤ 1.5× floor", 1.5),
+        Row("search -i (upper case) --all", ours_fold, folded, "≤ 1.5× floor", 1.5),
+        Row("search pytest (a common word, first page)", first, page, "≤ 3× list --limit 20", 3.0),
+        Row(
+            f"search --since (newest {window.sessions:,} sessions, {window.messages:,} messages)",
+            scoped,
+            page,
+            "≤ 2× list --limit 20",
+            2.0,
+        ),
+        Row(
+            "search --regex without a literal part (every row in Python)",
+            no_literal,
+            page,
+            "(reported)",
+        ),
+    ]
+
+
 def markdown(rows: list[Row], header: str) -> str:
     lines = [
         header,
@@ -753,7 +829,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--only",
-        help="comma-separated: help,list,show,tail,verify,triage,delete,delete-writer,tail-f",
+        help="comma-separated: help,list,show,tail,verify,triage,search,delete,delete-writer,"
+        "tail-f",
     )
     args = parser.parse_args()
     if shutil.which("sqlite3") is None:

@@ -16,6 +16,7 @@ COMMANDS = (
     "list",
     "show",
     "tail",
+    "search",
     "rename",
     "snapshot-info",
     "info",

@@ -502,6 +502,8 @@ def read_commands(session_id: str) -> list[list[str]]:
         ["show", session_id, "--context", "--json"],
         ["tail", session_id, "-n", "3"],
         ["tail", session_id, "--json"],
+        ["search", "e", "--all"],
+        ["search", "-E", ".", session_id, "--json"],
         ["snapshot-info", session_id],
         ["snapshot-info", session_id, "--json", "--full"],
         ["snapshot-info", "--all", "--full"],

@@ -24,6 +24,7 @@ COMMANDS = (
     "list",
     "show",
     "tail",
+    "search",
     "rename",
     "delete",
     "snapshot-info",

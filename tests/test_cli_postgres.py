@@ -31,6 +31,8 @@ INSPECTIONS = [
     ["show", NEWEST_IDS["crashed"], "--context"],
     ["tail", NEWEST_IDS["tools"], "-n", "3"],
     ["tail", "--latest", "--json"],
+    ["search", "test", "--all"],
+    ["search", "-E", "p.test", NEWEST_IDS["tools"], "--json"],
     ["snapshot-info", "--all"],
     ["snapshot-info", NEWEST_IDS["compacted"], "--json"],
     ["info", "--tokens"],

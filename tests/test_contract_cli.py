@@ -103,6 +103,10 @@ def json_runs(command: str, demo: DemoResult, tmp_path: Path) -> list[list[str]]
             [*db, "show", s["crashed"], "--json"],
         ],
         "tail": [[*db, "tail", prefix(demo, "crashed"), "--json"]],
+        "search": [
+            [*db, "search", "pytest", "--json"],
+            [*db, "search", "shell", prefix(demo, "crashed"), "--role", "tool", "--json"],
+        ],
         "rename": [
             [
                 *("--db", fresh_copy(demo, tmp_path, "rename.sqlite3"), "rename", s["plain"]),

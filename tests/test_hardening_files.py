@@ -223,7 +223,8 @@ def test_a_damaged_data_page_fails_only_what_reads_it_with_one_line(
         if r.exit_code == 1:
             assert_one_error_line(r.stderr, "is damaged")
         assert "Traceback" not in r.stderr
-    assert digest(path) == before
+        if command[0] not in ("rename", "delete"):  # a rename that works changes the file
+            assert digest(path) == before, command
 
 
 def _session_on_first_leaf(path: Path) -> str:

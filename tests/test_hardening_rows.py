@@ -300,6 +300,8 @@ READ_COMMANDS = [
     ["show", "{id}", "--context", "--json"],
     ["tail", "{id}", "-n", "5"],
     ["tail", "{id}", "--json"],
+    ["search", "e", "--all"],
+    ["search", "-E", ".", "{id}", "--json", "--all"],
     ["snapshot-info", "{id}", "--full"],
     ["snapshot-info", "{id}", "--json"],
     ["snapshot-info", "--all", "--json"],

@@ -4,8 +4,8 @@ Queries are written once, with ``?`` placeholders; a backend's connection layer 
 when its driver wants ``$1``, ``$2``… (``postgres.dialect.numbered``).  What cannot be written
 once is here: how a list of ids is one parameter (or a table), how a time is passed, what
 ``--title``'s substring match is, how a value's storage class is tested (SQLite's columns hold
-any type; PostgreSQL's only their own), sums, byte lengths, the row key, row locks, and the
-envelope checks SQLite's JSON functions make.  ``Database.dialect`` (SQLite) and
+any type; PostgreSQL's only their own), sums, byte lengths, the row key, row locks, substring
+tests, and the envelope checks SQLite's JSON functions make.  ``Database.dialect`` (SQLite) and
 ``PgDatabase.dialect`` (PostgreSQL) name theirs; commands never branch on the backend.
 """
 
@@ -65,6 +65,20 @@ class Dialect:
         is not UTF-8 (lenient decoding changed it) from one that is."""
         return f"CAST({column} AS BLOB)"
 
+    def holds(self, expression: str, *, fold: bool = False) -> str:
+        """SQL true when the text of ``expression`` holds the ``?`` parameter (``fold``: in
+        lower case; the parameter is lower-case ASCII then).  False for ``NULL``."""
+        return f"instr({f'lower({expression})' if fold else expression}, ?) > 0"
+
+    def tool_calls(self) -> str | None:
+        """JSON text of an assistant row's stored tool calls (``NULL`` when its envelope is not
+        valid JSON), or ``None`` where the backend cannot read JSON without failing the query on
+        invalid text (``search`` then leaves the calls to Python)."""
+        from .transcript.classify import TOOL_CALLS_JSON
+
+        valid = "typeof(message_json) = 'text' AND json_valid(message_json)"
+        return f"(CASE WHEN {valid} THEN {TOOL_CALLS_JSON} END)"
+
     def envelope_code(self) -> str:
         """The per-row envelope code (``envelope.sql.CODE``), or ``NULL`` where the backend has
         no JSON functions to compute it with (every row then takes the Python path)."""
@@ -121,6 +135,12 @@ class PostgresDialect(Dialect):
 
     def stored_bytes(self, column: str) -> str:
         return f"convert_to({column}, 'UTF8')"
+
+    def holds(self, expression: str, *, fold: bool = False) -> str:
+        return f"strpos({f'lower({expression})' if fold else expression}, ?) > 0"
+
+    def tool_calls(self) -> str | None:
+        return None
 
     def envelope_code(self) -> str:
         return "NULL"

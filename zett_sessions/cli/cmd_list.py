@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
@@ -12,13 +12,15 @@ import typer
 
 from .errors import handle_errors
 from .options import (
-    INT_MAX,
+    DEFAULT_LIMIT,
     AgentOption,
+    AllOption,
     ChildrenOfOption,
     DbOption,
     FullIdsOption,
     FullOption,
     JsonOption,
+    LimitOption,
     OffsetOption,
     OlderThanOption,
     RootsOption,
@@ -41,8 +43,6 @@ if TYPE_CHECKING:
     from ..verify.problems import ProblemPage
     from .output import Output
 
-DEFAULT_LIMIT = 20
-
 
 class ListFormat(StrEnum):
     text = "text"
@@ -62,19 +62,9 @@ def list_command(
     until: UntilOption = None,
     older_than: OlderThanOption = None,
     title: TitleOption = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            "--limit",
-            "-n",
-            min=1,
-            max=INT_MAX,
-            metavar="N",
-            help=f"Page size [default: {DEFAULT_LIMIT}].",
-        ),
-    ] = None,
+    limit: LimitOption = None,
     offset: OffsetOption = 0,
-    show_all: Annotated[bool, typer.Option("--all", help="Every matching session.")] = False,
+    show_all: AllOption = False,
     ids_only: Annotated[
         bool,
         typer.Option(
@@ -135,10 +125,10 @@ def list_command(
     out = state.output()
     page, found = run_with(state.reader(db), partial(read_page, request))
     if ids_only:
-        print_ids(out, page, null=null)
+        print_ids(out, (session.session_id for session in page.sessions), null=null)
     else:
         render_page(out, page, fmt, full_ids=full_ids, full=full, problems=found)
-    warn_unknown_age(out, page)
+    warn_unknown_age(out, page.unknown_age)
 
 
 @dataclass(frozen=True)
@@ -173,19 +163,20 @@ async def read_page(
     return found.page, found
 
 
-def warn_unknown_age(out: Output, page: SessionPage) -> None:
-    """Name the sessions a time filter left out because their age is unknown."""
-    if page.unknown_age:
+def warn_unknown_age(out: Output, unknown_age: Sequence[str]) -> None:
+    """Name the sessions an age filter (``--until``, ``--older-than``) left out because their
+    last activity is not a time in the stored form (``list`` and ``search``)."""
+    if unknown_age:
         from ..values import plural
 
         out.warn(
-            f"left out {plural(len(page.unknown_age), 'session')} whose last activity "
+            f"left out {plural(len(unknown_age), 'session')} whose last activity "
             "(updated_at) is not a time in the stored form, so their age is unknown: "
-            f"{_named(page.unknown_age)} (`zett-sessions verify` reports them)"
+            f"{_named(unknown_age)} (`zett-sessions verify` reports them)"
         )
 
 
-def print_ids(out: Output, page: SessionPage, *, null: bool) -> None:
+def print_ids(out: Output, ids: Iterable[str], *, null: bool) -> None:
     """Every id exactly, so that ``delete -`` (``-0``: ``delete -0 -``) names the same sessions.
 
     One per line, an id with a control character or a line separator could arrive split or
@@ -198,8 +189,7 @@ def print_ids(out: Output, page: SessionPage, *, null: bool) -> None:
     exact_anything = null and not out.is_terminal
     end = "\0" if null else "\n"
     left_out: list[str] = []
-    for session in page.sessions:
-        sid = session.session_id
+    for sid in ids:
         if sid and "\0" not in sid and (exact_anything or is_plain(sid)):
             out.write(sid + end)
         else:

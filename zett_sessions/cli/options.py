@@ -47,6 +47,19 @@ INT_MAX = 2**63 - 1
 # (database.BUSY_TIMEOUT_MAX_MS; not imported here, so that --help stays cheap).
 BUSY_TIMEOUT_MAX = (2**31 - 1) // 1000
 
+DEFAULT_LIMIT = 20  # sessions per page of list and search
+LimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        "-n",
+        min=1,
+        max=INT_MAX,
+        metavar="N",
+        help=f"Page size in sessions [default: {DEFAULT_LIMIT}].",
+    ),
+]
+AllOption = Annotated[bool, typer.Option("--all", help="Every matching session.")]
 OffsetOption = Annotated[
     int, typer.Option("--offset", min=0, max=INT_MAX, metavar="N", help="Skip N rows.")
 ]

@@ -9,6 +9,7 @@ over that (small) table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -104,6 +105,16 @@ class SessionFilter:
 
 
 NEWEST_FIRST = " ORDER BY updated_at DESC, id DESC"  # zett-agent's listing order
+
+
+def next_slice(examined: int, found: int, wanted: int, least: int) -> int:
+    """How many sessions a search newest first (``list --problems``, ``search``) examines next
+    for a page of ``wanted``: as many as the rate so far says are needed for the rest of the
+    page (and a fifth more), at most twice as many as examined so far, at least ``least``."""
+    if not found:
+        return max(least, examined)
+    needed = math.ceil((wanted - found) * examined / found * 1.2)
+    return max(least, min(needed, 2 * examined))
 
 
 def _escape_like(text: str) -> str:

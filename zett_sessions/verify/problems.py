@@ -13,7 +13,6 @@ session whose activity moved it meanwhile.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -23,6 +22,7 @@ from ..queries.sessions import (
     SessionFilter,
     SessionPage,
     list_sessions,
+    next_slice,
     session_ids_sql,
 )
 from ..timeutil import utc_now
@@ -58,15 +58,6 @@ def _problems(report: VerifyReport, among: set[str | None] | None) -> dict[str, 
             if finding.code not in codes:
                 codes.append(finding.code)
     return errors
-
-
-def _next_slice(examined: int, found: int, wanted: int) -> int:
-    """How many sessions to examine next: as many as the rate so far says are needed for
-    the rest of the page (and a fifth more), at most twice as many as examined so far."""
-    if not found:
-        return max(SLICE, examined)
-    needed = math.ceil((wanted - found) * examined / found * 1.2)
-    return max(SLICE, min(needed, 2 * examined))
 
 
 async def find_problems(
@@ -106,7 +97,7 @@ async def find_problems(
             errors.update(found)
             summaries.update((s.session_id, s) for s in report.sessions if s.session_id in found)
             examined += len(rows)
-            size = _next_slice(examined, len(errors), wanted)
+            size = next_slice(examined, len(errors), wanted, SLICE)
     complete = examined >= in_scope
     ordered = await list_sessions(db, replace(filters, ids=tuple(errors)), limit=None)
     end = None if limit is None else offset + limit

@@ -1,0 +1,309 @@
+"""``zett-sessions search``: hits in text, tool names, arguments and results; filters; formats."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgtest import Databases
+from support import (
+    FORBIDDEN_TERMINAL_CHARS,
+    HOSTILE_STRINGS,
+    LEGACY,
+    LEGACY_IDS,
+    SeedSession,
+    assert_one_error_line,
+    copy_sample,
+    digest,
+    execute_sql,
+    run_cli,
+    sample_with_layout,
+    write_hostile_session,
+)
+from zett_sessions.demo import DemoResult, write_demo
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    return write_demo(tmp_path_factory.mktemp("search") / "demo.sqlite3")
+
+
+@pytest.fixture
+def db(databases: Databases, demo: DemoResult) -> str:
+    """The demo database on the backend under test (a file, or a copy on the server)."""
+    return databases.of_file(demo.path)
+
+
+def search(db: Path | str, *args: str) -> Any:
+    return run_cli(["--db", str(db), "search", *args])
+
+
+def found(db: Path | str, *args: str) -> list[dict[str, Any]]:
+    r = search(db, *args, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == ""
+    document = json.loads(r.stdout)
+    assert isinstance(document, list)
+    return document
+
+
+def hits_of(document: list[dict[str, Any]]) -> list[tuple[str, int, str, str]]:
+    """(session id, sequence, field, matched text) of every hit, in output order."""
+    return [
+        (session["id"], hit["sequence"], hit["field"], hit["snippet"][slice(*hit["matches"][0])])
+        for session in document
+        for hit in session["hits"]
+    ]
+
+
+def test_search_finds_text_tool_names_arguments_and_results_grouped_by_session(
+    demo: DemoResult,
+    db: str,
+) -> None:
+    s = demo.sessions
+    r = search(db, "pytest")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.split("\n\n")[:4] == [
+        f"{s['crashed']}  Crashed run: fix the failing tests (incomplete tool batch)  "
+        "coding-agent  just now  1 hit\n"
+        '  #3 assistant → shell  {"command": "pytest -q"}',
+        f"{s['cancelled']}  Cancelled integration run  coding-agent  just now  1 hit\n"
+        '  #3 assistant → shell  {"command": "pytest tests/integration"}',
+        f"{s['tools']}  Find the slow tests  coding-agent  just now  3 hits\n"
+        '  #3 assistant → shell  {"command": "pytest --durations=5"}\n'
+        '  #3 assistant → read_file  {"path": "pytest.ini"}\n'
+        "  #4 tool read_file  [pytest] addopts = -q",
+        f"{s['child']}  Trace the slow fixture  explore  just now  1 hit\n"
+        "  #4 tool grep  tests/conftest.py:14:@pytest.fixture tests/conftest.py:15:def "
+        "db(tmp_path):",
+    ]
+    assert r.stderr == "4 sessions with 6 hits (searched 9 sessions)\n"
+
+
+def test_search_finds_tool_names_of_calls_and_of_results(demo: DemoResult, db: str) -> None:
+    s = demo.sessions
+    assert hits_of(found(db, "shell", "--children-of", s["tools"][:20])) == []
+    assert hits_of(found(db, "shell", s["crashed"])) == [
+        (s["crashed"], 3, "tool_call", "shell"),
+        (s["crashed"], 4, "tool_name", "shell"),
+        (s["crashed"], 7, "tool_name", "shell"),
+    ]
+
+
+def test_search_json_has_the_listing_keys_and_every_hit(demo: DemoResult, db: str) -> None:
+    document = found(db, "slow")
+    assert [session["hit_count"] for session in document] == [1, 2, 1]
+    session = document[1]
+    assert session["id"] == demo.sessions["tools"]
+    assert session["title"] == "Find the slow tests" and session["message_count"] == 11
+    assert session["hits"][0] == {
+        "sequence": 2,
+        "role": "user",
+        "field": "content",
+        "tool_name": None,
+        "call_id": None,
+        "created_at": session["hits"][0]["created_at"],
+        "snippet": "Which tests are slow?",
+        "snippet_start": 0,
+        "matches": [[16, 20]],
+        "match_count": 1,
+    }
+    assert session["hits"][0]["created_at"].endswith("Z")
+
+
+def test_search_jsonl_prints_one_session_per_line(demo: DemoResult, db: str) -> None:
+    r = search(db, "slow", "--format", "jsonl")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [json.loads(line) for line in lines] == found(db, "slow")
+
+
+def test_search_json_with_no_hits_is_an_empty_array(demo: DemoResult, db: str) -> None:
+    r = search(db, "no such words anywhere", "--json")
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "[]\n", "")
+    r = search(db, "no such words anywhere")
+    assert (r.exit_code, r.stdout) == (0, "")
+    assert r.stderr == "No matches in 9 sessions.\n"
+
+
+def test_search_ids_only_prints_each_session_with_hits_once(demo: DemoResult, db: str) -> None:
+    s = demo.sessions
+    r = search(db, "slow", "-l")
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert r.stdout == f"{s['cancelled']}\n{s['tools']}\n{s['child']}\n"
+    r = search(db, "slow", "-0")
+    assert r.stdout == f"{s['cancelled']}\0{s['tools']}\0{s['child']}\0"
+
+
+def test_search_is_literal_unless_regex(demo: DemoResult, db: str) -> None:
+    assert found(db, "test_.*db") == []
+    document = found(db, r"test_\w+\.py", "--regex")
+    assert {text for *_, text in hits_of(document)} == {"test_api.py", "test_db.py"}
+
+
+def test_search_ignores_case_when_asked(demo: DemoResult, db: str) -> None:
+    assert found(db, "WHICH TESTS") == []
+    assert hits_of(found(db, "WHICH TESTS", "-i")) == [
+        (demo.sessions["tools"], 2, "content", "Which tests")
+    ]
+
+
+def test_search_role_keeps_only_those_rows(demo: DemoResult, db: str) -> None:
+    hits = hits_of(found(db, "shell", "--role", "tool"))
+    assert hits and {field for _, _, field, _ in hits} == {"tool_name"}
+    roles = {
+        hit["role"]
+        for session in found(db, "test", "--role", "user", "--role", "agent")
+        for hit in session["hits"]
+    }
+    assert roles == {"user", "agent"}
+
+
+def test_search_shares_lists_filters(demo: DemoResult, db: str) -> None:
+    s = demo.sessions
+    assert [d["id"] for d in found(db, "slow", "--agent", "explore")] == [s["child"]]
+    assert [d["id"] for d in found(db, "slow", "--roots")] == [s["cancelled"], s["tools"]]
+    assert found(db, "slow", "--until", "30d") == []
+    assert found(db, "slow", "--type", "1") == []
+
+
+def test_search_in_named_sessions_by_prefix(demo: DemoResult, db: str) -> None:
+    s = demo.sessions
+    document = found(db, "slow", s["child"], s["cancelled"][:18])
+    assert [d["id"] for d in document] == [s["cancelled"], s["child"]]
+    r = search(db, "slow", "no-such-session")
+    assert r.exit_code == 3 and r.stdout == ""
+    assert_one_error_line(r.stderr, "no-such-session")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([""], "PATTERN must not be empty"),
+        (["(", "--regex"], "invalid regular expression '('"),
+        (["x", "--since", "yesterday"], "invalid date or duration 'yesterday'"),
+    ],
+)
+def test_search_reports_a_bad_pattern_or_filter_as_a_usage_error(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    missing = tmp_path / "missing.sqlite3"
+    r = search(missing, *args)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert_one_error_line(r.stderr, message)
+    assert not missing.exists()
+
+
+def test_search_leaves_the_database_byte_identical_and_creates_no_file(
+    demo: DemoResult, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy.sqlite3"
+    copy.write_bytes(Path(demo.path).read_bytes())
+    before = digest(copy)
+    for args in (["pytest"], ["-E", ".", "--all", "--json"], ["shell", "-l"]):
+        assert search(copy, *args).exit_code == 0
+    assert digest(copy) == before
+    missing = tmp_path / "missing.sqlite3"
+    r = search(missing, "pytest")
+    assert r.exit_code == 1
+    assert_one_error_line(r.stderr, str(missing))
+    assert not missing.exists()
+
+
+def test_search_stops_at_the_page_size_and_says_how_far_it_looked(databases: Databases) -> None:
+    db = databases.seeded(
+        [SeedSession(f"s{n:03d}", age=timedelta(hours=n), messages=2) for n in range(300)]
+    )
+    r = search(db, "question", "-n", "2")
+    assert r.exit_code == 0, r.stderr
+    assert [line.split()[0] for line in r.stdout.splitlines() if line.startswith("s")] == [
+        "s000",
+        "s001",
+    ]
+    assert r.stderr == (
+        "2 sessions with 2 hits, found among the newest 256 of 300 sessions "
+        "(--all searches every one)\n"
+    )
+    r = search(db, "question", "--all")
+    assert r.stderr == "300 sessions with 300 hits (searched 300 sessions)\n"
+    document = found(db, "question", "--all")
+    assert [d["id"] for d in document] == [f"s{n:03d}" for n in range(300)]
+    ids = search(db, "answer", "-l")  # -l: every session unless --limit
+    assert ids.stdout.split() == [f"s{n:03d}" for n in range(300)]
+
+
+def test_search_max_hits_lists_that_many_and_counts_the_rest(demo: DemoResult, db: str) -> None:
+    s = demo.sessions
+    r = search(db, "test", s["tools"], "-m", "2")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].endswith("  8 hits")
+    assert [line.split()[0] for line in lines[1:3]] == ["#2", "#3"]
+    assert lines[3] == "  … 6 more hits (--max-hits)"
+    [document] = found(db, "test", s["tools"], "-m", "2")
+    assert (document["hit_count"], len(document["hits"])) == (8, 2)
+
+
+def test_search_cuts_a_long_text_around_the_match(tmp_path: Path, databases: Databases) -> None:
+    session = write_hostile_session(tmp_path / "hostile.sqlite3")
+    db = databases.of_file(tmp_path / "hostile.sqlite3")
+    [document] = found(db, "end of the long line", "--role", "user")
+    [hit] = document["hits"]
+    assert document["id"] == session
+    assert hit["snippet"] == "x" * 56 + "\x1b[2Jend of the long line"
+    assert hit["snippet_start"] == 1_000_000 - 56 + len("\n".join(HOSTILE_STRINGS)) + 1
+    r = search(db, "end of the long line", "--role", "user")
+    assert r.stdout.splitlines()[1] == "  #2 user  …" + "x" * 56 + "end of the long line"
+
+
+def test_search_shows_hostile_text_sanitized_and_never_as_markup(
+    tmp_path: Path, databases: Databases
+) -> None:
+    write_hostile_session(tmp_path / "hostile.sqlite3")
+    db = databases.of_file(tmp_path / "hostile.sqlite3")
+    r = search(db, "markup", "--all")
+    assert r.exit_code == 0, r.stderr
+    assert not any(char in r.stdout for char in FORBIDDEN_TERMINAL_CHARS)
+    assert "[bold red]markup[/]" in r.stdout
+    r = search(db, "[/]", "--all")
+    assert r.exit_code == 0, r.stderr
+    calls = [line for line in r.stdout.splitlines() if "→" in line]
+    assert calls and all("[/]" in line for line in calls)
+    document = found(db, "clipboard", "--all")
+    snippets = {hit["snippet"] for session in document for hit in session["hits"]}
+    assert any("\x1b]52;c;ZXZpbA==\x07" in snippet for snippet in snippets)
+
+
+def test_search_reads_rows_whose_message_cannot_be_decoded(
+    demo: DemoResult, tmp_path: Path
+) -> None:
+    copy = tmp_path / "damaged.sqlite3"
+    copy.write_bytes(Path(demo.path).read_bytes())
+    execute_sql(
+        copy,
+        "UPDATE raw_messages SET message_json = 'not json: pytest -q' "
+        "WHERE session_id = ? AND sequence = 3",
+        params=(demo.sessions["crashed"],),
+    )
+    for args in (["pytest"], ["-E", "p.test"], ["-E", "."]):
+        r = search(copy, *args, "--all", "--json")
+        assert r.exit_code == 0, (args, r.stderr)
+        ids = [session["id"] for session in json.loads(r.stdout)]
+        assert demo.sessions["cancelled"] in ids
+
+
+@pytest.mark.parametrize("layout", ["A0", "A1", "C"])
+def test_search_works_on_older_layouts(tmp_path: Path, layout: str) -> None:
+    db = sample_with_layout(tmp_path, layout)
+    document = found(db, "test", "--all")
+    assert document and all(session["hits"] for session in document)
+
+
+def test_search_legacy_sample_finds_tool_arguments(tmp_path: Path) -> None:
+    db = copy_sample(tmp_path, LEGACY)
+    document = found(db, "pytest", LEGACY_IDS["crashed"])
+    assert {hit["field"] for hit in document[0]["hits"]} >= {"arguments"}

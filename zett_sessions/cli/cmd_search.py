@@ -1,0 +1,221 @@
+"""``zett-sessions search PATTERN``: where something was said or done, across sessions."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .cmd_show import RoleOption, role_kinds
+from .complete import complete_session_id
+from .errors import handle_errors
+from .options import (
+    DEFAULT_LIMIT,
+    INT_MAX,
+    AgentOption,
+    AllOption,
+    ChildrenOfOption,
+    DbOption,
+    JsonOption,
+    LimitOption,
+    OlderThanOption,
+    RootsOption,
+    SinceOption,
+    TitleOption,
+    TypeOption,
+    UntilOption,
+    chosen_format,
+    format_option,
+    session_filter,
+    with_parent,
+)
+
+if TYPE_CHECKING:
+    from ..backend import SessionDatabase
+    from ..search import SearchProgress, SearchQuery
+    from .output import Output
+
+
+class SearchFormat(StrEnum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+@handle_errors
+def search_command(
+    ctx: typer.Context,
+    pattern: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATTERN",
+            help="Text to find (literal unless --regex).",
+            show_default=False,
+        ),
+    ],
+    sessions: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SESSION",
+            help="Only these sessions (ids or unique prefixes).",
+            show_default=False,
+            autocompletion=complete_session_id,
+        ),
+    ] = None,
+    ignore_case: Annotated[
+        bool, typer.Option("--ignore-case", "-i", help="Ignore case (Unicode, as Python's re).")
+    ] = False,
+    regex: Annotated[
+        bool,
+        typer.Option("--regex", "-E", help="PATTERN is a Python regular expression."),
+    ] = False,
+    roles: RoleOption = None,
+    agent: AgentOption = None,
+    session_type: TypeOption = None,
+    roots: RootsOption = False,
+    children_of: ChildrenOfOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    older_than: OlderThanOption = None,
+    title: TitleOption = None,
+    limit: LimitOption = None,
+    show_all: AllOption = False,
+    max_hits: Annotated[
+        int | None,
+        typer.Option(
+            "--max-hits",
+            "-m",
+            min=1,
+            max=INT_MAX,
+            metavar="N",
+            help="List at most N hits per session (the rest are counted).",
+        ),
+    ] = None,
+    ids_only: Annotated[
+        bool,
+        typer.Option(
+            "--ids",
+            "-l",
+            help="Only the ids of sessions with hits, one per line (all unless --limit).",
+        ),
+    ] = False,
+    null: Annotated[
+        bool,
+        typer.Option("--null", "-0", help="Like -l, each id ended by a NUL byte, exactly."),
+    ] = False,
+    output_format: Annotated[
+        str, format_option(SearchFormat, "text (default), json or jsonl (a session a line).")
+    ] = "text",
+    json_output: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Find where something was said or done: message text, tool names, tool arguments and
+    tool results, across sessions.
+
+    Hits are grouped by session, newest activity first, each with its sequence number and
+    the text around the match.  Reads the database only (nothing is indexed or written); the
+    search stops once --limit sessions have hits.
+
+    Example: zett-sessions search "pytest -q" --agent coding-agent --since 7d
+    """
+    from ..search import Pattern, SearchProgress, SearchQuery
+    from ..timeutil import utc_now
+    from .state import app_state, run_with
+
+    fmt = SearchFormat.json if json_output else chosen_format(output_format, SearchFormat)
+    ids_only = ids_only or null
+    compiled = Pattern.parse(pattern, regex=regex, ignore_case=ignore_case)
+    chosen = session_filter(
+        agent=agent,
+        session_type=session_type,
+        roots=roots,
+        since=since,
+        until=until,
+        older_than=older_than,
+        title=title,
+        now=utc_now(),
+    )
+    unpaged = show_all or (ids_only and limit is None)
+    query = SearchQuery(
+        compiled,
+        chosen,
+        roles=role_kinds(roles),
+        limit=None if unpaged else (limit or DEFAULT_LIMIT),
+        max_hits=1 if ids_only else max_hits,
+        first_hit_only=ids_only,
+    )
+    state = app_state(ctx)
+    out = state.output()
+    progress = SearchProgress()
+
+    async def work(database: SessionDatabase) -> None:
+        scoped = await _scope(database, query, sessions or [], children_of)
+        await _print(database, scoped, progress, out, fmt=fmt, ids_only=ids_only, null=null)
+
+    run_with(state.reader(db), work)
+    from ..render.search import search_footer
+    from .cmd_list import warn_unknown_age
+
+    warn_unknown_age(out, progress.unknown_age)
+    if fmt is SearchFormat.text and not ids_only:
+        out.hint(search_footer(progress))
+
+
+async def _scope(
+    database: SessionDatabase, query: SearchQuery, sessions: list[str], children_of: str | None
+) -> SearchQuery:
+    """``query`` narrowed to the named sessions (exit 3 for one that names none) and to the
+    children of ``--children-of``."""
+    from dataclasses import replace
+
+    from ..queries.resolve import resolve_session
+
+    filters = await with_parent(database, query.filters, children_of)
+    if sessions:
+        named = [await resolve_session(database, text) for text in sessions]
+        filters = replace(filters, ids=tuple(dict.fromkeys(named)))
+    return replace(query, filters=filters)
+
+
+async def _print(
+    database: SessionDatabase,
+    query: SearchQuery,
+    progress: SearchProgress,
+    out: Output,
+    *,
+    fmt: SearchFormat,
+    ids_only: bool,
+    null: bool,
+) -> None:
+    """Each session with hits, as it is found, in ``fmt``."""
+    from contextlib import aclosing
+
+    from ..render.search import session_block, session_hits_json
+    from ..search import search
+    from .cmd_list import print_ids
+    from .output import dumps
+
+    found = search(database, query, progress)
+    async with aclosing(found) as results:
+        if ids_only:
+            print_ids(out, [hits.session.session_id async for hits in results], null=null)
+        elif fmt is SearchFormat.text:
+            with out.paged() as console:
+                async for hits in results:
+                    console.print(session_block(hits), end="", soft_wrap=True)
+        elif fmt is SearchFormat.jsonl:
+            async for hits in results:
+                out.jsonl(session_hits_json(hits))
+        else:  # one JSON array, written as the sessions are found
+            opening = "["
+            async for hits in results:
+                out.write(f"{opening}\n{dumps(session_hits_json(hits), indent=None)}")
+                opening = ","
+            out.line("[]" if opening == "[" else "\n]")
+
+
+def register(app: typer.Typer) -> None:
+    from .command import register
+
+    register(app, "search", search_command)

@@ -1,0 +1,131 @@
+"""Renderers for ``search``: a session's hits as text with the matches highlighted, JSON.
+
+Database text (titles, snippets) is sanitized and put in ``rich.text.Text``; matches are
+styled with ``Text.stylize`` on character spans, never with markup.  A snippet is sanitized a
+piece at a time (before, inside and after each match), so the spans still point at the matched
+characters after control characters are dropped and line breaks become spaces.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+
+from ..models import MessageKind
+from ..search.models import Field, Hit, SearchProgress, SessionHits
+from ..timeutil import iso_utc
+from ..values import plural
+from .common import relative_time
+from .jsonout import kind_name, session_json
+from .sanitize import sanitize, single_line
+
+MATCH_STYLE = "bold red"
+_BLANKS = re.compile(r"\s+")
+
+
+def _flat(text: str) -> str:
+    """Sanitized, with every run of blanks and line breaks as one space (none stripped)."""
+    return _BLANKS.sub(" ", sanitize(text))
+
+
+def snippet_text(hit: Hit) -> Text:
+    """The snippet on one line, ``…`` where it was cut, each match styled."""
+    pieces: list[tuple[str, bool]] = [("…", False)] if hit.cut_before else []
+    position = 0
+    for start, end in hit.matches:
+        pieces.append((_flat(hit.snippet[position:start]), False))
+        pieces.append((_flat(hit.snippet[start:end]), True))
+        position = end
+    pieces.append((_flat(hit.snippet[position:]), False))
+    if hit.cut_after:
+        pieces.append(("…", False))
+    text = Text("".join(piece for piece, _ in pieces))
+    offset = 0
+    for piece, matched in pieces:
+        if matched and piece:
+            text.stylize(MATCH_STYLE, offset, offset + len(piece))
+        offset += len(piece)
+    return text
+
+
+def hit_text(hit: Hit) -> Text:
+    """``  #4 tool shell  3 failed, …``: where the hit is, then the snippet.
+
+    A tool call reads as in ``show`` (``#3 assistant → shell``, then its arguments); a hit in
+    a name is the name itself, highlighted."""
+    label = Text(f"  #{hit.sequence} ", style="bold") + Text(kind_name(hit.role), style="cyan")
+    name = single_line(hit.tool_name or "?", 64)
+    if hit.field is Field.tool_call:
+        return label + Text(" → ") + snippet_text(hit)
+    if hit.field is Field.arguments:
+        return label + Text(f" → {name}  ") + snippet_text(hit)
+    if hit.field is Field.tool_name:
+        return label + Text(" ") + snippet_text(hit)
+    if hit.role == MessageKind.TOOL and hit.tool_name is not None:
+        label += Text(f" {name}")
+    return label + Text("  ") + snippet_text(hit)
+
+
+def session_heading(found: SessionHits, now: datetime | None = None) -> Text:
+    """``<id>  <title>  <agent>  <last activity>  <n hits>``."""
+    session = found.session
+    heading = Text(single_line(session.session_id), style="bold cyan")
+    heading += Text("  ") + Text(single_line(session.title or "(untitled)", 80))
+    if session.agent_name:
+        heading += Text(f"  {single_line(session.agent_name, 32)}", style="dim")
+    heading += Text(f"  {relative_time(session.updated_at, now)}", style="dim")
+    heading += Text(f"  {plural(found.hit_count, 'hit')}", style="bold")
+    return heading
+
+
+def session_block(found: SessionHits, now: datetime | None = None) -> Text:
+    """A session's heading and its hits, one per line, ending with a blank line."""
+    block = session_heading(found, now) + Text("\n")
+    for hit in found.hits:
+        block += hit_text(hit) + Text("\n")
+    hidden = found.hit_count - len(found.hits)
+    if hidden > 0:
+        block += Text(f"  … {plural(hidden, 'more hit')} (--max-hits)\n", style="dim")
+    return block + Text("\n")
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """A hit with stable keys; ``snippet`` is the stored text, exactly (JSON escapes it)."""
+    return {
+        "sequence": hit.sequence,
+        "role": kind_name(hit.role),
+        "field": hit.field.value,
+        "tool_name": hit.tool_name,
+        "call_id": hit.call_id,
+        "created_at": iso_utc(hit.created_at),
+        "snippet": hit.snippet,
+        "snippet_start": hit.snippet_start,
+        "matches": [[start, end] for start, end in hit.matches],
+        "match_count": hit.match_count,
+    }
+
+
+def session_hits_json(found: SessionHits) -> dict[str, Any]:
+    """The ``list --json`` keys of the session, then ``hit_count`` and ``hits``."""
+    return {
+        **session_json(found.session),
+        "hit_count": found.hit_count,
+        "hits": [hit_json(hit) for hit in found.hits],
+    }
+
+
+def search_footer(progress: SearchProgress) -> str:
+    """What was found, and how far the search went when it stopped at the page size."""
+    searched = plural(progress.in_scope, "session")
+    if progress.sessions == 0 and progress.complete:
+        return f"No matches in {searched}."
+    found = f"{plural(progress.sessions, 'session')} with {plural(progress.hits, 'hit')}"
+    if progress.complete:
+        return f"{found} (searched {searched})"
+    return (
+        f"{found}, found among the newest {progress.examined:,} of {searched} "
+        "(--all searches every one)"
+    )

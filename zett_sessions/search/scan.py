@@ -1,0 +1,257 @@
+"""The search itself: sessions newest first, a slice at a time, each slice's rows read once.
+
+The sessions in scope (``list``'s filters, or named ids) are taken in listing order (``updated_at
+DESC, id DESC``) a slice at a time, as ``list --problems`` does; each slice's rows are read in
+one query through ``(session_id, sequence)``, with the pattern's SQL prefilter
+(``pattern.Prefilter``) so the database skips most rows without Python seeing them.  Each row that
+passes is matched in Python: its ``content`` column, its ``tool_name`` column (tool results),
+and, for an assistant whose stored tool calls may match, the name and the arguments (JSON text,
+as zett-agent stores them) of each call.  A slice's sessions with hits are returned newest
+first, before the next slice is read; the search stops once ``limit`` sessions have hits.
+
+Everything happens in one read transaction: one snapshot of the database, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..codec import parse_envelope, to_wire
+from ..errors import UnsupportedValue
+from ..models import MessageKind, UndecodableMessage
+from ..queries.sessions import (
+    NEWEST_FIRST,
+    SessionFilter,
+    list_sessions,
+    next_slice,
+    session_ids_sql,
+    unknown_age_sessions,
+)
+from ..timeutil import parse_db_time
+from ..values import text_or_none
+from .models import Field, Hit, SearchProgress, SessionHits
+from .pattern import Pattern, Prefilter
+
+if TYPE_CHECKING:
+    from ..backend import SessionDatabase
+    from ..dialect import Dialect
+
+BEFORE = 60  # characters of context a snippet keeps before the first match
+AFTER = 100  # … and after it
+LONGEST_MATCH = 200  # of a longer first match, a snippet keeps this much
+SLICE = 256  # sessions in the first slice (and the least in any other)
+LARGEST_SLICE = 4096  # sessions per slice of a search without a limit
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """What to search for, where, and how much to return."""
+
+    pattern: Pattern
+    filters: SessionFilter = field(default_factory=SessionFilter)
+    roles: frozenset[int] = frozenset()  # message kinds (empty: every role)
+    limit: int | None = None  # sessions with hits to return (None: all)
+    max_hits: int | None = None  # hits kept per session (None: all; the rest are counted)
+    first_hit_only: bool = False  # a session's first hit is enough (ids only)
+
+
+async def search(
+    db: SessionDatabase, query: SearchQuery, progress: SearchProgress
+) -> AsyncGenerator[SessionHits, None]:
+    """The sessions with hits, newest activity first; ``progress`` says how far it went.
+
+    Use it as ``async with aclosing(search(...))`` so the read ends when the caller stops.
+    """
+    async with db.read():
+        sql, params = session_ids_sql(db, query.filters)
+        in_scope = await db.scalar(f"SELECT count(*) FROM ({sql}) AS scope", params)
+        progress.in_scope = int(in_scope)
+        progress.unknown_age = tuple(await unknown_age_sessions(db, query.filters))
+        size, left_over = SLICE, False
+        while progress.examined < progress.in_scope and not _full(query, progress):
+            window = f"{sql}{NEWEST_FIRST} LIMIT ? OFFSET ?"
+            rows = await db.fetchall(window, [*params, size, progress.examined])
+            if not rows:
+                break
+            found = await _scan(db, [str(row[0]) for row in rows], query)
+            progress.examined += len(rows)
+            if found:
+                listed = await list_sessions(db, SessionFilter(ids=tuple(found)), limit=None)
+                for session in listed.sessions:
+                    if _full(query, progress):
+                        left_over = True
+                        break
+                    hits, count = found[session.session_id]
+                    progress.sessions += 1
+                    progress.hits += count
+                    yield SessionHits(session, tuple(hits), count)
+            if query.limit is None:
+                size = min(2 * size, LARGEST_SLICE)
+            else:
+                size = next_slice(progress.examined, progress.sessions, query.limit, SLICE)
+        progress.examined = min(progress.examined, progress.in_scope)
+        progress.complete = progress.examined >= progress.in_scope and not left_over
+
+
+def _full(query: SearchQuery, progress: SearchProgress) -> bool:
+    return query.limit is not None and progress.sessions >= query.limit
+
+
+async def _scan(
+    db: SessionDatabase, ids: Sequence[str], query: SearchQuery
+) -> dict[str, tuple[list[Hit], int]]:
+    """The hits in the rows of the sessions ``ids``: kept hits and the count, per session."""
+    sql, params = rows_sql(db, ids, query.pattern.prefilter, query.roles)
+    found: dict[str, tuple[list[Hit], int]] = {}
+    async with aclosing(db.stream(sql, params)) as rows:
+        async for row in rows:
+            session_id = text_or_none(row[0]) or ""
+            kept, count = found.get(session_id, ([], 0))
+            if count and query.first_hit_only:
+                continue
+            hits = row_hits(query.pattern, row)
+            if not hits:
+                continue
+            room = len(hits) if query.max_hits is None else max(query.max_hits - len(kept), 0)
+            kept.extend(hits[:room])
+            found[session_id] = (kept, count + len(hits))
+    return found
+
+
+def rows_sql(
+    db: SessionDatabase, ids: Sequence[str], prefilter: Prefilter, roles: frozenset[int]
+) -> tuple[str, list[Any]]:
+    """The rows of the sessions ``ids`` that may match, in (session, sequence) order: session
+    id, sequence, role, content, tool name, created_at and the message JSON of an assistant
+    whose tool calls may match (else NULL)."""
+    dialect = db.dialect
+    calls, calls_params = _calls_condition(dialect, prefilter)
+    where = [f"session_id {dialect.in_ids}"]
+    where_params: list[Any] = [dialect.ids_param(ids)]
+    if roles:
+        where.append(f"role IN ({', '.join('?' * len(roles))})")
+        where_params.extend(sorted(roles))
+    if prefilter.text is not None:
+        holds = [dialect.holds(column, fold=prefilter.fold) for column in ("content", "tool_name")]
+        where.append(f"({' OR '.join(holds)} OR {calls})")
+        where_params.extend([prefilter.text, prefilter.text, *calls_params])
+    sql = (
+        "SELECT session_id, sequence, role, content, tool_name, created_at, "
+        f"CASE WHEN {calls} THEN message_json END FROM raw_messages "
+        f"WHERE {' AND '.join(where)} ORDER BY session_id, sequence"
+    )
+    return sql, [*calls_params, *where_params]
+
+
+def _calls_condition(dialect: Dialect, prefilter: Prefilter) -> tuple[str, list[Any]]:
+    """SQL true for an assistant row whose tool calls may match, and its parameters: the
+    envelope holds the calls' run, and (where the backend reads JSON) so do the calls
+    themselves.  ``CASE`` keeps the JSON functions to rows that passed the cheap tests."""
+    assistant = f"role = {int(MessageKind.ASSISTANT)} AND {dialect.text('message_json')}"
+    calls = dialect.tool_calls()
+    if prefilter.calls is None:
+        some = "TRUE" if calls is None else f"{calls} <> '[]'"
+        return f"(CASE WHEN {assistant} THEN {some} ELSE FALSE END)", []
+    run = prefilter.calls
+    if calls is None:
+        holds = dialect.holds("message_json", fold=prefilter.fold)
+        return f"({assistant} AND {holds})", [run]
+    return (
+        f"(CASE WHEN {assistant} AND {dialect.holds('message_json', fold=prefilter.fold)} "
+        f"THEN {dialect.holds(calls, fold=prefilter.fold)} ELSE FALSE END)",
+        [run, run],
+    )
+
+
+def row_hits(pattern: Pattern, row: Sequence[Any]) -> list[Hit]:
+    """The hits of one row selected by ``rows_sql``: its tool name, its text, then each of
+    its tool calls' name and arguments (JSON text as zett-agent stores it)."""
+    _, sequence, role, content, tool_name, created_at, envelope = row
+    name = text_or_none(tool_name)
+    found: list[tuple[Field, str | None, str | None, str | None]] = [
+        (Field.tool_name, name, name, None),
+        (Field.content, text_or_none(content), name, None),
+    ]
+    if envelope is not None:
+        for call in _calls(envelope):
+            call_name, call_id = _text(call.get("name")), _text(call.get("id"))
+            arguments = _json_text(call.get("arguments", {}))
+            found.append((Field.tool_call, call_name, call_name, call_id))
+            found.append((Field.arguments, arguments, call_name, call_id))
+    hits: list[Hit] = []
+    for where, text, about, call_id in found:
+        spans = pattern.spans(text) if text else None
+        if spans:
+            hits.append(
+                _hit(
+                    where,
+                    text or "",
+                    spans,
+                    sequence=sequence if isinstance(sequence, int) else 0,
+                    role=role if isinstance(role, int) and not isinstance(role, bool) else 0,
+                    created_at=parse_db_time(created_at),
+                    tool_name=about,
+                    call_id=call_id,
+                )
+            )
+    return hits
+
+
+def _calls(envelope: object) -> list[dict[str, Any]]:
+    """The call objects of an assistant envelope's ``tool_calls`` (anything else: none)."""
+    parsed = parse_envelope(envelope)
+    if isinstance(parsed, UndecodableMessage):
+        return []
+    calls = parsed[1].get("tool_calls")
+    return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+
+
+def _json_text(value: Any) -> str | None:
+    """``value`` as the JSON text zett-agent stores (bytes as their marker again); ``None``
+    for what JSON cannot hold (a NaN a foreign writer stored)."""
+    try:
+        return json.dumps(to_wire(value), ensure_ascii=False, allow_nan=False)
+    except (UnsupportedValue, ValueError):
+        return None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _hit(
+    field: Field,
+    text: str,
+    spans: list[tuple[int, int]],
+    *,
+    sequence: int,
+    role: int,
+    created_at: datetime | None,
+    tool_name: str | None,
+    call_id: str | None,
+) -> Hit:
+    """``text``'s hit: a window around its first match, with the matches inside it."""
+    first_start, first_end = spans[0]
+    start = max(0, first_start - BEFORE)
+    end = min(len(text), first_start + min(first_end - first_start, LONGEST_MATCH) + AFTER)
+    inside = tuple(
+        (max(s, start) - start, min(e, end) - start) for s, e in spans if s < end and e > start
+    )
+    return Hit(
+        sequence=sequence,
+        role=role,
+        field=field,
+        snippet=text[start:end],
+        snippet_start=start,
+        matches=inside,
+        match_count=len(spans),
+        text_length=len(text),
+        tool_name=tool_name,
+        call_id=call_id,
+        created_at=created_at,
+    )
