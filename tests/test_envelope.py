@@ -90,3 +90,25 @@ def test_every_command_calls_an_envelope_without_its_checked_keys_undecodable(
     r = run_cli(["--db", str(path), "verify", "project-notes", "--json"])
     codes = {finding["code"] for finding in json.loads(r.stdout)["findings"]}
     assert "undecodable_envelope" in codes
+
+
+@pytest.mark.parametrize("sample", [NEWEST, LEGACY])
+def test_searchs_readers_of_the_calls_agree_with_the_decoder(tmp_path: Path, sample: str) -> None:
+    """``search`` reads an assistant's calls in SQL (``calls_json``) and from the parsed envelope
+    (``call_objects``): both give the calls the decoder decodes, for every envelope of both eras."""
+    from zett_sessions.envelope import call_objects, parse_envelope, to_wire
+    from zett_sessions.envelope.sql import calls_json
+
+    with contextlib.closing(sqlite3.connect(copy_sample(tmp_path, sample))) as conn:
+        rows = conn.execute(f"SELECT message_json, {calls_json()} FROM raw_messages").fetchall()
+    with_calls = 0
+    for text, in_sql in rows:
+        message = decode_envelope(text)
+        calls = [to_wire(call) for call in getattr(message, "tool_calls", ())]
+        parsed = parse_envelope(text)
+        assert not isinstance(parsed, UndecodableMessage)
+        assert call_objects(*parsed) == calls
+        if parsed[0] == MessageKind.ASSISTANT:
+            assert json.loads(in_sql) == calls
+        with_calls += bool(calls)
+    assert with_calls

@@ -74,10 +74,9 @@ class Dialect:
         """JSON text of an assistant row's stored tool calls (``NULL`` when its envelope is not
         valid JSON), or ``None`` where the backend cannot read JSON without failing the query on
         invalid text (``search`` then leaves the calls to Python)."""
-        from .transcript.classify import TOOL_CALLS_JSON
+        from .envelope.sql import calls_json
 
-        valid = "typeof(message_json) = 'text' AND json_valid(message_json)"
-        return f"(CASE WHEN {valid} THEN {TOOL_CALLS_JSON} END)"
+        return calls_json()
 
     def envelope_code(self) -> str:
         """The per-row envelope code (``envelope.sql.CODE``), or ``NULL`` where the backend has

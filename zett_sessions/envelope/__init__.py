@@ -33,7 +33,7 @@ from .codec import (
     parse_envelope,
     to_wire,
 )
-from .light import element_text, light_message, strict_json
+from .light import call_objects, element_text, light_message, strict_json
 from .table import ERAS, KINDS, Era, KindSpec
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "KINDS",
     "Era",
     "KindSpec",
+    "call_objects",
     "decode_checkpoint",
     "decode_envelope",
     "element",

@@ -79,6 +79,17 @@ def _call_pairs(calls: object) -> list[tuple[str, str]] | None:
     return pairs
 
 
+def call_objects(kind: int, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The call objects of a parsed envelope of the kind that makes calls, unchecked (``search``
+    reads their names and arguments as text); none for any other kind or value."""
+    spec = KINDS[kind]
+    if spec.role is not Role.CALLS:
+        return []
+    key = next(key for key, check, _ in spec.checked if check is Check.CALLS)
+    calls = data.get(key)
+    return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+
+
 def light_message(kind: int, data: dict[str, Any]) -> Message | None:
     """The light message of a parsed envelope (``parse_envelope``'s ``(kind, data)``), or
     ``None`` when a checked key is missing or not of its form: then only the full decoder knows.

@@ -7,6 +7,7 @@ Two fast readers ask SQLite about envelopes, each for its own consumer:
   the context and opens no tool batch, ``<kind>X`` one left out of the context,
   ``<kind>T <tool_call_id>`` a tool result, ``<kind>A <JSON array of call ids>`` an assistant
   message opening a tool batch.
+* ``calls_json`` (``search``): the JSON text of an assistant's tool calls, to look for a literal in.
 * ``scan_class`` / ``scan_ids`` (``verify``'s scan): a canonical envelope — the opening
   ``json.dumps`` writes for the kind in some era, with the base keys at their defaults — proven by
   two string comparisons and no function call, classified as ``kind * 4 + ctx``; anything else is
@@ -159,6 +160,18 @@ def needs_python(message_json: str) -> bool:
         or "\x00" in message_json
         or BYTES_MARKER in message_json
     )
+
+
+# --- search: the JSON text of the calls ---------------------------------------------------
+
+
+def calls_json() -> str:
+    """SQL: the JSON text of an envelope's tool calls (the key of the kind that makes calls),
+    ``NULL`` when the text is not valid JSON or has no calls key (``search``'s prefilter looks
+    for the pattern's literal in it).  SQLite prints it without blanks between tokens."""
+    spec = next(spec for spec in KINDS.values() if spec.role is Role.CALLS)
+    valid = f"typeof({_M}) = 'text' AND json_valid({_M})"
+    return f"(CASE WHEN {valid} THEN {_M} -> {data_path(_calls_key(spec))} END)"
 
 
 # --- verify: canonical openings ----------------------------------------------------------

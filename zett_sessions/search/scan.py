@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..codec import parse_envelope, to_wire
+from ..envelope import call_objects, parse_envelope, to_wire
 from ..errors import UnsupportedValue
 from ..models import MessageKind, UndecodableMessage
 from ..queries.sessions import (
@@ -203,12 +203,9 @@ def row_hits(pattern: Pattern, row: Sequence[Any]) -> list[Hit]:
 
 
 def _calls(envelope: object) -> list[dict[str, Any]]:
-    """The call objects of an assistant envelope's ``tool_calls`` (anything else: none)."""
+    """The call objects of an assistant's envelope (anything else: none)."""
     parsed = parse_envelope(envelope)
-    if isinstance(parsed, UndecodableMessage):
-        return []
-    calls = parsed[1].get("tool_calls")
-    return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+    return [] if isinstance(parsed, UndecodableMessage) else call_objects(*parsed)
 
 
 def _json_text(value: Any) -> str | None:
