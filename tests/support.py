@@ -865,3 +865,48 @@ class TerminalProcess(_ReadProcess):
 
     def __enter__(self) -> TerminalProcess:
         return self
+
+
+# --- what a command reads: statements traced, and their query plans ------------------------
+
+import re  # noqa: E402
+import sqlite3  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from unittest import mock  # noqa: E402
+
+
+@contextlib.contextmanager
+def traced_sql() -> Iterator[list[tuple[str, str]]]:
+    """Every statement this process runs on a SQLite file (as ``(path, sql)``), bound values
+    written into the text."""
+    statements: list[tuple[str, str]] = []
+    connect = sqlite3.connect
+
+    def tracing(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(database, *args, **kwargs)
+        path = str(database).removeprefix("file:").split("?")[0]
+        conn.set_trace_callback(lambda sql: statements.append((path, sql)))
+        return conn
+
+    with mock.patch.object(sqlite3, "connect", tracing):
+        yield statements
+
+
+FULL_SCAN = re.compile(r"\bSCAN (raw_messages|session_snapshots)\b")
+
+
+def full_scans(path: Path, statements: list[tuple[str, str]]) -> list[str]:
+    """The statements whose query plan reads all of ``raw_messages`` or ``session_snapshots``
+    (a table or one of its indexes from end to end)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        found = []
+        for _, sql in statements:
+            if not sql.lstrip().upper().startswith("SELECT"):
+                continue
+            plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            if FULL_SCAN.search(plan):
+                found.append(f"{plan}\n  {sql[:300]}")
+        return found
+    finally:
+        conn.close()

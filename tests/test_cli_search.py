@@ -20,8 +20,11 @@ from support import (
     copy_sample,
     digest,
     execute_sql,
+    full_scans,
     run_cli,
     sample_with_layout,
+    seed_sessions,
+    traced_sql,
     write_hostile_session,
 )
 from zett_sessions.demo import DemoResult, write_demo
@@ -178,6 +181,25 @@ def test_search_in_named_sessions_by_prefix(demo: DemoResult, db: str) -> None:
     r = search(db, "slow", "no-such-session")
     assert r.exit_code == 3 and r.stdout == ""
     assert_one_error_line(r.stderr, "no-such-session")
+
+
+@pytest.mark.parametrize("pattern", [["question"], ["-i", "QUESTION"], ["-E", r"\w+"]])
+def test_search_of_named_sessions_or_a_window_reads_through_indexes_only(
+    tmp_path: Path, pattern: list[str]
+) -> None:
+    path = seed_sessions(
+        tmp_path / "many.sqlite3",
+        [SeedSession(f"s{n:02d}", age=timedelta(days=n), messages=4) for n in range(40)],
+    )
+    with traced_sql() as statements:
+        named = search(path, *pattern, "s03", "s05", "--json")
+        window = search(path, *pattern, "--since", "10d", "--all", "--json")
+    assert named.exit_code == 0 and window.exit_code == 0, named.stderr + window.stderr
+    assert [d["id"] for d in json.loads(named.stdout)] == ["s03", "s05"]
+    assert [d["id"] for d in json.loads(window.stdout)] == [f"s{n:02d}" for n in range(10)]
+    reads = [sql for _, sql in statements if "FROM raw_messages" in sql]
+    assert len(reads) >= 2
+    assert full_scans(path, statements) == []
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from support import command_settings, copy_raw_rows_sql, generate_database
+from support import command_settings, copy_raw_rows_sql, full_scans, generate_database, traced_sql
 from verify_fixtures import verify
 from zett_sessions.database import Database
 from zett_sessions.queries.sessions import SessionFilter
@@ -347,45 +346,16 @@ def test_list_problems_pages_are_the_whole_runs_error_sessions_newest_first(
 
 @contextlib.contextmanager
 def traced() -> Iterator[list[tuple[str, str]]]:
-    """Every statement this process runs on a SQLite file (as ``(path, sql)``), bound values
-    written into the text; SQLite's own integrity check (a child process) must not run."""
-    statements: list[tuple[str, str]] = []
-    connect = sqlite3.connect
-
-    def tracing(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(database, *args, **kwargs)
-        path = str(database).removeprefix("file:").split("?")[0]
-        conn.set_trace_callback(lambda sql: statements.append((path, sql)))
-        return conn
+    """``support.traced_sql``, and SQLite's own integrity check (a child process) must not run."""
 
     async def forbidden(*_: Any) -> list[str]:
         raise AssertionError("a scoped run ran SQLite's integrity check")
 
     with (
-        mock.patch.object(sqlite3, "connect", tracing),
+        traced_sql() as statements,
         mock.patch.object(checks_database, "integrity_check", forbidden),
     ):
         yield statements
-
-
-SCAN = re.compile(r"\bSCAN (raw_messages|session_snapshots)\b")
-
-
-def _full_scans(path: Path, statements: list[tuple[str, str]]) -> list[str]:
-    """The statements whose query plan reads all of ``raw_messages`` or ``session_snapshots``
-    (a table or one of its indexes from end to end)."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        found = []
-        for _, sql in statements:
-            if not sql.lstrip().upper().startswith("SELECT"):
-                continue
-            plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
-            if SCAN.search(plan):
-                found.append(f"{plan}\n  {sql[:300]}")
-        return found
-    finally:
-        conn.close()
 
 
 def test_scoped_runs_and_list_problems_read_through_indexes_only(planted: Planted) -> None:
@@ -401,7 +371,7 @@ def test_scoped_runs_and_list_problems_read_through_indexes_only(planted: Plante
             _problems(planted.path, recent, None, 0)
 
     assert len(statements) > 20
-    assert _full_scans(planted.path, statements) == []
+    assert full_scans(planted.path, statements) == []
 
 
 def test_the_whole_database_run_does_scan(planted: Planted) -> None:
@@ -412,7 +382,7 @@ def test_the_whole_database_run_does_scan(planted: Planted) -> None:
     ):
         verify(planted.path, now=NOW)
 
-    assert _full_scans(planted.path, statements)
+    assert full_scans(planted.path, statements)
 
 
 async def _no_problems(*_: Any) -> list[str]:

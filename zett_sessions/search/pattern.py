@@ -15,9 +15,11 @@ regex parser).  From those, two runs are chosen:
   (not ``i``, ``k``, ``s``: Python's ``re`` also matches them to ``İ``, ``ı``, ``K`` (Kelvin) and
   ``ſ``).
 * ``calls``: checked on an assistant row's stored envelope and (SQLite) on the JSON text of its
-  tool calls.  JSON escapes ``"``, ``\\`` and control characters, so the run leaves those out,
-  and SQLite prints the calls with no blanks between tokens, so it leaves out blanks and the
-  JSON punctuation ``,:{}[]`` too.
+  tool calls.  JSON escapes ``"``, ``\\`` and control characters, so the run leaves those out;
+  a writer other than zett-agent may escape ``/`` and every non-ASCII character (``json.dumps``'
+  defaults: ``caf\\u00e9``), so it leaves those out too (it stays ASCII); and SQLite prints the
+  calls with no blanks between tokens, so it leaves out blanks and the JSON punctuation
+  ``,:{}[]``.  (A writer that escapes plain ASCII letters, ``\\u0061``, is not allowed for.)
 
 A pattern with no required literal (``a|b``, ``\\d+``, ``.``) reads every row in scope in
 Python.
@@ -37,7 +39,7 @@ from ..errors import UsageError
 # (tests/test_search_pattern.py derives the set from ``re`` itself).
 FOLD_UNSAFE = frozenset("IKSiks")
 # What may differ between a call's JSON as stored and as SQLite prints it (escapes, blanks).
-CALLS_UNSAFE = frozenset('"\\,:{}[] ') | frozenset(map(chr, range(0x20)))
+CALLS_UNSAFE = frozenset('"\\/,:{}[] ') | frozenset(map(chr, range(0x20)))
 
 
 @dataclass(frozen=True)
@@ -103,30 +105,28 @@ def _required_literals(pattern: str, flags: int) -> tuple[tuple[str, ...], bool]
     return tuple(run for run in runs if run), bool(parsed.state.flags & re.IGNORECASE)
 
 
-def _longest(runs: Iterable[str], unsafe: frozenset[str] | None, *, fold: bool) -> str | None:
-    """The longest piece of the ``runs`` without an ``unsafe`` character (nor, when ``fold``, a
-    character whose case-insensitive matches are not all ASCII)."""
+def _longest(runs: Iterable[str], unsafe: frozenset[str], *, ascii_only: bool) -> str | None:
+    """The longest piece of the ``runs`` without an ``unsafe`` character (nor, when
+    ``ascii_only``, a non-ASCII one)."""
     best = ""
     for run in runs:
         piece: list[str] = []
         for char in (*run, None):
-            bad = char is None or (unsafe is not None and char in unsafe)
-            if fold and char is not None:
-                bad = bad or not char.isascii() or char in FOLD_UNSAFE
+            bad = char is None or char in unsafe or (ascii_only and not char.isascii())
             if bad:
                 candidate = "".join(piece)
                 best = candidate if len(candidate) > len(best) else best
                 piece = []
             else:
                 piece.append(char)
-    if not best:
-        return None
-    return best.lower() if fold else best
+    return best or None
 
 
 def _prefilter(runs: tuple[str, ...], fold: bool) -> Prefilter:
-    return Prefilter(
-        text=_longest(runs, None, fold=fold),
-        calls=_longest(runs, CALLS_UNSAFE, fold=fold),
-        fold=fold,
-    )
+    """The runs to look for; when ``fold``, ASCII that folds to ASCII only, in lower case."""
+    folded = FOLD_UNSAFE if fold else frozenset()
+    text = _longest(runs, folded, ascii_only=fold)
+    calls = _longest(runs, CALLS_UNSAFE | folded, ascii_only=True)
+    if fold:
+        text, calls = (None if run is None else run.lower() for run in (text, calls))
+    return Prefilter(text=text, calls=calls, fold=fold)
