@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UnsupportedLayout
 from ..queries.sessions import SessionFilter
 from ..rows import SNAPSHOT_COLUMNS, raw_select, snapshot_select
-from ..schema import RAW_COLUMNS, SESSION_COLUMNS
+from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
 from .rows import CannotCopy, Row, SessionRows, session_rows, sqlite_values
+
+if TYPE_CHECKING:
+    from ..dialect import Dialect
 
 SOURCE, DESTINATION = "source", "destination"
 
+TABLES = ("agent_sessions", "raw_messages", "session_snapshots")
+SESSION_KEY = {
+    "agent_sessions": "id",
+    "raw_messages": "session_id",
+    "session_snapshots": "session_id",
+}
 TABLE_COLUMNS = {
     "agent_sessions": SESSION_COLUMNS,
     "raw_messages": RAW_COLUMNS,
@@ -106,60 +115,29 @@ class SQLiteEndpoint:
     async def existing(self, ids: Sequence[str]) -> set[str]:
         if self.db is None or not ids:
             return set()
-        dialect = self.db.dialect
-        param = dialect.ids_param(ids)
+        sql, params = _existing(self.db.dialect, ids, TABLES)
         async with self.db.read():
-            rows = await self.db.fetchall(
-                f"SELECT id FROM agent_sessions WHERE id {dialect.in_ids} "
-                f"UNION SELECT session_id FROM raw_messages WHERE session_id {dialect.in_ids} "
-                f"UNION SELECT session_id FROM session_snapshots "
-                f"WHERE session_id {dialect.in_ids}",
-                (param, param, param),
-            )
+            rows = await self.db.fetchall(sql, params)
         return {str(row[0]) for row in rows}
 
     async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]:
         """The sessions among ``ids`` that have any rows, whole (three queries in all)."""
         if self.db is None or not ids:
             return {}
-        layout = self.db.layout
-        dialect = self.db.dialect
-        sessions = layout.select_list(
-            "agent_sessions", SESSION_COLUMNS, defaults={"session_type": "0"}
-        )
-        param = dialect.ids_param(ids)
+        param = (self.db.dialect.ids_param(ids),)
         async with self.db.read():
-            heads = await self.db.fetchall(
-                f"SELECT {sessions} FROM agent_sessions WHERE id {dialect.in_ids}", (param,)
-            )
-            raw = await self.db.fetchall(
-                f"SELECT {raw_select(layout)} FROM raw_messages WHERE session_id "
-                f"{dialect.in_ids} ORDER BY session_id, sequence",
-                (param,),
-            )
-            snapshots = await self.db.fetchall(
-                f"SELECT {snapshot_select(layout)} FROM session_snapshots WHERE session_id "
-                f"{dialect.in_ids} ORDER BY session_id, version",
-                (param,),
-            )
+            heads, raw, snapshots = [
+                await self.db.fetchall(sql, param)
+                for sql in _whole_sessions(self.db.layout, self.db.dialect)
+            ]
         return _assemble(heads, raw, snapshots)
 
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         if self.db is None or not ids:
             return {}
-        dialect = self.db.dialect
-        param = dialect.ids_param(ids)
+        param = (self.db.dialect.ids_param(ids),)
         async with self.db.read():
-            raw = await self.db.fetchall(
-                f"SELECT session_id, count(*) FROM raw_messages WHERE session_id "
-                f"{dialect.in_ids} GROUP BY session_id",
-                (param,),
-            )
-            snaps = await self.db.fetchall(
-                f"SELECT session_id, count(*) FROM session_snapshots WHERE session_id "
-                f"{dialect.in_ids} GROUP BY session_id",
-                (param,),
-            )
+            raw, snaps = [await self.db.fetchall(sql, param) for sql in _counts(self.db.dialect)]
         return _merge_counts(ids, raw, snaps)
 
     def admit(self, session: SessionRows) -> SessionRows:
@@ -180,13 +158,7 @@ class SQLiteEndpoint:
                 )
 
     async def _existing_in_transaction(self, ids: Sequence[str]) -> set[str]:
-        dialect = self.db.dialect
-        param = dialect.ids_param(ids)
-        rows = await self.db.fetchall(
-            f"SELECT id FROM agent_sessions WHERE id {dialect.in_ids} "
-            f"UNION SELECT session_id FROM raw_messages WHERE session_id {dialect.in_ids}",
-            (param, param),
-        )
+        rows = await self.db.fetchall(*_existing(self.db.dialect, ids, TABLES[:2]))
         return {str(row[0]) for row in rows}
 
 
@@ -221,67 +193,44 @@ class PostgresEndpoint:
     async def close(self) -> None:
         await self.db.close()
 
-    async def _fetch(self, sql: str, *params: Any) -> list[Any]:
+    async def _fetch(self, *queries: tuple[str, Sequence[Any]]) -> list[list[Any]]:
+        """Each query's rows, all in one read transaction."""
         from ..postgres.dialect import numbered
 
-        async def read(connection: Any) -> list[Any]:
-            return list(await connection.fetch(numbered(sql), *params))
+        async def read(connection: Any) -> list[list[Any]]:
+            return [list(await connection.fetch(numbered(sql), *params)) for sql, params in queries]
 
-        return await self.db.run(read, write=False)
+        result: list[list[Any]] = await self.db.run(read, write=False)
+        return result
 
     async def select_ids(self, filters: SessionFilter) -> list[str]:
         where, params = filters.where(self.db)
-        rows = await self._fetch(
-            f"SELECT id FROM agent_sessions{where} ORDER BY updated_at, id", *params
+        [rows] = await self._fetch(
+            (f"SELECT id FROM agent_sessions{where} ORDER BY updated_at, id", params)
         )
         return [row["id"] for row in rows]
 
     async def existing(self, ids: Sequence[str]) -> set[str]:
         if self.empty or not ids:
             return set()
-        rows = await self._fetch(_PG_EXISTING, list(ids))
+        [rows] = await self._fetch(_existing(self.db.dialect, ids, TABLES))
         return {row[0] for row in rows}
 
     async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]:
         """The sessions among ``ids`` that have any rows, whole (one read transaction)."""
         if self.empty or not ids:
             return {}
-        from ..postgres.dialect import LAYOUT
-
-        async def read(connection: Any) -> dict[str, SessionRows]:
-            heads = await connection.fetch(
-                f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions "
-                "WHERE id = ANY($1::text[])",
-                list(ids),
-            )
-            raw = await connection.fetch(
-                f"SELECT {raw_select(LAYOUT)} FROM raw_messages "
-                "WHERE session_id = ANY($1::text[]) ORDER BY session_id, sequence",
-                list(ids),
-            )
-            snapshots = await connection.fetch(
-                f"SELECT {snapshot_select(LAYOUT)} FROM session_snapshots "
-                "WHERE session_id = ANY($1::text[]) ORDER BY session_id, version",
-                list(ids),
-            )
-            return _assemble(heads, raw, snapshots)
-
-        result: dict[str, SessionRows] = await self.db.run(read, write=False)
-        return result
+        param = [self.db.dialect.ids_param(ids)]
+        heads, raw, snapshots = await self._fetch(
+            *((sql, param) for sql in _whole_sessions(self.db.layout, self.db.dialect))
+        )
+        return _assemble(heads, raw, snapshots)
 
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         if self.empty or not ids:
             return {}
-        raw = await self._fetch(
-            "SELECT session_id, count(*) FROM raw_messages WHERE session_id = ANY(?::text[]) "
-            "GROUP BY session_id",
-            list(ids),
-        )
-        snaps = await self._fetch(
-            "SELECT session_id, count(*) FROM session_snapshots "
-            "WHERE session_id = ANY(?::text[]) GROUP BY session_id",
-            list(ids),
-        )
+        param = [self.db.dialect.ids_param(ids)]
+        raw, snaps = await self._fetch(*((sql, param) for sql in _counts(self.db.dialect)))
         return _merge_counts(ids, raw, snaps)
 
     def admit(self, session: SessionRows) -> SessionRows:
@@ -310,10 +259,13 @@ class PostgresEndpoint:
         )
 
     async def write(self, sessions: Sequence[SessionRows]) -> None:
+        from ..postgres.dialect import numbered
+
         ids = [session.session_id for session in sessions]
 
         async def write(connection: Any) -> None:
-            appeared = await connection.fetch(_PG_EXISTING_IN_WRITE, ids)
+            sql, params = _existing(self.db.dialect, ids, TABLES[:2])
+            appeared = await connection.fetch(numbered(sql), *params)
             if appeared:
                 raise SessionsAppeared(", ".join(sorted(row[0] for row in appeared)[:5]))
             for table, rows in _tables(sessions):
@@ -325,18 +277,40 @@ class PostgresEndpoint:
         await self.db.run(write, write=True)
 
 
-_PG_EXISTING = (
-    "SELECT id FROM agent_sessions WHERE id = ANY($1::text[]) "
-    "UNION SELECT session_id FROM raw_messages WHERE session_id = ANY($1::text[]) "
-    "UNION SELECT session_id FROM session_snapshots WHERE session_id = ANY($1::text[])"
-)
-_PG_EXISTING_IN_WRITE = (
-    "SELECT id FROM agent_sessions WHERE id = ANY($1::text[]) "
-    "UNION SELECT session_id FROM raw_messages WHERE session_id = ANY($1::text[])"
-)
-
-
 # --- shared --------------------------------------------------------------------------------
+
+
+def _of_sessions(table: str, what: str, dialect: Dialect, rest: str = "") -> str:
+    """``SELECT what FROM table`` for the sessions of one ids parameter (the dialect's)."""
+    return f"SELECT {what} FROM {table} WHERE {SESSION_KEY[table]} {dialect.in_ids}{rest}"
+
+
+def _existing(
+    dialect: Dialect, ids: Sequence[str], tables: Sequence[str]
+) -> tuple[str, tuple[Any, ...]]:
+    """The ids among ``ids`` with a row in any of ``tables`` (and the query's parameters)."""
+    sql = " UNION ".join(_of_sessions(table, SESSION_KEY[table], dialect) for table in tables)
+    return sql, (dialect.ids_param(ids),) * len(tables)
+
+
+def _whole_sessions(layout: Layout, dialect: Dialect) -> tuple[str, str, str]:
+    """The session rows, raw rows and snapshots of the sessions of one ids parameter."""
+    sessions = layout.select_list("agent_sessions", SESSION_COLUMNS, defaults={"session_type": "0"})
+    return (
+        _of_sessions("agent_sessions", sessions, dialect),
+        _of_sessions("raw_messages", raw_select(layout), dialect, " ORDER BY session_id, sequence"),
+        _of_sessions(
+            "session_snapshots", snapshot_select(layout), dialect, " ORDER BY session_id, version"
+        ),
+    )
+
+
+def _counts(dialect: Dialect) -> list[str]:
+    """Raw rows, then snapshots, per session of one ids parameter."""
+    return [
+        _of_sessions(table, "session_id, count(*)", dialect, " GROUP BY session_id")
+        for table in TABLES[1:]
+    ]
 
 
 def _assemble(heads: list[Any], raw: list[Any], snapshots: list[Any]) -> dict[str, SessionRows]:
