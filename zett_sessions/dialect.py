@@ -5,7 +5,8 @@ when its driver wants ``$1``, ``$2``… (``postgres.dialect.numbered``).  What c
 once is here: how a list of ids is one parameter (or a table), how a time is passed, what
 ``--title``'s substring match is, how a value's storage class is tested (SQLite's columns hold
 any type; PostgreSQL's only their own), sums, byte lengths, the row key, row locks, substring
-tests, and the envelope checks SQLite's JSON functions make.  ``Database.dialect`` (SQLite) and
+tests, the envelope checks SQLite's JSON functions make, and what ``usage`` groups by (a quarter
+hour, keys of an envelope's ``data``).  ``Database.dialect`` (SQLite) and
 ``PgDatabase.dialect`` (PostgreSQL) name theirs; commands never branch on the backend.
 """
 
@@ -96,6 +97,19 @@ class Dialect:
         text in zett-agent's stored form (any other value has no age a comparison can tell)."""
         return dated_sql(column)
 
+    def quarter_hour(self, column: str) -> str:
+        """The UTC quarter hour of a stored time as text ``YYYY-MM-DD HH:Q`` (``Q`` 0 to 3):
+        every zone's offset is whole quarter hours, so these buckets fold into local days."""
+        return f"substr({column}, 1, 14) || (substr({column}, 15, 2) / 15)"
+
+    def data_values(self, column: str, keys: tuple[str, ...]) -> str:
+        """A JSON array text of the values of ``keys`` in the envelope's ``data`` (one parse of
+        the text); ``NULL`` when the text is not JSON (a damaged row never fails the query)."""
+        from .envelope.sql import data_path
+
+        paths = ", ".join(data_path(key) for key in keys)
+        return f"CASE WHEN json_valid({column}) THEN json_extract({column}, {paths}) END"
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL's: ids as a ``text[]``, times as ``timestamptz``, case-insensitive ILIKE.
@@ -152,6 +166,19 @@ class PostgresDialect(Dialect):
 
     def dated(self, column: str) -> str:
         return f"({column} IS NOT NULL)"  # a timestamptz column holds only times
+
+    def quarter_hour(self, column: str) -> str:
+        utc = f"({column} AT TIME ZONE 'UTC')"
+        return f"to_char({utc}, 'YYYY-MM-DD HH24:') || (extract(minute FROM {utc})::int / 15)"
+
+    def data_values(self, column: str, keys: tuple[str, ...]) -> str:
+        # PostgreSQL 15 cannot test text for JSON without failing: a row that is not JSON fails
+        # the query (one error naming the value), which this backend's own writes never store.
+        values = ", ".join(f"data -> '{key}'" for key in keys)
+        return (
+            f"(SELECT json_build_array({values})::text "
+            f"FROM (SELECT ({column}::json) -> 0 -> 'data' AS data) AS envelope)"
+        )
 
 
 SQLITE = Dialect()

@@ -25,6 +25,7 @@ from . import (
     cmd_snapshot_info,
     cmd_tail,
     cmd_upgrade,
+    cmd_usage,
     cmd_verify,
 )
 from .command import Group
@@ -94,6 +95,7 @@ COMMANDS = {
     "verify": cmd_verify,
     "upgrade": cmd_upgrade,
     "info": cmd_info,
+    "usage": cmd_usage,
     "copy": cmd_copy,
     "demo": cmd_demo,
 }

@@ -1,0 +1,197 @@
+"""``zett-sessions usage``: token usage per day, week, month, agent, model or session."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import partial
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..usage import GroupBy
+from .errors import handle_errors
+from .options import (
+    AgentOption,
+    ChildrenOfOption,
+    DbOption,
+    FullOption,
+    JsonOption,
+    RootsOption,
+    TitleOption,
+    TypeOption,
+    chosen_format,
+    format_option,
+    session_filter,
+    with_parent,
+)
+from .state import app_state, run_with
+
+if TYPE_CHECKING:
+    from ..backend import SessionDatabase
+    from ..usage.prices import PriceTable
+    from ..usage.query import UsageReport, UsageRequest
+    from .output import Output
+
+
+class UsageFormat(StrEnum):
+    text = "text"
+    json = "json"
+    csv = "csv"
+
+
+GROUPS = "|".join(group.value for group in GroupBy)
+
+
+def _complete_group(incomplete: str) -> list[str]:
+    return [group.value for group in GroupBy if group.value.startswith(incomplete)]
+
+
+@handle_errors
+def usage_command(
+    ctx: typer.Context,
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            metavar=f"<{GROUPS}>",
+            help="Group by day (default), week (Monday first), month, agent, model or session.",
+            autocompletion=_complete_group,
+            show_default=False,
+        ),
+    ] = "day",
+    agent: AgentOption = None,
+    session_type: TypeOption = None,
+    roots: RootsOption = False,
+    children_of: ChildrenOfOption = None,
+    title: TitleOption = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", metavar="WHEN", help="Responses at/after WHEN (2026-03-01, 30d, 12h)."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            "--before",
+            metavar="WHEN",
+            help="Responses before WHEN (2026-03-01, 30d; UTC without an offset).",
+        ),
+    ] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option("--older-than", metavar="DURATION", help="Responses older than DURATION."),
+    ] = None,
+    prices: Annotated[
+        str | None,
+        typer.Option(
+            "--prices",
+            metavar="FILE",
+            help="Estimate cost from your price table (JSON or .toml; per model, per million "
+            "tokens: input, output, cache_read, cache_write). No prices are built in.",
+        ),
+    ] = None,
+    utc: Annotated[
+        bool, typer.Option("--utc", help="Days, weeks and months in UTC, not local time.")
+    ] = False,
+    output_format: Annotated[
+        str, format_option(UsageFormat, "text (default, a table with bars), json or csv.")
+    ] = "text",
+    json_output: JsonOption = False,
+    full: FullOption = False,
+    db: DbOption = None,
+) -> None:
+    """Sum token usage (input, output, cache, reasoning) per day, week, month, agent, model
+    or session, over the sessions list's filters select.
+
+    Counted: each assistant response's recorded usage, at the time it was written; --since and
+    --until bound those times (not the sessions' last activity).
+
+    Example: zett-sessions usage --since 30d --by model --prices prices.json
+    """
+    from ..timeutil import utc_now
+    from ..usage.query import UsageRequest
+
+    state = app_state(ctx)
+    fmt = UsageFormat.json if json_output else chosen_format(output_format, UsageFormat)
+    request = UsageRequest(
+        filters=session_filter(  # bad values: exit 2 before opening
+            agent=agent,
+            session_type=session_type,
+            roots=roots,
+            since=since,
+            until=until,
+            older_than=older_than,
+            title=title,
+            now=utc_now(),
+        ),
+        group_by=_group(by),
+        utc=utc,
+        prices=_prices(prices),
+    )
+    report = run_with(state.reader(db), partial(read_report, request, children_of))
+    render_report(state.output(), report, fmt, full=full, prices=prices)
+
+
+def _group(value: str) -> GroupBy:
+    try:
+        return GroupBy(value.lower())
+    except ValueError:
+        from ..errors import UsageError
+
+        raise UsageError(f"--by {value!r} is not one of {GROUPS.replace('|', ', ')}") from None
+
+
+def _prices(path: str | None) -> PriceTable | None:
+    if path is None:
+        return None
+    from ..usage.prices import load_prices
+
+    return load_prices(path)
+
+
+async def read_report(
+    request: UsageRequest, children_of: str | None, database: SessionDatabase
+) -> UsageReport:
+    from dataclasses import replace
+
+    from ..usage.query import usage_report
+
+    filters = await with_parent(database, request.filters, children_of)
+    return await usage_report(database, replace(request, filters=filters))
+
+
+def render_report(
+    out: Output, report: UsageReport, fmt: UsageFormat, *, full: bool, prices: str | None
+) -> None:
+    from ..usage.render import usage_csv, usage_json, usage_notes, usage_tables
+
+    if report.unpriced_models:
+        shown = ", ".join(report.unpriced_models[:5]) + (
+            ", …" if len(report.unpriced_models) > 5 else ""
+        )
+        out.warn(f"no price in {prices} for {shown}: their tokens are not in the cost (marked *)")
+    if fmt is UsageFormat.json:
+        out.json(usage_json(report))
+        return
+    if fmt is UsageFormat.csv:
+        for line in usage_csv(report):
+            out.line(line)
+        return
+    if not report.groups:
+        out.hint("No token usage recorded for these sessions in this window.")
+        return
+    with out.paged() as console:
+        tables, hidden = usage_tables(report, width=console.width, full=full)
+        for table in tables:
+            console.print(table)
+    out.columns_hidden(hidden, console.width)
+    for note in usage_notes(report):
+        out.hint(note)
+
+
+def register(app: typer.Typer) -> None:
+    from .command import register
+
+    register(app, "usage", usage_command)

@@ -1,0 +1,103 @@
+"""A user's price table for ``usage --prices FILE``: the tool ships no prices.
+
+The file is JSON (or TOML when its name ends in ``.toml``)::
+
+    {"currency": "USD",
+     "models": {"claude-sonnet-4-5": {"input": 3, "output": 15, "cache_read": 0.3,
+                                      "cache_write": 3.75},
+                "openai/gpt-5": {"input": 1.25, "output": 10}}}
+
+Prices are per million tokens.  A model is looked up as ``provider/model`` first, then as
+``model``.  ``cache_read`` and ``cache_write`` default to ``input`` (no discount is assumed).
+``input_tokens`` includes cache reads and writes (format.md), so a response costs
+``(input - cache_read - cache_write) × input + cache_read × cache_read + cache_write ×
+cache_write + output × output`` (reasoning is part of output).  Any defect of the file is one
+``UsageError`` line (exit 2) naming the file and the first problem.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import UsageError
+from ..models import ModelUsage
+
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+MILLION = 1_000_000
+
+
+class ModelPrice(BaseModel):
+    """One model's prices per million tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: Price
+    output: Price
+    cache_read: Price | None = None
+    cache_write: Price | None = None
+
+    def cost(self, usage: ModelUsage) -> float:
+        """What ``usage`` costs at these prices."""
+        read = self.input if self.cache_read is None else self.cache_read
+        write = self.input if self.cache_write is None else self.cache_write
+        fresh = usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
+        return (
+            fresh * self.input
+            + usage.cache_read_tokens * read
+            + usage.cache_write_tokens * write
+            + usage.output_tokens * self.output
+        ) / MILLION
+
+
+class PriceTable(BaseModel):
+    """The user's prices: ``models`` by name (``provider/model`` or ``model``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    currency: Annotated[str, Field(min_length=1, max_length=16)] | None = None
+    models: dict[Annotated[str, Field(min_length=1)], ModelPrice]
+
+    def price(self, provider: str | None, model: str | None) -> ModelPrice | None:
+        """The price of ``model`` (as ``provider/model`` first); ``None`` when it has none."""
+        if model is None:
+            return None
+        if provider is not None:
+            found = self.models.get(f"{provider}/{model}")
+            if found is not None:
+                return found
+        return self.models.get(model)
+
+
+def load_prices(path: str) -> PriceTable:
+    """The price table in the file at ``path``; a missing, unreadable or invalid file is a
+    one-line ``UsageError``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise UsageError(f"--prices {path}: cannot read it ({reason})") from None
+    try:
+        data = _parse(path, text)
+        return PriceTable.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise UsageError(f"--prices {path}: {where}: {first['msg']}") from None
+
+
+def _parse(path: str, text: str) -> object:
+    if path.lower().endswith(".toml"):
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise UsageError(f"--prices {path}: not TOML ({error})") from None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise UsageError(f"--prices {path}: not JSON ({error})") from None
