@@ -20,6 +20,7 @@ COMMANDS = (
     "rename",
     "snapshot-info",
     "info",
+    "usage",
     "verify",
     "upgrade",
     "delete",

@@ -30,6 +30,7 @@ COMMANDS = (
     "snapshot-info",
     "verify",
     "info",
+    "usage",
     "demo",
 )
 

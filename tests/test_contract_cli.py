@@ -118,6 +118,11 @@ def json_runs(command: str, demo: DemoResult, tmp_path: Path) -> list[list[str]]
             [*db, "snapshot-info", "--all", "--json"],
         ],
         "info": [[*db, "info", "--json"], [*db, "info", "--tokens", "--json"]],
+        "usage": [
+            [*db, "usage", "--json"],
+            [*db, "usage", "--by", "session", "--json"],
+            [*db, "usage", "--by", "model", "--json"],
+        ],
         "verify": [[*db, "verify", "--json"]],
         "delete": [
             [*db, "delete", s["plain"], "--skip-active", "0", "--dry-run", "--json"],

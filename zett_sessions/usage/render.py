@@ -2,7 +2,9 @@
 
 JSON keys (docs/usage.md documents them; add keys, never rename or remove): the document has
 ``group_by``, ``time_zone``, ``since``, ``until``, ``currency``, ``groups`` and ``total``; each
-group has its identity keys (``GROUP_KEYS``) then ``COUNT_KEYS``.
+group has every name key (``NAME_KEYS``: those that do not name this grouping are ``null``, so
+one reader takes every ``--by``) then ``COUNT_KEYS``.  A CSV row has its grouping's name keys
+(``GROUP_KEYS``) then ``COUNT_KEYS``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,17 @@ GROUP_KEYS: dict[GroupBy, tuple[str, ...]] = {
     GroupBy.model: ("provider", "model"),
     GroupBy.session: ("session_id", "title", "agent", "last_activity"),
 }
+NAME_KEYS = (
+    "period",
+    "start",
+    "end",
+    "agent",
+    "provider",
+    "model",
+    "session_id",
+    "title",
+    "last_activity",
+)
 COUNT_KEYS = (
     "responses",
     "input_tokens",
@@ -61,9 +74,9 @@ def _counts(group: UsageGroup) -> dict[str, Any]:
     }
 
 
-def group_json(group: UsageGroup, by: GroupBy) -> dict[str, Any]:
+def group_json(group: UsageGroup) -> dict[str, Any]:
     identity: dict[str, Any] = {}
-    for key in GROUP_KEYS[by]:
+    for key in NAME_KEYS:
         value = getattr(group, key)
         identity[key] = iso_utc(value) if key in ("start", "end", "last_activity") else value
     return identity | _counts(group)
@@ -76,7 +89,7 @@ def usage_json(report: UsageReport) -> dict[str, Any]:
         "since": iso_utc(report.since),
         "until": iso_utc(report.until),
         "currency": report.currency,
-        "groups": [group_json(group, report.group_by) for group in report.groups],
+        "groups": [group_json(group) for group in report.groups],
         "total": _counts(report.total),
     }
 
@@ -87,7 +100,7 @@ def usage_csv(report: UsageReport) -> Iterator[str]:
     keys = (*GROUP_KEYS[report.group_by], *COUNT_KEYS)
     yield csv_line(keys)
     for group in report.groups:
-        document = group_json(group, report.group_by)
+        document = group_json(group)
         yield csv_line(_csv_cell(document[key]) for key in keys)
 
 
