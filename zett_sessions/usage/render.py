@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..render.common import count, safe_cell, short_ids
 from ..render.fields import fitted_tables, hide_columns
+from ..render.jsonout import usage_json as counters_json
 from ..render.sanitize import single_line
 from ..render.sessions import TABLE_CHUNK, csv_line
 from ..timeutil import iso_utc
@@ -58,16 +59,10 @@ COST_DIGITS = 6  # a cost is rounded to a millionth of the currency (float sums 
 
 
 def _counts(group: UsageGroup) -> dict[str, Any]:
-    usage = group.usage
-    rate = usage.cache_hit_rate
+    rate = group.usage.cache_hit_rate
     return {
         "responses": group.responses,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-        "reasoning_tokens": usage.reasoning_tokens,
-        "total_tokens": usage.total_tokens,
+        **(counters_json(group.usage) or {}),
         "cache_hit_rate": None if rate is None else round(rate, COST_DIGITS),
         "cost": None if group.cost is None else round(group.cost, COST_DIGITS),
         "unpriced_tokens": group.unpriced_tokens,
