@@ -23,8 +23,10 @@ from support import (
     SAFETY_NET,
     TerminalProcess,
     append_messages,
+    cli_process,
     copy_sample,
     digest,
+    execute_sql,
     run_cli,
     sample_with_layout,
     with_storage,
@@ -280,6 +282,74 @@ def test_show_on_a_terminal_wraps_body_lines_at_its_width_keeping_the_indent(
     lines = body_lines(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen))
     assert len(lines) > 8 and max(len(line) for line in lines) <= 44
     assert all(line.startswith("  ") for line in lines[1:])
+
+
+# Central European time as a POSIX rule (no zoneinfo files needed): UTC+1 on 2 March.
+CET = "CET-1CEST,M3.5.0,M10.5.0/3"
+
+
+def write_timed_session(db: Path) -> None:
+    """``times``: a user row stored at 22:59:50 UTC, an assistant whose timing started at
+    22:59:40 (before the user row) and that was stored at 23:00:10, a user row at 23:00:30."""
+    from datetime import UTC, datetime
+
+    from zett_sessions.models import MessageTiming
+
+    timing = MessageTiming(
+        started_at=datetime(2026, 3, 2, 22, 59, 40, tzinfo=UTC),
+        completed_at=datetime(2026, 3, 2, 23, 0, 10, tzinfo=UTC),
+        duration_ns=30 * 10**9,
+    )
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(db) as storage:
+            await storage.append("times", "r", UserMessage(content="question"))
+            await storage.append("times", "r", AssistantMessage(content="answer"), timing=timing)
+            await storage.append("times", "r", UserMessage(content="next"))
+
+    asyncio.run(write())
+    execute_sql(
+        db,
+        "UPDATE raw_messages SET created_at = CASE sequence "
+        "WHEN 1 THEN '2026-03-02 22:59:50.000000' WHEN 2 THEN '2026-03-02 23:00:10.000000' "
+        "ELSE '2026-03-02 23:00:30.000000' END",
+        "UPDATE agent_sessions SET created_at = '2026-03-02 22:59:50.000000', "
+        "updated_at = '2026-03-02 23:00:30.000000'",
+    )
+
+
+def test_show_times_are_local_with_their_zone_and_the_stored_time_of_each_row(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "times.sqlite3"
+    write_timed_session(db)
+    local = cli_process(db, "show", "times", env={"TZ": CET})
+    assert local.returncode == 0, local.stderr
+    assert titles(local.stdout) == [
+        "#1 user  2026-03-02 23:59:50 CET",
+        "#2 assistant  2026-03-03 00:00:10 CET  30.0 s",  # stored, as verify says; a new day
+        "#3 user  00:00:30",
+    ]
+    assert "Created   2026-03-02 23:59:50 CET" in local.stdout
+    utc = cli_process(db, "show", "times", "--utc", env={"TZ": CET})
+    assert utc.returncode == 0, utc.stderr
+    assert titles(utc.stdout) == [
+        "#1 user  2026-03-02 22:59:50 UTC",
+        "#2 assistant  23:00:10  30.0 s",
+        "#3 user  23:00:30",
+    ]
+    details = cli_process(db, "show", "times", "--details", "--through", "2", env={"TZ": CET})
+    assert "timing: 2026-03-02 23:59:40 CET → 2026-03-03 00:00:10 CET (30.0 s)" in details.stdout
+    tail = cli_process(db, "tail", "times", "-n", "1", env={"TZ": "UTC"})
+    assert titles(tail.stdout) == ["#3 user  2026-03-02 23:00:30 UTC"]
+    markdown = cli_process(db, "show", "times", "--format", "markdown", env={"TZ": CET})
+    assert "### #2 · assistant · 2026-03-03 00:00:10 CET · 30.0 s" in markdown.stdout
+    document = json.loads(cli_process(db, "show", "times", "--json", env={"TZ": CET}).stdout)
+    assert [r["created_at"] for r in document["records"]][:2] == [
+        "2026-03-02T22:59:50.000000Z",
+        "2026-03-02T23:00:10.000000Z",
+    ]
+    assert document["records"][1]["timing"]["started_at"] == "2026-03-02T22:59:40.000000Z"
 
 
 def test_show_images_as_placeholders_never_bytes(databases: Databases) -> None:

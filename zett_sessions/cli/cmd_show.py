@@ -54,6 +54,12 @@ RoleOption = Annotated[
 ReasoningOption = Annotated[
     bool, typer.Option("--reasoning", help="Show the assistants' reasoning text.")
 ]
+UtcOption = Annotated[
+    bool,
+    typer.Option(
+        "--utc", help="Show times in UTC instead of the local time zone (TZ); JSON is always UTC."
+    ),
+]
 DetailsOption = Annotated[
     bool,
     typer.Option("--details", help="Also show ids, exact times, usage, metadata and tags."),
@@ -95,6 +101,7 @@ def show_command(
         ),
     ] = False,
     full: FullOption = False,
+    utc: UtcOption = False,
     output_format: Annotated[
         str, format_option(ShowFormat, "text (default), markdown (shareable) or json.")
     ] = "text",
@@ -132,7 +139,7 @@ def show_command(
             roles=role_kinds(roles),
         ),
         options=TranscriptOptions(
-            full=full, reasoning=reasoning, details=details, every_prompt=full
+            full=full, reasoning=reasoning, details=details, every_prompt=full, utc=utc
         ),
         fmt=Format(chosen.value),
         context=context,

@@ -11,6 +11,7 @@ from .cmd_show import (
     ReasoningOption,
     RoleOption,
     ShowFormat,
+    UtcOption,
     role_kinds,
     transcript_format,
 )
@@ -75,6 +76,7 @@ def tail_command(
     reasoning: ReasoningOption = False,
     details: DetailsOption = False,
     full: FullOption = False,
+    utc: UtcOption = False,
     output_format: Annotated[
         str,
         format_option(
@@ -111,7 +113,7 @@ def tail_command(
         session=session,
         selection=Selection(last=lines, roles=role_kinds(roles)),
         options=TranscriptOptions(
-            full=full, reasoning=reasoning, details=details, every_prompt=full
+            full=full, reasoning=reasoning, details=details, every_prompt=full, utc=utc
         ),
         fmt=Format(fmt.value),
         latest=latest,

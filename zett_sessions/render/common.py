@@ -49,14 +49,17 @@ def _common_prefix(left: str, right: str) -> int:
     return length
 
 
-def relative_time(moment: datetime | None, now: datetime | None = None) -> str:
-    """``just now``, ``5 min ago``, ``3 h ago``, ``12 d ago``; a date when older than 60 days."""
+def relative_time(
+    moment: datetime | None, now: datetime | None = None, *, local: bool = False
+) -> str:
+    """``just now``, ``5 min ago``, ``3 h ago``, ``12 d ago``; a date when older than 60 days
+    (the local date with ``local``, else UTC's)."""
     if moment is None:
         return "—"
     now = now or datetime.now(UTC)
     seconds = (now - moment).total_seconds()
     if seconds < 0:
-        return exact_time(moment)
+        return exact_time(moment, local=local)
     if seconds < 45:
         return "just now"
     if seconds < 3600:
@@ -65,19 +68,36 @@ def relative_time(moment: datetime | None, now: datetime | None = None) -> str:
         return f"{round(seconds / 3600)} h ago"
     if seconds < 60 * 86400:
         return f"{round(seconds / 86400)} d ago"
-    return moment.astimezone(UTC).strftime("%Y-%m-%d")
+    return moment.astimezone(None if local else UTC).strftime("%Y-%m-%d")
 
 
-def exact_time(moment: datetime | None) -> str:
+def exact_time(moment: datetime | None, *, local: bool = False) -> str:
+    """``2026-03-02 09:15:41 UTC``; with ``local``, in the local zone (``$TZ``) and named by
+    it: ``2026-03-02 10:15:41 CET``."""
     if moment is None:
         return "—"
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if not local:
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    shown = moment.astimezone()
+    return shown.strftime("%Y-%m-%d %H:%M:%S ") + zone_name(shown)
 
 
-def moment_label(moment: datetime | None, now: datetime | None = None) -> str:
+def zone_name(moment: datetime) -> str:
+    """The zone of an aware time as people write it: its abbreviation (``CET``, ``UTC``), or
+    its offset (``+05:30``) when the zone has none that is a word."""
+    name = moment.tzname() or ""
+    if name.isalpha():
+        return name
+    offset = moment.strftime("%z")
+    return f"{offset[:3]}:{offset[3:]}" if offset else "UTC"
+
+
+def moment_label(
+    moment: datetime | None, now: datetime | None = None, *, local: bool = False
+) -> str:
     """``2026-03-02 09:15:41 UTC (3 h ago)``; no relative part once it is only a date."""
-    exact = exact_time(moment)
-    relative = relative_time(moment, now)
+    exact = exact_time(moment, local=local)
+    relative = relative_time(moment, now, local=local)
     return exact if moment is None or exact.startswith(relative) else f"{exact} ({relative})"
 
 

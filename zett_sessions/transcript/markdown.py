@@ -89,7 +89,7 @@ def block_parts(text: str, options: TranscriptOptions, info: str = "text") -> It
     yield f"\n{marker}"
 
 
-def header_markdown(header: TranscriptHeader) -> str:
+def header_markdown(header: TranscriptHeader, *, local: bool = False) -> str:
     session = header.session
     lines = [
         f"# Session {code(session.title) if session.title else code(session.session_id)}",
@@ -104,8 +104,8 @@ def header_markdown(header: TranscriptHeader) -> str:
         children = ", ".join(code(child.id, None) for child in header.children)
         lines.append(f"- **Children ({len(header.children)}):** {children}")
     lines += [
-        f"- **Created:** {exact_time(session.created_at)}",
-        f"- **Updated:** {exact_time(session.updated_at)}",
+        f"- **Created:** {exact_time(session.created_at, local=local)}",
+        f"- **Updated:** {exact_time(session.updated_at, local=local)}",
         f"- **Messages:** {count(session.message_count)}",
         f"- **Snapshot:** {snapshot_status(header).plain}",
     ]
@@ -148,7 +148,9 @@ def _content(content: Content, options: TranscriptOptions) -> list[Iterable[str]
     return parts
 
 
-def _title(record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> str:
+def _title(
+    record: RawMessageRecord, entry: Entry[RawMessageRecord], options: TranscriptOptions
+) -> str:
     message = record.message
     parts = [f"#{record.sequence}", role_of(message, record.role)]
     if isinstance(message, ToolMessage):
@@ -156,8 +158,7 @@ def _title(record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> str:
         status = "✓" if message.success else "✗ failed"
         answers = f" answers #{entry.call.sequence}" if entry.call is not None else ""
         parts.append(f"{status} {code(name, 80)} {code(message.tool_call_id, 80)}{answers}")
-    started = record.started_at
-    parts.append(exact_time(started if started is not None else record.created_at))
+    parts.append(exact_time(record.created_at, local=options.local))  # when it was stored
     if record.duration_ns:
         parts.append(human_duration_ns(record.duration_ns))
     tokens = tokens_label(record)
@@ -178,7 +179,8 @@ def entry_markdown_parts(
         assert entry.flag is not None
         yield f"#{record.sequence}: {flag_markdown(entry.flag)}\n"
         return
-    parts: list[Iterable[str]] = [[_title(record, entry)], *_message_parts(record, options)]
+    title = _title(record, entry, options)
+    parts: list[Iterable[str]] = [[title], *_message_parts(record, options)]
     if record.defects:
         parts.append([f"> ⚠ **defects**: {code('; '.join(record.defects), 400)}"])
     if entry.flag is not None:

@@ -40,7 +40,14 @@ from ..models import (
     UserMessage,
 )
 from ..projection import DROP_REASON_CODES, Dropped
-from ..render.common import count, exact_time, human_bytes, human_duration_ns, moment_label
+from ..render.common import (
+    count,
+    exact_time,
+    human_bytes,
+    human_duration_ns,
+    moment_label,
+    zone_name,
+)
 from ..render.fields import fields_table
 from ..render.jsonout import kind_name, session_json
 from ..render.sanitize import sanitize, single_line
@@ -74,13 +81,19 @@ REASONS = {
 class TranscriptOptions:
     """How records are rendered: ``full`` shows whole bodies, ``every_prompt`` prints a system
     prompt again in full where it repeats an earlier one, ``width`` (the terminal's, or an
-    explicit ``$COLUMNS``) breaks body lines wider than it so they continue at their indent."""
+    explicit ``$COLUMNS``) breaks body lines wider than it so they continue at their indent,
+    ``utc`` shows times in UTC instead of the local zone (``$TZ``)."""
 
     full: bool = False
     reasoning: bool = False
     details: bool = False
     every_prompt: bool = False
     width: int | None = None
+    utc: bool = False
+
+    @property
+    def local(self) -> bool:
+        return not self.utc
 
 
 # --- text helpers ----------------------------------------------------------------------------
@@ -270,14 +283,22 @@ def role_of(message: Message | UndecodableMessage, fallback: int) -> str:
     return kind_name(int(message.kind))
 
 
-def when(moment: datetime | None, previous: str | None) -> tuple[str, str | None]:
-    """``HH:MM:SS``, or the full date and time when the day changed since ``previous``."""
+def when(
+    moment: datetime | None, previous: str | None, *, local: bool = False
+) -> tuple[str, str | None]:
+    """``HH:MM:SS``, or the date, time and zone (``2026-03-02 10:15:41 CET``) when the day or
+    the zone changed since ``previous`` (what this returned second for the last time shown)."""
     if moment is None:
         return "--:--:--", previous
-    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
-    day = utc.strftime("%Y-%m-%d")
-    clock = f"{utc.hour:02}:{utc.minute:02}:{utc.second:02}"  # = strftime("%H:%M:%S"), faster
-    return (clock if day == previous else f"{day} {clock}"), day
+    if local:
+        shown = moment.astimezone()
+        zone = zone_name(shown)
+    else:
+        shown = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+        zone = "UTC"
+    day = f"{shown.year:04}-{shown.month:02}-{shown.day:02} {zone}"  # strftime is slower
+    clock = f"{shown.hour:02}:{shown.minute:02}:{shown.second:02}"
+    return (clock if day == previous else f"{day[:10]} {clock}{day[10:]}"), day
 
 
 def tokens_label(record: RawMessageRecord) -> str:
@@ -354,8 +375,8 @@ class TranscriptRenderer:
         pieces = [(f"#{record.sequence} ", "bold"), (role, ROLE_STYLES.get(role, "bold red"))]
         if isinstance(message, ToolMessage):
             pieces.extend(result_label(message, entry))
-        started = record.started_at
-        clock, self._day = when(started if started is not None else record.created_at, self._day)
+        # When the row was stored (the time verify reports); --details shows the timing span.
+        clock, self._day = when(record.created_at, self._day, local=self.options.local)
         pieces.append((f"  {clock}", "dim"))
         if record.duration_ns:
             pieces.append((f"  {human_duration_ns(record.duration_ns)}", "dim"))
@@ -447,13 +468,14 @@ def assistant_parts(message: AssistantMessage, options: TranscriptOptions) -> It
 
 def details_parts(record: RawMessageRecord, options: TranscriptOptions) -> Iterator[Text]:
     """``--details``: ids, exact times, timing spans, full usage, attributes, metadata, tags."""
+    local = options.local
     lines: list[tuple[str, str]] = [
         ("id", record.id),
         ("request", record.request_id),
-        ("stored", exact_time(record.created_at)),
+        ("stored", exact_time(record.created_at, local=local)),
     ]
     if record.timing is not None:
-        lines += _timing_lines(record.timing)
+        lines += _timing_lines(record.timing, local=local)
     usage = record.usage
     if usage is not None:
         lines.append(
@@ -489,12 +511,13 @@ def details_parts(record: RawMessageRecord, options: TranscriptOptions) -> Itera
             yield from body_parts(pretty_json(value), options, style="dim", indent=INDENT * 2)
 
 
-def _timing_lines(timing: MessageTiming) -> list[tuple[str, str]]:
+def _timing_lines(timing: MessageTiming, *, local: bool) -> list[tuple[str, str]]:
     """The timing span, then the reasoning and content durations that were measured."""
     lines = [
         (
             "timing",
-            f"{exact_time(timing.started_at)} → {exact_time(timing.completed_at)} "
+            f"{exact_time(timing.started_at, local=local)} → "
+            f"{exact_time(timing.completed_at, local=local)} "
             f"({human_duration_ns(timing.duration_ns) or '0 ms'})",
         )
     ]
@@ -522,8 +545,11 @@ def _session_label(session_id: str, title: str | None) -> Text:
     return label
 
 
-def header_table(header: TranscriptHeader, *, now: datetime | None = None) -> RenderableType:
-    """Id, title, agent, type, parent/children, times, counts, snapshot, tokens, durations."""
+def header_table(
+    header: TranscriptHeader, *, now: datetime | None = None, local: bool = False
+) -> RenderableType:
+    """Id, title, agent, type, parent/children, times (in the local zone with ``local``),
+    counts, snapshot, tokens, durations."""
     session = header.session
     rows: list[tuple[str, Text | str]] = [
         ("Session", Text(single_line(session.session_id), style="bold cyan")),
@@ -546,7 +572,7 @@ def header_table(header: TranscriptHeader, *, now: datetime | None = None) -> Re
             children.append(f", … {len(header.children) - 5} more", style="dim")
         rows.append(("Children", children))
     for label, moment in (("Created", session.created_at), ("Updated", session.updated_at)):
-        rows.append((label, moment_label(moment, now)))
+        rows.append((label, moment_label(moment, now, local=local)))
     messages = count(session.message_count)
     if header.first_sequence is not None:
         messages += f" (sequences {header.first_sequence}–{header.last_sequence})"
@@ -634,7 +660,7 @@ def checkpoint_text(context: ResumeContext[Any], options: TranscriptOptions) -> 
     result = Text()
     result.append(f"checkpoint v{snapshot.version}", style=ROLE_STYLES["checkpoint"])
     result.append(f"  covers 1–{snapshot.compacted_through_sequence}", style="dim")
-    clock, _ = when(snapshot.created_at, None)
+    clock, _ = when(snapshot.created_at, None, local=options.local)
     result.append(f"  {clock}\n", style="dim")
     message = snapshot.compacted_message
     if isinstance(message, UndecodableMessage):
@@ -718,15 +744,16 @@ def dropped_json(dropped: Dropped[Any], sequence: int, role: str) -> dict[str, A
     }
 
 
-def stale_message(stale: Stale[Any]) -> str:
+def stale_message(stale: Stale[Any], *, local: bool = False) -> str:
     """One line for ``tail --stale-after``: which calls are still open, and since when."""
     waiting = ", ".join(
         f"{single_line(call.call_id, 80)} ({single_line(call.name, 80)})"
         for call in stale.batch.waiting
     )
     idle = human_duration_ns(int(stale.idle_for.total_seconds() * 1e9)) or "0 ms"
+    since = exact_time(stale.idle_since, local=local)
     return (
-        f"the run looks dead: nothing new for {idle} (since {exact_time(stale.idle_since)}) "
+        f"the run looks dead: nothing new for {idle} (since {since}) "
         f"while the tool calls of #{stale.batch.waiting[0].sequence} still wait for results: "
         f"{waiting}"
     )

@@ -170,7 +170,7 @@ async def _show_text(
 ) -> None:
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
     with out.paged() as console:
-        write_renderable(console, header_table(header))
+        write_renderable(console, header_table(header, local=request.options.local))
         console.file.write("\n")
         stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
         await print_entries(console, stream, renderer_for(request.options, console))
@@ -225,7 +225,7 @@ async def _show_markdown(
 ) -> None:
     from .markdown import header_markdown
 
-    out.line(header_markdown(header))
+    out.line(header_markdown(header, local=request.options.local))
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
     stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
     await write_markdown_entries(stream, request.options)
@@ -360,7 +360,7 @@ async def _show_context(
     entries = [entry for record in resume.kept for entry in pairing.feed(record)]
     entries += pairing.finish()
     with out.paged() as console:
-        write_renderable(console, header_table(header))
+        write_renderable(console, header_table(header, local=request.options.local))
         console.file.write("\n")
         write_renderable(console, context_intro(resume))
         checkpoint = checkpoint_text(resume, request.options)
@@ -446,7 +446,7 @@ async def _follow(
                 out.note(f"Session {event.session_id} was deleted; stopped following.")
                 return
             if isinstance(event, Stale):
-                raise StaleRun(stale_message(event))
+                raise StaleRun(stale_message(event, local=request.options.local))
             if roles and event.item.kind not in roles:
                 continue
             if request.fmt is Format.markdown:
