@@ -414,6 +414,32 @@ def test_an_ambiguous_prefix_names_each_candidate_with_its_title(databases: Data
     assert "\x1b" not in err
 
 
+def test_show_latest_shows_the_most_recently_active_session_and_names_it(
+    databases: Databases,
+) -> None:
+    code, out, err = show(databases.sample(), "--latest", "--json")
+    assert code == 0, err
+    assert json.loads(out)["session"]["id"] == NEWEST_IDS["plain"]
+    assert err.startswith(f"Latest session: {NEWEST_IDS['plain']} (Long title ééééé")
+    assert err.endswith("…)\n") and len(err.splitlines()) == 1
+    code, out, err = show(databases.sample(), "--latest", "--through", "2")
+    assert code == 0, err
+    assert [line.split()[:2] for line in titles(out)] == [["#1", "system"], ["#2", "user"]]
+
+
+@pytest.mark.parametrize("args", [[], ["x", "--latest"]])
+def test_show_needs_a_session_or_latest_but_not_both(databases: Databases, args: list[str]) -> None:
+    code, out, err = show(databases.sample(), *args)
+    assert (code, out) == (2, "")
+    assert err == "Error: give either a SESSION or --latest\n"
+
+
+def test_show_latest_on_a_database_without_sessions_exits_3(databases: Databases) -> None:
+    code, out, err = show(databases.seeded([]), "--latest")
+    assert (code, out) == (3, "")
+    assert err.startswith("Error: --latest: the database holds no session")
+
+
 def test_show_missing_database_exits_1_and_creates_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "none.sqlite3"
     code, out, err = show(missing, "x")

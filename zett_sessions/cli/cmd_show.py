@@ -13,7 +13,8 @@ from .options import (
     DbOption,
     FullOption,
     JsonOption,
-    SessionArg,
+    LatestOption,
+    LatestSessionArg,
     chosen_format,
     format_option,
 )
@@ -73,6 +74,14 @@ def role_kinds(roles: list[Role] | None) -> frozenset[int]:
     return frozenset(ROLE_KINDS[role.value] for role in roles or ())
 
 
+def one_session(session: str | None, latest: bool) -> None:
+    """A SESSION or ``--latest``, exactly one of them (show and tail)."""
+    from ..errors import UsageError
+
+    if latest == (session is not None):
+        raise UsageError("give either a SESSION or --latest")
+
+
 def transcript_format(output_format: str, json_output: bool) -> ShowFormat:
     """``--format`` of show and tail, with ``--json``; markdown and --json exclude each other."""
     from ..errors import UsageError
@@ -86,7 +95,8 @@ def transcript_format(output_format: str, json_output: bool) -> ShowFormat:
 @handle_errors
 def show_command(
     ctx: typer.Context,
-    session: SessionArg,
+    session: LatestSessionArg = None,
+    latest: LatestOption = False,
     first: FromOption = None,
     through: ThroughOption = None,
     roles: RoleOption = None,
@@ -116,6 +126,7 @@ def show_command(
     ({"session", "snapshot", "records", "flags"}).
 
     Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
+    Example: zett-sessions show --latest
     """
     from ..errors import UsageError
     from ..transcript.query import Selection
@@ -124,6 +135,7 @@ def show_command(
     from .state import app_state, run_with
 
     chosen = transcript_format(output_format, json_output)
+    one_session(session, latest)
     if first is not None and through is not None and through < first:
         raise UsageError(f"--through {through} is before --from {first}")
     if context and (first is not None or through is not None or roles):
@@ -143,6 +155,7 @@ def show_command(
         ),
         fmt=Format(chosen.value),
         context=context,
+        latest=latest,
     )
     out = state.output()
     run_with(state.reader(db), lambda database: show(database, request, out))

@@ -12,11 +12,20 @@ from .cmd_show import (
     RoleOption,
     ShowFormat,
     UtcOption,
+    one_session,
     role_kinds,
     transcript_format,
 )
 from .errors import handle_errors
-from .options import INT_MAX, DbOption, FullOption, JsonOption, format_option
+from .options import (
+    INT_MAX,
+    DbOption,
+    FullOption,
+    JsonOption,
+    LatestOption,
+    LatestSessionArg,
+    format_option,
+)
 
 DEFAULT_COUNT = 10
 
@@ -24,17 +33,8 @@ DEFAULT_COUNT = 10
 @handle_errors
 def tail_command(
     ctx: typer.Context,
-    session: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="SESSION",
-            help="Session id or any unique prefix of it (or use --latest).",
-            show_default=False,
-        ),
-    ] = None,
-    latest: Annotated[
-        bool, typer.Option("--latest", help="The most recently active session instead.")
-    ] = False,
+    session: LatestSessionArg = None,
+    latest: LatestOption = False,
     lines: Annotated[
         int,
         typer.Option(
@@ -104,8 +104,7 @@ def tail_command(
     from .state import app_state, run_with
 
     fmt = transcript_format(output_format, json_output)
-    if latest == (session is not None):
-        raise UsageError("give either a SESSION or --latest")
+    one_session(session, latest)
     if stale_after is not None and not follow:
         raise UsageError("--stale-after only applies with --follow")
     state = app_state(ctx)

@@ -34,6 +34,22 @@ SessionArg = Annotated[
         autocompletion=complete_session_id,
     ),
 ]
+LatestSessionArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="SESSION",
+        help="Session id or any unique prefix of it (or use --latest).",
+        show_default=False,
+        autocompletion=complete_session_id,
+    ),
+]
+LatestOption = Annotated[
+    bool,
+    typer.Option(
+        "--latest",
+        help="The most recently active session instead (named on stderr).",
+    ),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout (stable keys).")
 ]

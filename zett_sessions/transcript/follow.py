@@ -52,10 +52,10 @@ class Stale(Generic[ItemT]):
 
 
 class NoSessions(SessionNotFound):
-    """``--latest`` found no session at all."""
+    """``--latest`` (show, tail) found no session at all."""
 
     def __init__(self) -> None:
-        Exception.__init__(self, "the database holds no session to follow")
+        Exception.__init__(self, "--latest: the database holds no session")
         self.session_id = ""
 
 

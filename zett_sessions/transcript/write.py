@@ -85,11 +85,16 @@ class Request:
     stale_after: timedelta | None = None
 
 
-async def _session(db: SessionDatabase, request: Request) -> str:
-    if request.latest:
-        return await latest_session(db)
-    assert request.session is not None
-    return await resolve_session(db, request.session)
+async def _session(db: SessionDatabase, request: Request, out: Output) -> str:
+    """The session asked for; ``--latest`` names the one it picked on stderr (but ``tail -f``,
+    whose "Following …" line does)."""
+    if not request.latest:
+        assert request.session is not None
+        return await resolve_session(db, request.session)
+    session_id = await latest_session(db)
+    if not request.follow:
+        out.hint(f"Latest session: {await session_label(db, session_id)}")
+    return session_id
 
 
 async def session_label(db: SessionDatabase, session_id: str) -> str:
@@ -138,7 +143,7 @@ async def show(db: SessionDatabase, request: Request, out: Output) -> None:
     return_freed_memory()
     text = not request.context and request.fmt is Format.text
     async with db.read():
-        session_id = await _session(db, request)
+        session_id = await _session(db, request, out)
         header = await read_header(db, session_id, totals=not text)  # text: after the log
         if request.context:
             await _show_context(db, session_id, header, request, out)
@@ -386,9 +391,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
     renderer = renderer_for(request.options, out.out)
     async with db.read():
-        session_id = await _session(db, request)
-        if request.latest and not request.follow:  # -f says "Following …" itself
-            out.hint(f"Latest session: {await session_label(db, session_id)}")
+        session_id = await _session(db, request, out)
         boundary = await latest_boundary(db, session_id)
         stream = _records(db, session_id, request, build, state, boundary, live=request.follow)
         if json_mode and not request.follow:
