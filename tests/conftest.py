@@ -124,6 +124,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_list_problems_pages_are_the_whole_runs_error_sessions_newest_first",
     ),
     "test_codec.py": ("test_encode_decode_encode_is_the_identity",),
+    "test_envelope_readers.py": ("test_every_reader_of_an_envelope_agrees_with_the_decoder",),
     "test_cli_list.py": ("test_a_long_listing_prints_in_pieces_that_look_like_one_table",),
     "test_make_db.py": ("test_deterministic",),
     # every value of four sessions read as a large one; peak RSS of real processes

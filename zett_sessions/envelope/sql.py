@@ -14,9 +14,15 @@ Two fast readers ask SQLite about envelopes, each for its own consumer:
   0 (decode in Python).  ``scan_facts`` is the same classification of a decoded message.
 
 SQLite's parser agrees with Python's on what is valid except for ``NaN``/``Infinity`` (Python
-only: those rows get no code) and a NUL character (SQLite stops there: ``needs_python``).  Two
-differences remain, both impossible for a JSON writer to produce: a key repeated in the envelope
-(SQLite reads the first, Python the last) and nesting deeper than Python's recursion limit.
+only: those rows get no code) and a NUL character (SQLite stops there: ``needs_python``), and
+its JSON functions end a string's value at an escaped NUL (``\\u0000``), so an id is read with
+``string_value`` (a result whose id holds one gets no code, and is suspect to the scan).
+Three differences remain, all impossible for a JSON writer to produce: a key repeated in the
+envelope (SQLite reads the first, Python the last), nesting deeper than Python's recursion limit,
+and, for the scan only, a NUL character after the JSON text (finding it would cost a pass over
+every envelope; docs/verify.md lists it).  An opening
+proves the keys it holds: an older era's holds no ``include_in_messages``, so the scan requires
+that key absent (``unproven``).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
 from ..readonly import prefix_upper_bound
 from .codec import BYTES_MARKER, envelope_text, in_context
-from .table import BY_FREQUENCY, ERAS, INCLUDE, KINDS, Check, Era, KindSpec, Role
+from .table import BY_FREQUENCY, CHECKED, ERAS, INCLUDE, KINDS, Check, Era, KindSpec, Role
 
 # --- helpers -----------------------------------------------------------------------------
 
@@ -47,6 +53,19 @@ def starts_with(column: str, prefix: str) -> str:
 def data_path(key: str) -> str:
     """The JSON path of a key of the element's ``data``."""
     return f"'$[0].data.{key}'"
+
+
+_ESCAPED_NUL = "\\u0000"  # JSON's only spelling of U+0000 inside a string
+
+
+def string_value(column: str, path: str, nul: str) -> str:
+    """SQL: the value of the JSON string at ``path`` (``->>``), or ``nul`` when it holds a NUL
+    character, where SQLite's JSON functions would cut it short.  One lookup gives the string's
+    JSON text; parsing that short text again gives its value."""
+    return (
+        f"(SELECT CASE WHEN instr(x, {sql_text(_ESCAPED_NUL)}) THEN {nul} ELSE x ->> '$' END "
+        f"FROM (SELECT {column} -> {path} AS x))"
+    )
 
 
 def _text_check(column: str, key: str, required: bool) -> str:
@@ -98,11 +117,14 @@ def _plain(spec: KindSpec) -> str:
 
 
 def _call_ids(calls: str) -> str:
-    """The ids of the calls when every call is an object with text "id" and "name", else NULL."""
+    """The ids of the calls when every call is an object with text "id" and "name", else NULL.
+
+    Each id goes into the array as the JSON text it is (``->``), which keeps an escaped NUL
+    that its value (``json_extract``) would end at."""
     return (
         "(SELECT CASE WHEN count(*) = sum(CASE WHEN type = 'object' THEN "
         "json_type(value, '$.id') = 'text' AND json_type(value, '$.name') = 'text' ELSE 0 END) "
-        "THEN json_group_array(CASE WHEN type = 'object' THEN json_extract(value, '$.id') END) "
+        "THEN json_group_array(CASE WHEN type = 'object' THEN value -> '$.id' END) "
         f"END FROM json_each({calls}))"
     )
 
@@ -113,7 +135,7 @@ def _role_code(spec: KindSpec) -> str:
         path = data_path(_result_key(spec))
         return (
             f"CASE {_include(spec)} WHEN 'true' THEN '{kind}{RESULT} ' || "
-            f"json_extract({_M}, {path}) WHEN 'false' THEN '{kind}{EXCLUDED}' END"
+            f"{string_value(_M, path, 'NULL')} WHEN 'false' THEN '{kind}{EXCLUDED}' END"
         )
     if spec.role is Role.CALLS:
         path = data_path(_calls_key(spec))
@@ -199,9 +221,27 @@ def _kind_opening(kind: int) -> str:
     return text[: text.index(' "data"')]
 
 
+def unproven(era: Era) -> tuple[str, ...]:
+    """The checked flags (``include_in_messages``) an opening of ``era`` does not hold: the
+    canonical envelope has none of them (an older era's opening says nothing of a flag that
+    comes later in the text, which would decide whether the message is sent)."""
+    return tuple(
+        key for key, check in CHECKED.items() if check is Check.BOOL and key not in era.base_keys
+    )
+
+
+def _absent(column: str, era: Era) -> list[str]:
+    return [f"json_type({column}, {data_path(key)}) IS NULL" for key in unproven(era)]
+
+
 def any_opening(column: str, spec: KindSpec) -> str:
-    """SQL: ``column`` starts with a canonical opening of ``spec`` in some era."""
-    return "(" + " OR ".join(starts_with(column, opening(spec, era)) for era in ERAS) + ")"
+    """SQL: ``column`` starts with a canonical opening of ``spec`` in some era (and holds no
+    flag that opening does not prove)."""
+    eras = []
+    for era in ERAS:
+        checks = [starts_with(column, opening(spec, era)), *_absent(column, era)]
+        eras.append(" AND ".join(checks))
+    return "(" + " OR ".join(f"({checks})" for checks in eras) + ")"
 
 
 def _scan_kinds() -> list[KindSpec]:
@@ -216,8 +256,9 @@ def _scan_ctx(spec: KindSpec) -> int:
     return CTX_RESULT if spec.role is Role.RESULT else CTX_MESSAGE
 
 
-def _scan_code(spec: KindSpec, column: str) -> str:
-    checks = _text_checks(column, spec, skip=spec.first_key)  # the opening proves the first
+def _scan_code(spec: KindSpec, era: Era, column: str) -> str:
+    # the opening proves the first key and the era's flags
+    checks = [*_absent(column, era), *_text_checks(column, spec, skip=spec.first_key)]
     code = str(int(spec.kind) * 4 + _scan_ctx(spec))
     return f"CASE WHEN {' AND '.join(checks)} THEN {code} ELSE 0 END" if checks else code
 
@@ -226,7 +267,7 @@ def scan_class(column: str, valid: str) -> str:
     """SQL: ``kind * 4 + ctx`` of a canonical raw envelope in ``column``, else 0 (``valid``: the
     column's ``json_valid``, which the caller may have computed)."""
     whens = [
-        f"WHEN {starts_with(column, opening(spec, era))} THEN {_scan_code(spec, column)}"
+        f"WHEN {starts_with(column, opening(spec, era))} THEN {_scan_code(spec, era, column)}"
         for era in ERAS
         for spec in _scan_kinds()
     ]
@@ -262,13 +303,18 @@ def scan_ids(column: str, valid: str) -> str:
         if spec.role is Role.CALLS:
             whens.append(f"WHEN {prefix} THEN {_scan_calls(column, data_path(_calls_key(spec)))}")
         elif spec.role is Role.RESULT:
-            whens.append(f"WHEN {prefix} THEN {column} ->> {data_path(_result_key(spec))}")
+            whens.append(f"WHEN {prefix} THEN {_scan_result(column, data_path(_result_key(spec)))}")
     return f"CASE WHEN NOT {valid} THEN NULL {' '.join(whens)} END"
+
+
+def _scan_result(column: str, path: str) -> str:
+    return string_value(column, path, "'!'")  # an id holding a NUL: suspect
 
 
 def _scan_calls(column: str, path: str) -> str:
     # Ids and names of the first few calls come from the cached parse (one lookup); longer
-    # lists walk json_each; a tool_calls that is no array yields '!' (suspect).
+    # lists walk json_each (where a call that is a string is SQL text, which json_extract would
+    # parse as JSON and fail the whole scan on); a tool_calls that is no array yields '!'.
     inner = path[1:-1]
     lookups = " ".join(
         f"WHEN {n} THEN json_extract({column}, "
@@ -280,7 +326,8 @@ def _scan_calls(column: str, path: str) -> str:
         f"CASE coalesce(json_array_length({column}, {path}), 0) "
         f"WHEN 0 THEN CASE WHEN coalesce(json_type({column}, {path}), 'array') = 'array' "
         f"THEN NULL ELSE '!' END {lookups} "
-        "ELSE (SELECT json_group_array(json_extract(value, '$.id', '$.name')) "
+        "ELSE (SELECT json_group_array(CASE WHEN type = 'object' "
+        "THEN json_extract(value, '$.id', '$.name') ELSE json_array(NULL, NULL) END) "
         f"FROM json_each({column}, {path})) END"
     )
 
@@ -294,7 +341,7 @@ def _scan_calls(column: str, path: str) -> str:
 _MISSING = object()
 _CALL_CLASSES = _call_classes()
 _OPENINGS = tuple(
-    (spec, starts) for era in ERAS for spec in _scan_kinds() for starts in [opening(spec, era)]
+    (spec, era, starts) for era in ERAS for spec in _scan_kinds() for starts in [opening(spec, era)]
 )
 
 
@@ -323,11 +370,15 @@ def _sql_value(value: Any) -> Any:
         return int(value)
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, str) and "\x00" in value:
+        return "!"  # SQLite would cut the text short there: the scan marks it suspect
     return value
 
 
-def _python_checks(spec: KindSpec, data: dict[str, Any]) -> bool:
-    """``_text_checks`` (the first key aside: the opening proves it) on parsed ``data``."""
+def _python_checks(spec: KindSpec, era: Era, data: dict[str, Any]) -> bool:
+    """``_scan_code``'s checks (the first key aside: the opening proves it) on parsed ``data``."""
+    if any(key in data for key in unproven(era)):
+        return False
     for key, check, required in spec.checked:
         if check is Check.TEXT and key != spec.first_key:
             if key in data:
@@ -365,9 +416,9 @@ def scan_codes(text: object) -> tuple[int, Any]:
     data = first.get("data", _MISSING) if isinstance(first, dict) else _MISSING
     cls = 0
     if isinstance(envelope, list) and len(envelope) == 1:
-        for spec, starts in _OPENINGS:
+        for spec, era, starts in _OPENINGS:
             if text.startswith(starts):
-                if isinstance(data, dict) and _python_checks(spec, data):
+                if isinstance(data, dict) and _python_checks(spec, era, data):
                     cls = int(spec.kind) * 4 + _scan_ctx(spec)
                 break
     ids: Any = None

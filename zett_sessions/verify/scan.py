@@ -235,10 +235,12 @@ def sessions_sql(where: str = "") -> str:
 def _checkpoint_ok() -> str:
     """SQL: the payload is one canonical checkpoint with non-blank string content.
 
-    JSON functions raise on malformed text, so they only run inside ``CASE WHEN json_valid``.
+    SQLite's JSON parser ends at a NUL character, which Python's rejects: a payload holding one
+    is left to Python (the table is small, so the check costs nothing).  JSON functions raise on
+    malformed text, so they only run inside ``CASE WHEN json_valid``.
     """
     return (
-        "CASE WHEN json_valid(message_json) AND "
+        "CASE WHEN json_valid(message_json) AND instr(message_json, char(0)) = 0 AND "
         f"{any_opening('message_json', KINDS[MessageKind.CHECKPOINT])} "
         "THEN json_array_length(message_json) = 1 "
         f"AND (message_json ->> {data_path('content')}) GLOB "
