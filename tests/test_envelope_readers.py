@@ -517,6 +517,17 @@ EXAMPLES: list[tuple[object, bool]] = [
         '{"id": "d", "name": "e"}, 5, null, [], {"id": "f", "name": "g"}]}}]',
         False,
     ),
+    # a first call id that is a list (the scan's ids must not be read as [[id, name], …])
+    (
+        '[{"kind": 3, "data": {"content": "", "tool_calls": [{"id": [], "name": ""}, '
+        '{"id": "a", "name": "b"}]}}]',
+        False,
+    ),
+    (
+        '[{"kind": 3, "data": {"content": "", "tool_calls": [{"id": ["x", "y"], "name": "n"}, '
+        '{"id": [1], "name": "b"}, {}]}}]',
+        False,
+    ),
     # and their parser at a NUL character, which Python's rejects
     ('[{"kind": 1, "data": {"attributes": {}, "content": ""}}]\x00', False),
     ('[{"kind": 5, "data": {"content": "s"}}]\x00', False),

@@ -465,6 +465,8 @@ def call_pairs(ids: object) -> list[tuple[Any, Any]] | None:
     if not isinstance(flat, list):
         return None
     if flat and isinstance(flat[0], list):  # long call lists come as [[id, name], ...]
+        if not all(isinstance(pair, list) and len(pair) == 2 for pair in flat):
+            return None  # read as [id, name, …], its first id is a list: no valid call either
         flat = [value for pair in flat for value in pair]
     if len(flat) % 2:
         return None
