@@ -638,7 +638,7 @@ def test_show_markdown_fences_cannot_be_broken_by_content(
     db = databases.of_file(file)
     code, out, err = show(db, "md", "--format", "markdown")
     assert code == 0, err
-    assert "``````text\nbefore\n```\n# not a heading\n`````\nafter\n``````" in out
+    assert "> before\n> ```\n> # not a heading\n> `````\n> after\n" in out
     assert "**Tool call** ``` run ``x`` ``` `` c`1 ``" in out
     assert '`````json\n{\n  "code": "````"\n}\n`````' in out
     assert markdown_headings(out)[0] == "# Session `md`"
@@ -646,6 +646,55 @@ def test_show_markdown_fences_cannot_be_broken_by_content(
         ["### #1", "user"],
         ["### #2", "assistant"],
     ]
+
+
+def test_show_markdown_is_whole_markdown_bodies_fenced_tools_and_no_raw_html(
+    tmp_path: Path,
+) -> None:
+    from markdown_it import MarkdownIt
+
+    from zett_sessions.models import SystemMessage, ToolMessage
+
+    db = tmp_path / "share.sqlite3"
+    answer = "## Plan\n\n**Fix** `Vec<u8>` first.\n\n<script>alert(1)</script>\n\n```py\nx = 1"
+    long = "A long line of prose. " * 200  # over the terminal view's 2,000 characters
+    call = ToolCall(id="c1", name="shell", arguments={"command": "cat <file>"})
+    append_messages(
+        db,
+        "share",
+        SystemMessage(content=PROMPT),
+        UserMessage(content=long),
+        AssistantMessage(content=answer, tool_calls=(call,)),
+        ToolMessage(tool_call_id="c1", name="shell", content="# out\n<b>raw</b>"),
+        SystemMessage(content=PROMPT),
+    )
+    code, out, err = show(db, "share", "--format", "markdown")
+    assert code == 0, err
+    assert f"> {long}\n" in out and "more characters" not in out
+    assert "> ## Plan\n>\n> **Fix** `Vec<u8>` first.\n>\n> &lt;script>alert(1)&lt;/script>" in out
+    assert "```text\n# out\n<b>raw</b>\n```" in out  # tool output: shown as it is, in code
+    assert out.count("Prefer small, verified edits.") == 1
+    assert "*System prompt unchanged, same as #1 (`--full` prints it again).*" in out
+    parsed = MarkdownIt("commonmark").parse(out)
+    inline = [child for token in parsed for child in token.children or ()]
+    assert not [t for t in parsed + inline if t.type in {"html_block", "html_inline"}]
+    headings = [
+        parsed[i + 1].content
+        for i, t in enumerate(parsed)
+        if t.type == "heading_open" and t.level == 0
+    ]
+    assert [h.split(" · ")[0] for h in headings] == [
+        "Session `share`",
+        *(f"#{n}" for n in range(1, 6)),
+    ]
+    fences = [t for t in parsed if t.type == "fence"]
+    assert [(t.info, t.content) for t in fences] == [
+        ("py", "x = 1\n"),  # the answer's unclosed fence, closed within its quote
+        ("json", '{\n  "command": "cat <file>"\n}\n'),
+        ("text", "# out\n<b>raw</b>\n"),
+    ]
+    code, out, err = show(db, "share", "--format", "markdown", "--full")
+    assert out.count("Prefer small, verified edits.") == 2
 
 
 def test_show_markdown_has_header_flags_and_marker(databases: Databases) -> None:

@@ -692,7 +692,7 @@ def test_tail_format_matches_show_formats(databases: Databases) -> None:
     markdown = tail(db, sid, "-n", "2", "--format", "markdown")
     assert markdown.exit_code == 0, markdown.stderr
     assert re.findall(r"^### #(\d+) ", markdown.stdout, flags=re.MULTILINE) == ["2", "3"]
-    assert "```" in markdown.stdout
+    assert "\n> Noted: the project targets Python 3.12.\n" in markdown.stdout
     both = tail(db, sid, "--format", "markdown", "--json")
     assert both.exit_code == 2
     assert both.stderr == "Error: --json and --format markdown cannot be combined\n"

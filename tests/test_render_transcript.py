@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.cells import cell_len
 
 from support import LEGACY, NEWEST, copy_sample, execute_sql
 from zett_sessions.database import Database
@@ -43,6 +44,8 @@ from zett_sessions.transcript.render import (
     boundary_text,
     cut,
     image_placeholder,
+    indented,
+    indented_pieces,
     stale_message,
 )
 
@@ -361,6 +364,21 @@ def test_wrapped_body_lines_keep_their_indent() -> None:
     assert " ".join(line.strip() for line in lines[1:6]).startswith(words[:150])
     unwrapped = TranscriptRenderer(TranscriptOptions()).entry(_entry(message)).plain
     assert f"  {words}\n" in unwrapped
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.sampled_from("ab \t\n界😀e\u0301-"), max_size=300),
+    st.integers(1, 40),
+    st.integers(20, 60),
+)
+def test_wrapping_in_pieces_writes_what_wrapping_whole_writes(
+    text: str, step: int, width: int
+) -> None:
+    chunks = [text[i : i + step] for i in range(0, len(text), step)]
+    assert "".join(indented_pieces(chunks, "    ", width)) == indented(text, "    ", width)
+    for row in indented(text, "    ", width).split("\n"):
+        assert cell_len(row) <= max(width, 24)
 
 
 def test_details_show_metadata_sanitized() -> None:

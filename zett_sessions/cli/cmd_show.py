@@ -151,7 +151,12 @@ def show_command(
             roles=role_kinds(roles),
         ),
         options=TranscriptOptions(
-            full=full, reasoning=reasoning, details=details, every_prompt=full, utc=utc
+            # Markdown is for sharing: whole bodies always (--full: every repeated prompt too).
+            full=full or chosen is ShowFormat.markdown,
+            reasoning=reasoning,
+            details=details,
+            every_prompt=full,
+            utc=utc,
         ),
         fmt=Format(chosen.value),
         context=context,

@@ -112,7 +112,11 @@ def tail_command(
         session=session,
         selection=Selection(last=lines, roles=role_kinds(roles)),
         options=TranscriptOptions(
-            full=full, reasoning=reasoning, details=details, every_prompt=full, utc=utc
+            full=full or fmt is ShowFormat.markdown,  # as show's: whole bodies
+            reasoning=reasoning,
+            details=details,
+            every_prompt=full,
+            utc=utc,
         ),
         fmt=Format(fmt.value),
         latest=latest,

@@ -1,11 +1,15 @@
 """``show --format markdown``: a transcript to paste into an issue or a chat, safe by construction.
 
-Database text never becomes Markdown syntax: bodies go into fenced code blocks whose fence is
-longer than any backtick run inside them (so no content can close the fence early), and short
-values (title, agent, tool names, call ids) into code spans built the same way.  Everything is
-sanitized first, so the file can also be printed on a terminal.  Long bodies are cut like the
-terminal view unless ``full``; a long ``full`` body comes in pieces (``entry_markdown_parts``),
-as in the terminal view.
+Message bodies (user, assistant, system, agent and checkpoint text, reasoning) are Markdown
+written by people and models, so they are written as Markdown, each in a block quote that no
+content can leave and with no raw HTML (``markdown_body``).  Everything else from the database
+never becomes Markdown syntax: tool arguments and results, undecodable rows and ``--details``
+go into fenced code blocks whose fence is longer than any backtick run inside them (so no
+content can close the fence early), and short values (title, agent, tool names, call ids) into
+code spans built the same way.  Everything is sanitized first, so the file can also be printed
+on a terminal.  The command shows whole bodies (``full``); a long body comes in pieces
+(``entry_markdown_parts``), as in the terminal view.  A repeated system prompt is a reference
+to where it was printed (``PromptRepeats``) unless ``every_prompt``.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from ..projection import Dropped
 from ..render.common import count, exact_time, human_duration_ns
 from ..render.sanitize import sanitize, single_line
 from .annotate import Entry
+from .markdown_body import Quote
 from .query import Boundary, TranscriptHeader
 from .render import (
     REASONS,
+    PromptRepeats,
     TranscriptOptions,
     cut,
     image_placeholder,
@@ -89,6 +95,20 @@ def block_parts(text: str, options: TranscriptOptions, info: str = "text") -> It
     yield f"\n{marker}"
 
 
+def quote_parts(text: str, options: TranscriptOptions) -> Iterator[str]:
+    """A message body as Markdown in a block quote (``markdown_body``), in pieces when long."""
+    quote = Quote()
+    if in_pieces(text, options):
+        for piece in pieces(text):
+            yield quote.feed(piece)
+        yield quote.end()
+        return
+    shown, hidden = cut(text, options.full)
+    yield quote.feed(shown) + quote.end()
+    if hidden:
+        yield f"\n\n*… {hidden:,} more characters (use `--full` to see everything)*"
+
+
 def header_markdown(header: TranscriptHeader, *, local: bool = False) -> str:
     session = header.session
     lines = [
@@ -136,13 +156,17 @@ def flag_markdown(flag: Dropped[Any]) -> str:
     return f"> ⚠ **{reason}**: {'; '.join(facts)} (left out of the model's context)"
 
 
-def _content(content: Content, options: TranscriptOptions) -> list[Iterable[str]]:
+def _content(
+    content: Content, options: TranscriptOptions, *, fenced: bool = False
+) -> list[Iterable[str]]:
+    """Text as Markdown in a quote, or (``fenced``: tool output) in a code block."""
+    text_parts = block_parts if fenced else quote_parts
     if isinstance(content, str):
-        return [block_parts(content, options)] if content else []
+        return [text_parts(content, options)] if content else []
     parts: list[Iterable[str]] = []
     for item in content:
         if isinstance(item, TextContent):
-            parts.append(block_parts(item.text, options))
+            parts.append(text_parts(item.text, options))
         elif isinstance(item, ImageContent):
             parts.append([f"*{code(image_placeholder(item), None)}*"])
     return parts
@@ -170,17 +194,20 @@ def _title(
 
 
 def entry_markdown_parts(
-    entry: Entry[RawMessageRecord], options: TranscriptOptions
+    entry: Entry[RawMessageRecord],
+    options: TranscriptOptions,
+    prompts: PromptRepeats | None = None,
 ) -> Iterator[str]:
-    """One record as a Markdown section (a heading, fenced bodies, tool calls, flags), in
-    pieces to write one by one (a long ``full`` body is several)."""
+    """One record as a Markdown section (a heading, quoted bodies, fenced tool calls and
+    results, flags), in pieces to write one by one (a long body is several); ``prompts`` (kept
+    across the records of one document) turns repeated system prompts into references."""
     record = entry.item
     if entry.late:
         assert entry.flag is not None
         yield f"#{record.sequence}: {flag_markdown(entry.flag)}\n"
         return
     title = _title(record, entry, options)
-    parts: list[Iterable[str]] = [[title], *_message_parts(record, options)]
+    parts: list[Iterable[str]] = [[title], *_message_parts(record, options, prompts)]
     if record.defects:
         parts.append([f"> ⚠ **defects**: {code('; '.join(record.defects), 400)}"])
     if entry.flag is not None:
@@ -194,9 +221,11 @@ def entry_markdown_parts(
     yield "\n"
 
 
-def _message_parts(record: RawMessageRecord, options: TranscriptOptions) -> list[Iterable[str]]:
-    """The message's own sections: its reasoning, text and tool calls (or why it cannot be
-    decoded)."""
+def _message_parts(
+    record: RawMessageRecord, options: TranscriptOptions, prompts: PromptRepeats | None
+) -> list[Iterable[str]]:
+    """The message's own sections: its reasoning, text and tool calls, a tool's result (or why
+    it cannot be decoded)."""
     message = record.message
     parts: list[Iterable[str]] = []
     if isinstance(message, UndecodableMessage):
@@ -205,12 +234,20 @@ def _message_parts(record: RawMessageRecord, options: TranscriptOptions) -> list
     elif isinstance(message, AssistantMessage):
         if message.reasoning and options.reasoning:
             parts.append(["*Reasoning:*"])
-            parts.append(block_parts(message.reasoning, options))
+            parts.append(quote_parts(message.reasoning, options))
         if message.content:
-            parts.append(block_parts(message.content, options))
+            parts.append(quote_parts(message.content, options))
         for call in message.tool_calls:
             parts.append([f"**Tool call** {code(call.name, 80)} {code(call.id, 80)}"])
             parts.append(block_parts(pretty_json(call.arguments), options, "json"))
+    elif isinstance(message, ToolMessage):
+        parts.extend(_content(message.content, options, fenced=True))
+    elif isinstance(message, SystemMessage) and prompts is not None and not options.every_prompt:
+        reference = prompts.reference(message.content, record.sequence)
+        if reference is None:
+            parts.extend(_content(message.content, options))
+        else:
+            parts.append([f"*{reference[0].upper()}{reference[1:]} (`--full` prints it again).*"])
     elif isinstance(message, Message):
         parts.extend(_content(getattr(message, "content", ""), options))
     return parts

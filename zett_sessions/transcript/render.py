@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.cells import cell_len, chop_cells
+from rich.cells import cell_len, get_character_cell_size
 from rich.console import RenderableType
 from rich.text import Span, Text
 
@@ -118,38 +118,83 @@ def cut(text: str, full: bool) -> tuple[str, int]:
 
 def indented(text: str, indent: str, width: int | None) -> str:
     """``text`` (sanitized) with ``indent`` before each line; with a ``width``, a line wider than
-    the room left is broken into lines that start at the same indent (a terminal or pager
-    would continue it at column 0)."""
+    the room left is broken into rows that start at the same indent (a terminal or pager would
+    continue it at column 0), and a tab counts as four spaces (it becomes them)."""
     if width is None:
         return indent + text.replace("\n", "\n" + indent)
     room = max(width - len(indent), 20)
-    lines: list[str] = []
+    rows: list[str] = []
     for line in text.split("\n"):
-        if len(line) <= room and (line.isascii() or cell_len(line) <= room):
-            lines.append(line)
+        if len(line) <= room and (line.isascii() or cell_len(line) <= room) and "\t" not in line:
+            rows.append(line)
         else:
-            lines.extend(fold(line.expandtabs(8) if "\t" in line else line, room))
-    return indent + ("\n" + indent).join(lines)
+            rows.extend(fold(line.replace("\t", "    "), room))
+    return indent + ("\n" + indent).join(rows)
+
+
+def indented_pieces(texts: Iterable[str], indent: str, width: int | None) -> Iterator[str]:
+    """``indented`` of the texts joined, written as they come (the same characters): with a
+    width, a line is held until it ends or its first rows are sure."""
+    if width is None:
+        start = indent
+        for text in texts:
+            yield start + text.replace("\n", "\n" + indent)
+            start = ""
+        return
+    room = max(width - len(indent), 20)
+    rest = ""
+    for text in texts:
+        head, newline, rest = (rest + text.replace("\t", "    ")).rpartition("\n")
+        out = indented(head, indent, width) + "\n" if newline else ""
+        if len(rest) > room:  # a long line: the rows before its last one are final
+            rows = fold(rest, room)
+            rest = rows.pop()
+            out += "".join(f"{indent}{row}\n" for row in rows)
+        if out:
+            yield out
+    yield indented(rest, indent, width)
 
 
 def fold(line: str, room: int) -> list[str]:
-    """``line`` in pieces of at most ``room`` cells; an ASCII line breaks at a space when one is
-    in the last half of the room (the space is dropped), other lines at a cell boundary."""
+    """``line`` in rows of at most ``room`` cells, each broken at the last space from half the
+    room on (the space is dropped), else where the next character would not fit."""
     if not line.isascii():
-        return chop_cells(line, room) if cell_len(line) > room else [line]
-    pieces: list[str] = []
+        return _fold_cells(line, room)
+    rows: list[str] = []
     start = 0
     while len(line) - start > room:
         end = start + room
         space = line.rfind(" ", start + room // 2, end + 1)
         if space == -1:
-            pieces.append(line[start:end])
+            rows.append(line[start:end])
             start = end
         else:
-            pieces.append(line[start:space])
+            rows.append(line[start:space])
             start = space + 1
-    pieces.append(line[start:])
-    return pieces
+    rows.append(line[start:])
+    return rows
+
+
+def _fold_cells(line: str, room: int) -> list[str]:
+    """``fold`` for text with wide or zero-width characters: the same rule, counted in cells."""
+    rows: list[str] = []
+    start = index = used = 0
+    while index < len(line):
+        size = get_character_cell_size(line[index])
+        if used + size <= room:
+            used += size
+            index += 1
+            continue
+        space = line.rfind(" ", start + room // 2, index + 1)
+        if space == -1 or space < start:
+            rows.append(line[start:index])
+            start = index
+        else:
+            rows.append(line[start:space])
+            start = index = space + 1
+        used = sum(get_character_cell_size(c) for c in line[start:index])
+    rows.append(line[start:])
+    return rows
 
 
 def body(text: str, options: TranscriptOptions, *, style: str = "", indent: str = INDENT) -> Text:
@@ -183,11 +228,8 @@ def body_parts(
     if not in_pieces(text, options):
         yield body(text, options, style=style, indent=indent)
         return
-    first = True
-    for piece in pieces(text):
-        lines = indented(piece, indent, options.width)
-        yield Text(lines if first else lines[len(indent) :], style=style)
-        first = False
+    for lines in indented_pieces(pieces(text), indent, options.width):
+        yield Text(lines, style=style)
     yield Text("\n", style=style)
 
 
@@ -260,7 +302,8 @@ class PromptRepeats:
         self._last: bytes | None = None
 
     def reference(self, content: Content, sequence: int) -> str | None:
-        """``None`` for a prompt to print in full; else the line that stands for it."""
+        """``None`` for a prompt to print in full; else what stands for it: ``system prompt
+        unchanged, same as #1`` (``same as #N`` when another prompt came in between)."""
         if not content:
             return None
         key = content_digest(content)
@@ -268,8 +311,7 @@ class PromptRepeats:
         first = self._printed.setdefault(key, sequence)
         if first == sequence:
             return None
-        said = "unchanged, same as" if key == last else "same as"
-        return f"{INDENT}(system prompt {said} #{first}; --full prints it again)\n"
+        return f"system prompt {'unchanged, same as' if key == last else 'same as'} #{first}"
 
 
 def joined(parts: Iterable[Text]) -> Text:
@@ -412,7 +454,7 @@ class TranscriptRenderer:
             if reference is None:
                 yield from content_parts(message.content, options)
             else:
-                yield Text(reference, style="dim")
+                yield Text(f"{INDENT}({reference}; --full prints it again)\n", style="dim")
         elif isinstance(message, UserMessage | CompactedMessage | SystemMessage | AgentMessage):
             yield from content_parts(message.content, options)
 

@@ -41,6 +41,7 @@ from .query import (
     stream_transcript,
 )
 from .render import (
+    PromptRepeats,
     TranscriptRenderer,
     boundary_text,
     checkpoint_text,
@@ -233,11 +234,13 @@ async def _show_markdown(
     out.line(header_markdown(header, local=request.options.local))
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
     stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
-    await write_markdown_entries(stream, request.options)
+    await write_markdown_entries(stream, request.options, PromptRepeats())
 
 
 async def write_markdown_entries(
-    stream: AsyncGenerator[Entry[RawMessageRecord] | Boundary, None], options: TranscriptOptions
+    stream: AsyncGenerator[Entry[RawMessageRecord] | Boundary, None],
+    options: TranscriptOptions,
+    prompts: PromptRepeats,
 ) -> None:
     """Each entry (and the boundary marker) as Markdown on stdout, as it arrives."""
     from .markdown import boundary_markdown
@@ -247,14 +250,16 @@ async def write_markdown_entries(
             if isinstance(event, Boundary):
                 sys.stdout.write(boundary_markdown(event) + "\n")
             else:
-                write_markdown_entry(event, options)
+                write_markdown_entry(event, options, prompts)
     sys.stdout.flush()
 
 
-def write_markdown_entry(entry: Entry[RawMessageRecord], options: TranscriptOptions) -> None:
+def write_markdown_entry(
+    entry: Entry[RawMessageRecord], options: TranscriptOptions, prompts: PromptRepeats
+) -> None:
     from .markdown import entry_markdown_parts
 
-    for part in entry_markdown_parts(entry, options):
+    for part in entry_markdown_parts(entry, options, prompts):
         sys.stdout.write(part)
     sys.stdout.write("\n")
 
@@ -390,6 +395,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     # The history holds batches so flags sit in place; ``live`` releases an open one at its end.
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
     renderer = renderer_for(request.options, out.out)
+    prompts = PromptRepeats()  # Markdown's, for the history and then what -f prints
     async with db.read():
         session_id = await _session(db, request, out)
         boundary = await latest_boundary(db, session_id)
@@ -399,7 +405,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
         elif json_mode:
             await _write_ndjson(db, stream)
         elif request.fmt is Format.markdown:
-            await write_markdown_entries(stream, request.options)
+            await write_markdown_entries(stream, request.options, prompts)
         elif request.follow:
             await print_entries(out.out, stream, renderer)
         else:
@@ -407,7 +413,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
                 await print_entries(console, stream, renderer)
     if request.follow:
         out.hint(f"Following {session_id} (Ctrl-C to stop)…")
-        await _follow(db, session_id, build, state, request, out, renderer)
+        await _follow(db, session_id, build, state, request, out, renderer, prompts)
 
 
 async def _write_ndjson(db: SessionDatabase, stream: AsyncGenerator[Any, None]) -> None:
@@ -430,6 +436,7 @@ async def _follow(
     request: Request,
     out: Output,
     renderer: TranscriptRenderer,
+    prompts: PromptRepeats,
 ) -> None:
     from .jsonrows import RecordWriter
 
@@ -453,7 +460,7 @@ async def _follow(
             if roles and event.item.kind not in roles:
                 continue
             if request.fmt is Format.markdown:
-                write_markdown_entry(event, request.options)
+                write_markdown_entry(event, request.options, prompts)
             elif request.fmt is not Format.json:
                 for part in renderer.parts(event):
                     write_text(out.out, part)
