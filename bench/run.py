@@ -36,6 +36,10 @@ Floors and targets, all measured in the same run:
   OR instr(message_json, …)`` (``instr(lower(…))`` for ``-i``); the first page of a common word
   at most 3x and a ``--since`` window of 10,000 messages at most 2x ``list --limit 20``; a
   regex without a literal part (every row in Python) is reported.
+* ``list --sort created|messages|tokens`` (issue 17): the first page at most ``list`` (the
+  default page, same run) plus 1.5x the ``sqlite3`` CLI choosing the same 20 ids in the same
+  order (a count of every session's rows through the ``(session_id, sequence)`` index for
+  ``messages``, a sum of every raw row's token columns for ``tokens``).
 * ``delete --older-than 180d`` beside an agent appending every 0.1 s (``bench/appender.py``,
   the storage core with the default 5 s busy timeout): no append waits longer than 1 s and
   none fails (issue 18).  The floor column is the delete's own time in that run.
@@ -684,6 +688,8 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
             rows.append(Row(label, timing, page, goal, limit))
     if want("search"):
         rows.extend(search_rows(db, base, runs))
+    if want("sort"):
+        rows.extend(sort_rows(db, base, runs))
     if want("delete"):
         with scratch_copy(db) as fresh:
             copy_path = fresh()
@@ -793,6 +799,46 @@ def search_rows(db: Path, base: list[str], runs: int) -> list[Row]:
     ]
 
 
+def sort_rows(db: Path, base: list[str], runs: int) -> list[Row]:
+    """``list --sort`` (issue 17): each order's first page costs at most the default page
+    (``list``, newest activity first) plus 1.5x the ``sqlite3`` CLI choosing the same 20 ids by
+    the same order, all in the same run (the process start and the page's counts are ``list``'s
+    own; the sorting is what the floor measures)."""
+    count = "(SELECT count(*) FROM raw_messages r WHERE r.session_id = s.id)"
+    tokens = (
+        "(SELECT total(r.input_tokens) + total(r.output_tokens) FROM raw_messages r "
+        "WHERE r.session_id = s.id)"
+    )
+    orders = {"created": "s.created_at", "messages": count, "tokens": tokens}
+    rows = []
+    for key, first in orders.items():
+        sql = (
+            f"SELECT s.id FROM agent_sessions s ORDER BY {first} DESC, s.updated_at DESC, "
+            "s.id DESC LIMIT 20"
+        )
+        plain, ours, floor = measure_together(
+            [
+                ("list", [*base, "list"]),
+                (f"list --sort {key}", [*base, "list", "--sort", key]),
+                (f"sqlite3 by {key}", sqlite_cli(db, sql)),
+            ],
+            runs,
+        )
+        cpu = (plain.cpu_median or 0.0) + 1.5 * (floor.cpu_median or 0.0)
+        rows.append(
+            Row(
+                f"list --sort {key} (first page)",
+                ours,
+                floor,
+                f"≤ list + 1.5× floor (list in the same run: {plain.median * 1000:.0f} ms, "
+                f"CPU {(plain.cpu_median or 0.0) * 1000:.0f} ms)",
+                absolute_limit=plain.median + 1.5 * floor.median,
+                cpu_limit=cpu,
+            )
+        )
+    return rows
+
+
 def markdown(rows: list[Row], header: str) -> str:
     lines = [
         header,
@@ -829,8 +875,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--only",
-        help="comma-separated: help,list,show,tail,verify,triage,search,delete,delete-writer,"
-        "tail-f",
+        help="comma-separated: help,list,sort,show,tail,verify,triage,search,delete,"
+        "delete-writer,tail-f",
     )
     args = parser.parse_args()
     if shutil.which("sqlite3") is None:

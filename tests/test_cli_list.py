@@ -7,6 +7,7 @@ import io
 import json
 import re
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,14 @@ from support import (
     LEGACY_IDS,
     NEWEST,
     NEWEST_IDS,
+    SeedSession,
     cli_json,
     copy_sample,
     digest,
+    execute_sql,
     run_cli,
     sample_with_layout,
+    seed_sessions,
 )
 from zett_sessions.demo import write_demo
 
@@ -46,6 +50,7 @@ JSON_KEYS = {
     "updated_at",
     "snapshot_version",
     "child_count",
+    "total_tokens",
 }
 
 
@@ -556,3 +561,112 @@ def test_a_long_listing_prints_in_pieces_that_look_like_one_table(
     assert pieces.stdout == whole.stdout
     if not full:  # (--full folds long cells, and the headers too when narrow)
         assert pieces.stdout.count("Title") == 1 and len(pieces.stdout.splitlines()) == 10
+
+
+# --- --sort (issue 17) ----------------------------------------------------------------------
+
+# id: (hours since last activity, messages, days since creation, input + output tokens)
+SORTED = {"a": (1, 2, 10, 100), "b": (2, 6, 1, 5), "c": (3, 4, 5, 1000), "d": (4, 6, 20, 100)}
+
+
+@pytest.fixture
+def sortable(databases: Databases, tmp_path: Path) -> str:
+    """Four sessions whose activity, creation, message and token orders all differ."""
+    from zett_sessions.timeutil import format_db_time
+
+    path = seed_sessions(
+        tmp_path / "sortable.sqlite3",
+        [
+            SeedSession(sid, age=timedelta(hours=hours), messages=messages)
+            for sid, (hours, messages, _, _) in SORTED.items()
+        ],
+    )
+    now = datetime.now(UTC)
+    for sid, (_, _, days, tokens) in SORTED.items():
+        created = format_db_time(now - timedelta(days=days))
+        execute_sql(
+            path, "UPDATE agent_sessions SET created_at = ? WHERE id = ?", params=(created, sid)
+        )
+        execute_sql(
+            path,
+            "UPDATE raw_messages SET input_tokens = NULL, output_tokens = NULL "
+            "WHERE session_id = ?",
+            params=(sid,),
+        )
+        execute_sql(
+            path,
+            "UPDATE raw_messages SET input_tokens = ?, output_tokens = 1 "
+            "WHERE session_id = ? AND sequence = 2",
+            params=(tokens - 1, sid),
+        )
+    return databases.of_file(path)
+
+
+def _ids(db: str, *args: str) -> list[str]:
+    return [entry["id"] for entry in listed(db, *args)]
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("activity", "abcd"),
+        ("created", "bcad"),  # newest creation first
+        ("messages", "bdca"),  # most first; b and d tie on 6: newest activity first
+        ("tokens", "cadb"),  # most first; a and d tie on 100
+    ],
+)
+def test_list_sort_orders_by_the_key_and_breaks_ties_by_activity(
+    sortable: str, key: str, expected: str
+) -> None:
+    assert _ids(sortable, "--sort", key) == list(expected)
+    assert _ids(sortable, "--sort", key, "-n", "2", "--offset", "1") == list(expected[1:3])
+    r = run_cli(["--db", sortable, "list", "--sort", key, "-q", "-n", "3"])
+    assert r.exit_code == 0 and r.stdout.split() == list(expected[:3])
+
+
+def test_list_sort_tokens_shows_and_documents_the_token_totals(sortable: str) -> None:
+    document = listed(sortable, "--sort", "tokens")
+    assert [entry["total_tokens"] for entry in document] == [1000, 100, 100, 5]
+    assert [entry["total_tokens"] for entry in listed(sortable, "--sort", "messages")] == [None] * 4
+    r = run_cli(["--db", sortable, "list", "--sort", "tokens"])
+    assert r.exit_code == 0, r.stderr
+    header, *rows = r.stdout.splitlines()
+    assert header.split()[:6] == ["ID", "Title", "Agent", "Type", "Msgs", "Tokens"]
+    assert [row.split()[0] for row in rows] == list("cadb")
+    assert rows[0].split()[5] == "1,000"
+
+
+def test_list_sort_created_keeps_the_created_column_on_a_narrower_terminal(
+    sortable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    plain = run_cli(["--db", sortable, "list"])
+    by_created = run_cli(["--db", sortable, "list", "--sort", "created"])
+    assert plain.exit_code == 0 and by_created.exit_code == 0, plain.stderr + by_created.stderr
+    assert "Created" not in plain.stdout.splitlines()[0]
+    assert "Created" in by_created.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sort", "size"], "--sort 'size' is not one of activity, created, messages, tokens"),
+        (["--sort", "tokens", "--problems"], "--problems lists newest activity first; drop --sort"),
+    ],
+)
+def test_list_sort_usage_errors_exit_2(databases: Databases, args: list[str], message: str) -> None:
+    r = run_cli(["--db", databases.sample(), "list", *args])
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == f"Error: {message}\n"
+
+
+@pytest.mark.parametrize("layout", ["A0", "A1", "B", "C"])
+def test_list_sort_works_on_older_layouts(tmp_path: Path, layout: str) -> None:
+    db = str(sample_with_layout(tmp_path, layout))
+    by_messages = listed(db, "--sort", "messages")
+    counts = [entry["message_count"] for entry in by_messages]
+    assert counts == sorted(counts, reverse=True) and counts[0] > 0
+    by_tokens = listed(db, "--sort", "tokens")
+    totals = [entry["total_tokens"] for entry in by_tokens]
+    assert totals == sorted(totals, reverse=True)
+    assert len(by_tokens) == len(by_messages) == len(listed(db, "--sort", "created"))

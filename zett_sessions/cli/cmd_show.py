@@ -122,11 +122,11 @@ def show_command(
 
     Tool results are paired with their call, incomplete tool batches and orphan results are
     flagged in place, and a marker shows where the latest snapshot's boundary sits.  Long
-    messages are cut unless --full.  --json writes one lossless document
+    messages are cut unless --full.  --latest shows the most recently active session (named on
+    stderr).  --json writes one lossless document
     ({"session", "snapshot", "records", "flags"}).
 
     Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
-    Example: zett-sessions show --latest
     """
     from ..errors import UsageError
     from ..transcript.query import Selection

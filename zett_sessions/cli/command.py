@@ -143,8 +143,12 @@ def _suggestions(command: Any, typo: str) -> list[str]:
     if synonym in names:
         return [names[synonym]]
     bare = {name.lstrip("-"): canonical for name, canonical in names.items()}
-    close = difflib.get_close_matches(typo.lstrip("-"), list(bare), n=3, cutoff=0.6)
-    return list(dict.fromkeys(bare[name] for name in close))
+    typed = typo.lstrip("-")
+    close = difflib.get_close_matches(typed, list(bare), n=3, cutoff=0.6)
+    # only the nearest (within 0.1): --formt is --format, not also --sort
+    score = {name: difflib.SequenceMatcher(None, typed, name).ratio() for name in close}
+    best = max(score.values(), default=0.0)
+    return list(dict.fromkeys(bare[name] for name in close if score[name] >= best - 0.1))
 
 
 def improve_parse_error(command: Any, error: Exception) -> None:

@@ -141,16 +141,17 @@ FORMAT_ALIASES = {"table": "text", "human": "text"}
 F = TypeVar("F", bound=StrEnum)
 
 
-def format_option(formats: type[StrEnum], help: str) -> Any:
-    """The ``--format`` option of a command whose formats are ``formats`` (a ``StrEnum``):
-    text on the command line, checked by ``chosen_format``, completed from ``formats``."""
+def format_option(formats: type[StrEnum], help: str, *, name: str = "--format") -> Any:
+    """The ``--format`` option (or another ``name`` with a choice of values) of a command whose
+    formats are ``formats`` (a ``StrEnum``): text on the command line, checked by
+    ``chosen_format``, completed from ``formats``."""
     names = [member.value for member in formats]
 
     def complete(incomplete: str) -> list[str]:
-        return [name for name in names if name.startswith(incomplete)]
+        return [value for value in names if value.startswith(incomplete)]
 
     return typer.Option(
-        "--format",
+        name,
         metavar="<" + "|".join(names) + ">",
         help=help,
         autocompletion=complete,
@@ -158,16 +159,17 @@ def format_option(formats: type[StrEnum], help: str) -> Any:
     )
 
 
-def chosen_format(value: str, formats: type[F]) -> F:
-    """``value`` (or an alias of it) as a member of ``formats``; anything else is exit 2."""
-    name = FORMAT_ALIASES.get(value.lower(), value.lower())
+def chosen_format(value: str, formats: type[F], *, name: str = "--format") -> F:
+    """``value`` (or an alias of a format) as a member of ``formats``; anything else is exit 2
+    (the error names the option ``name``)."""
+    wanted = FORMAT_ALIASES.get(value.lower(), value.lower())
     for member in formats:
-        if member.value == name:
+        if member.value == wanted:
             return member
     known = ", ".join(member.value for member in formats)
     from ..errors import UsageError
 
-    raise UsageError(f"--format {value!r} is not one of {known}")
+    raise UsageError(f"{name} {value!r} is not one of {known}")
 
 
 def session_filter(

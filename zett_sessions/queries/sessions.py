@@ -14,13 +14,14 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from ..backend import SessionDatabase
 from ..dialect import Queryable
 from ..schema import SESSION_COLUMNS
 from ..timeutil import parse_db_time
-from ..values import text_or_none
+from ..values import text_or_none, whole_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class SessionListing:
     message_count: int = 0
     snapshot_version: int = 0
     child_count: int = 0
+    total_tokens: int | None = None  # input + output tokens, read only for ``--sort tokens``
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class SessionPage:
     offset: int
     limit: int | None
     unknown_age: tuple[str, ...] = ()  # left out by an age filter: see ``unknown_age_sessions``
+    sort: str = "activity"  # the ``SortKey`` the page is in
 
 
 @dataclass(frozen=True)
@@ -121,20 +124,77 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _page_sql(db: SessionDatabase, where: str, paged: bool) -> str:
+class SortKey(StrEnum):
+    """``list --sort``: what comes first; ties keep the listing order (newest activity first).
+
+    ``activity`` pages through the ``(updated_at, id)`` index and ``created`` sorts the session
+    table (a row per session), both reading raw rows only for the page's counts; ``messages``
+    counts every session in scope through the ``(session_id, sequence)`` index, and ``tokens``
+    sums the token columns of every raw row in scope (the whole table for an unfiltered list)."""
+
+    activity = "activity"
+    created = "created"
+    messages = "messages"
+    tokens = "tokens"
+
+
+# Per sort: the column it puts first, descending (``None``: the listing order alone).
+SORT_COLUMN = {
+    SortKey.activity: None,
+    SortKey.created: "created_at",
+    SortKey.messages: "message_count",
+    SortKey.tokens: "total_tokens",
+}
+
+
+def _counted(db: SessionDatabase, of: str) -> dict[str, str]:
+    """The per-session values a listing shows beside the session row, as SQL over ``of.id``."""
     layout = db.layout
+    total = db.dialect.total
+    tokens = (
+        f"(SELECT {total('r.input_tokens')} + {total('r.output_tokens')} "
+        f"FROM raw_messages r WHERE r.session_id = {of}.id)"
+        if layout.has_column("raw_messages", "input_tokens")
+        else "0"
+    )
+    return {
+        "message_count": f"(SELECT count(*) FROM raw_messages r WHERE r.session_id = {of}.id)",
+        "snapshot_version": (
+            f"(SELECT max(version) FROM session_snapshots s WHERE s.session_id = {of}.id)"
+        ),
+        "child_count": (
+            f"(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = {of}.id)"
+        ),
+        "total_tokens": tokens,
+    }
+
+
+def _order(sort: SortKey, of: str = "") -> str:
+    """``ORDER BY`` of ``sort``, the listing order breaking ties (columns of ``of``)."""
+    first = SORT_COLUMN[sort]
+    keys = [*([first] if first else []), "updated_at", "id"]
+    return " ORDER BY " + ", ".join(f"{of}{key} DESC" for key in keys)
+
+
+def _page_sql(db: SessionDatabase, where: str, paged: bool, sort: SortKey) -> str:
+    """A page of sessions with their counts: the page is chosen first, so the value a sort
+    needs is computed for every session in scope and the others for the page's sessions only
+    (the token sum for none unless sorted by it)."""
+    key = SORT_COLUMN[sort]
+    columns = [db.layout.select_list("agent_sessions", SESSION_COLUMNS)]
+    columns += [
+        f"{sql} AS {name}" for name, sql in _counted(db, "agent_sessions").items() if name == key
+    ]
+    beside = [
+        f"{'NULL' if name == 'total_tokens' else sql} AS {name}"
+        for name, sql in _counted(db, "page").items()
+        if name != key
+    ]
     limit = " LIMIT ? OFFSET ?" if paged else ""
     return (
-        "SELECT page.*, "
-        "(SELECT count(*) FROM raw_messages r WHERE r.session_id = page.id) AS message_count, "
-        "(SELECT max(version) FROM session_snapshots s WHERE s.session_id = page.id) "
-        "AS snapshot_version, "
-        "(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = page.id) "
-        "AS child_count "
-        f"FROM (SELECT {layout.select_list('agent_sessions', SESSION_COLUMNS)} "
-        f"FROM agent_sessions{where}"
-        f"{NEWEST_FIRST}{limit}) AS page "
-        "ORDER BY page.updated_at DESC, page.id DESC"
+        f"SELECT page.*, {', '.join(beside)} "
+        f"FROM (SELECT {', '.join(columns)} FROM agent_sessions{where}{_order(sort)}{limit}) "
+        f"AS page{_order(sort, 'page.')}"
     )
 
 
@@ -145,7 +205,8 @@ _A0_SQL = (
     "NULL AS title, NULL AS agent_name, min(created_at) AS created_at, "
     "max(created_at) AS updated_at, count(*) AS message_count, "
     "(SELECT max(version) FROM session_snapshots s WHERE s.session_id = raw_messages.session_id) "
-    "AS snapshot_version, 0 AS child_count FROM raw_messages GROUP BY session_id)"
+    "AS snapshot_version, 0 AS child_count, NULL AS total_tokens FROM raw_messages "
+    "GROUP BY session_id)"
 )
 
 
@@ -163,6 +224,7 @@ def _listing(row: Any) -> SessionListing:
         row["message_count"] or 0,
         row["snapshot_version"] or 0,
         row["child_count"] or 0,
+        None if row["total_tokens"] is None else whole_number(row["total_tokens"]),
     )
 
 
@@ -176,16 +238,21 @@ def session_ids_sql(db: SessionDatabase, filters: SessionFilter) -> tuple[str, l
 
 
 async def list_sessions(
-    db: SessionDatabase, filters: SessionFilter, *, limit: int | None, offset: int = 0
+    db: SessionDatabase,
+    filters: SessionFilter,
+    *,
+    limit: int | None,
+    offset: int = 0,
+    sort: SortKey = SortKey.activity,
 ) -> SessionPage:
-    """One page of sessions, newest activity first, with the filtered total."""
+    """One page of sessions, newest activity first (or by ``sort``), with the filtered total."""
     if not db.layout.has_sessions_table:
-        return await _list_a0(db, filters, limit=limit, offset=offset)
+        return await _list_a0(db, filters, limit=limit, offset=offset, sort=sort)
     where, params = filters.where(db)
     async with db.read():
         total = await db.scalar(f"SELECT count(*) FROM agent_sessions{where}", params)
         paged_params = [*params, limit if limit is not None else db.dialect.no_limit, offset]
-        rows = await db.fetchall(_page_sql(db, where, True), paged_params)
+        rows = await db.fetchall(_page_sql(db, where, True, sort), paged_params)
         ageless = await unknown_age_sessions(db, filters)
     return SessionPage(
         sessions=[_listing(row) for row in rows],
@@ -193,6 +260,7 @@ async def list_sessions(
         offset=offset,
         limit=limit,
         unknown_age=tuple(ageless),
+        sort=sort.value,
     )
 
 
@@ -206,17 +274,24 @@ async def iter_sessions(
             yield session
         return
     where, params = filters.where(db)
-    async with aclosing(db.stream(_page_sql(db, where, False), params)) as rows:
+    async with aclosing(db.stream(_page_sql(db, where, False, SortKey.activity), params)) as rows:
         async for row in rows:
             yield _listing(row)
 
 
 async def _list_a0(
-    db: SessionDatabase, filters: SessionFilter, *, limit: int | None, offset: int
+    db: SessionDatabase,
+    filters: SessionFilter,
+    *,
+    limit: int | None,
+    offset: int,
+    sort: SortKey = SortKey.activity,
 ) -> SessionPage:
     where, params = filters.where(db)
-    rows = await db.fetchall(f"{_A0_SQL}{where}{NEWEST_FIRST}", params)
+    rows = await db.fetchall(f"{_A0_SQL}{where}{_order(sort)}", params)
     selected = [_listing(row) for row in rows]
+    if sort is SortKey.tokens:  # layout A0 records no tokens
+        selected = [replace(session, total_tokens=0) for session in selected]
     end = None if limit is None else offset + limit
     return SessionPage(
         sessions=selected[offset:end],
@@ -224,6 +299,7 @@ async def _list_a0(
         offset=offset,
         limit=limit,
         unknown_age=tuple(await unknown_age_sessions(db, filters)),
+        sort=sort.value,
     )
 
 

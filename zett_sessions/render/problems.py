@@ -13,9 +13,8 @@ from ..values import plural
 from ..verify.models import CrashSummary
 from ..verify.problems import ProblemPage
 from .common import relative_time
-from .jsonout import session_json
 from .sanitize import single_line
-from .sessions import csv_line, page_footer, session_csv
+from .sessions import csv_line, listing_json, page_footer, session_csv
 from .verify import crash_json
 
 
@@ -46,7 +45,7 @@ def problem_json(problems: ProblemPage, session: SessionListing) -> dict[str, An
     """A ``list --problems`` object: the listing keys, the error codes, the crash summary."""
     summary = problems.summaries.get(session.session_id)
     return {
-        **session_json(session),
+        **listing_json(session),
         "error_codes": problems.errors.get(session.session_id, []),
         "crash_summary": crash_json(summary) if summary is not None else None,
     }

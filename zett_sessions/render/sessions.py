@@ -32,6 +32,7 @@ CSV_FIELDS = (
     "child_count",
     "created_at",
     "updated_at",
+    "total_tokens",
 )
 
 
@@ -46,6 +47,7 @@ def sessions_tables(
     now: datetime | None = None,
     width: int = 100,
     crashes: Mapping[str, CrashSummary] | None = None,
+    created: bool = False,
 ) -> tuple[Iterator[Table], tuple[str, ...]]:
     """The ``list`` table, in pieces of ``TABLE_CHUNK`` rows that line up, and the headers of
     the columns left out to fit ``width``.
@@ -54,16 +56,21 @@ def sessions_tables(
     and Msgs are left out in that order (a column empty on every row first) until the title
     gets 20 cells (30 with ``full``, whose titles fold).  With ``crashes`` (``list
     --problems``) each row ends with verify's crash summary in one line (the last durable
-    message and the open tool calls) in place of the type, snapshot and children columns."""
+    message and the open tool calls) in place of the type, snapshot and children columns.
+    Sorted by tokens (sessions with ``total_tokens``), a Tokens column follows Msgs and is
+    left out last; sorted by creation (``created``), Created is shown at any width and
+    left out last."""
     ids = short_ids((s.session_id for s in sessions), full=full_ids or full)
     agent_cap = None if full else (16 if width >= 100 else 12)
     problems = crashes is not None
-    show_created = width >= 110 and not problems  # a bonus where there is room for it
+    show_created = (width >= 110 or created) and not problems  # a bonus where there is room
+    tokens = any(session.total_tokens is not None for session in sessions)
     table = Table(box=None, pad_edge=False, header_style="bold underline")
     table.add_column("ID", no_wrap=True, style="cyan")
     table.add_column("Title", no_wrap=not full, overflow="fold" if full else "ellipsis")
     table.add_column("Agent", no_wrap=not full, overflow="fold" if full else "ellipsis")
-    for header in ("Msgs",) if problems else ("Type", "Msgs", "Snap", "Kids"):
+    counts = ("Msgs",) if problems else ("Type", "Msgs", "Snap", "Kids")
+    for header in counts[: counts.index("Msgs") + 1] + ("Tokens",) * tokens + counts[2:]:
         table.add_column(header, justify="right", no_wrap=True)
     if show_created:
         table.add_column("Created", no_wrap=True)
@@ -83,15 +90,7 @@ def sessions_tables(
             parent + safe_cell(session.title, None if full else 200, "(untitled)"),
             safe_cell(session.agent_name, agent_cap, "—"),
         ]
-        if crashes is None:
-            cells += [
-                str(session.session_type),
-                count(session.message_count),
-                f"v{session.snapshot_version}" if session.snapshot_version else "",
-                str(session.child_count) if session.child_count else "",
-            ]
-        else:
-            cells.append(count(session.message_count))
+        cells += _count_cells(session, problems=problems, tokens=tokens)
         if show_created:
             cells.append(relative_time(session.created_at, now))
         cells.append(relative_time(session.updated_at, now))
@@ -101,7 +100,9 @@ def sessions_tables(
             cells += crash_cells(crashes.get(session.session_id), now)
         rows.append(cells)
     headers = [str(column.header) for column in table.columns]
-    optional = ("Created", "Kids", "Snap", "Type", "Agent", "Msgs")
+    optional = ("Created", "Kids", "Snap", "Type", "Agent", "Msgs", "Tokens")
+    if created:
+        optional = (*optional[1:], "Created")
     fitted = hide_columns(
         table,
         rows,
@@ -124,6 +125,18 @@ def sessions_tables(
     return tables, fitted.hidden
 
 
+def _count_cells(session: SessionListing, *, problems: bool, tokens: bool) -> list[Text | str]:
+    """Type, Msgs, Tokens (``tokens``), Snap and Kids (Msgs and Tokens only with ``problems``)."""
+    cells: list[Text | str] = [] if problems else [str(session.session_type)]
+    cells.append(count(session.message_count))
+    if tokens:
+        cells.append(count(session.total_tokens or 0))
+    if not problems:
+        cells.append(f"v{session.snapshot_version}" if session.snapshot_version else "")
+        cells.append(str(session.child_count) if session.child_count else "")
+    return cells
+
+
 def page_footer(shown: int, total: int, offset: int) -> str:
     if total == 0:
         return "No sessions."
@@ -131,6 +144,12 @@ def page_footer(shown: int, total: int, offset: int) -> str:
         return f"No sessions at offset {offset:,} (of {total:,})."
     start = f" (from #{offset + 1:,})" if offset else ""
     return f"{shown:,} of {plural(total, 'session')}{start}"
+
+
+def listing_json(session: SessionListing) -> dict[str, Any]:
+    """A ``list --json`` object: the session's keys and ``total_tokens`` (``null`` unless the
+    listing was sorted by tokens: reading them costs a pass over the rows)."""
+    return {**session_json(session), "total_tokens": session.total_tokens}
 
 
 def sessions_json(sessions: Iterable[SessionListing]) -> list[dict[str, Any]]:
@@ -169,7 +188,7 @@ def csv_writable(session: SessionListing) -> bool:
 def session_csv(session: SessionListing) -> str:
     """One row (only for a ``csv_writable`` session): ids exact, other text single-lined and
     sanitized; ``csv_line`` quotes and neutralises it."""
-    document = session_json(session)
+    document = listing_json(session)
     cells: list[object] = []
     for name in CSV_FIELDS:
         value = document.get(name)
