@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -26,6 +24,7 @@ from .state import app_state
 
 if TYPE_CHECKING:
     from ..transfer import CopyProgress, CopyReport
+    from .progress import ProgressBar
 
 Source = Annotated[
     str,
@@ -88,6 +87,7 @@ def copy_command(
 
     from ..timeutil import utc_now
     from ..transfer import copy_sessions
+    from .progress import progress_bar
 
     state = app_state(ctx)
     out = state.output()
@@ -104,7 +104,7 @@ def copy_command(
         ),
         ids=tuple(session) if session else None,
     )
-    with _progress_bar() as progress:
+    with progress_bar("copying", "messages") as bar:
         report = asyncio.run(
             copy_sessions(
                 source,
@@ -112,7 +112,7 @@ def copy_command(
                 filters,
                 dry_run=dry_run,
                 batch_rows=batch_rows,
-                progress=progress,
+                progress=None if bar is None else partial(report_progress, bar),
             )
         )
     if json_output:
@@ -143,30 +143,8 @@ def _document(report: CopyReport) -> object:
     return copy_json(report)
 
 
-@contextlib.contextmanager
-def _progress_bar() -> Iterator[Callable[[CopyProgress], None] | None]:
-    """A rich progress bar on stderr when it is a terminal; otherwise no callback at all."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "copying",
-        BarColumn(),
-        MofNCompleteColumn(),
-        "messages",
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task("copy", total=None)
-
-        def update(step: CopyProgress) -> None:
-            progress.update(task, completed=step.messages_done, total=step.messages_total)
-
-        yield update
+def report_progress(bar: ProgressBar, step: CopyProgress) -> None:
+    bar(step.messages_done, step.messages_total)
 
 
 def register(app: typer.Typer) -> None:

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
     from datetime import timedelta
 
     from ..backend import Runner, SessionDatabase
-    from ..retention import DeleteOutcome, DeletePlan
+    from ..retention import DeleteOutcome, DeletePlan, DeleteProgress
     from .output import Output
+    from .progress import ProgressBar
 
 T = TypeVar("T")
 
@@ -245,6 +246,7 @@ def delete_command(
     """
     from ..retention import DeleteRequest, RetentionPolicy, delete_sessions
     from ..timeutil import utc_now
+    from .progress import progress_bar
 
     state = app_state(ctx)
     out = state.output()
@@ -275,19 +277,30 @@ def delete_command(
     )
     request = DeleteRequest(policy, archive_to=archive_to, vacuum=vacuum, dry_run=dry_run, now=now)
     shown = Shown(json_output=json_output, full_ids=full_ids or full, full=full)
-    outcome = delete_sessions(
-        request,
-        database_runner(state, db),
-        show=None if json_output else functools.partial(print_plan, out, shown, dry_run=dry_run),
-        confirm=functools.partial(
-            confirm,
-            yes=yes,
-            json_output=json_output,
-            used_stdin="-" in (sessions or []),
-            strong_above=confirm_percent,
-        ),
-    )
+    show = None if json_output else functools.partial(print_plan, out, shown, dry_run=dry_run)
+    with progress_bar("deleting", "messages") as bar:
+        outcome = delete_sessions(
+            request,
+            database_runner(state, db),
+            show=show,
+            confirm=functools.partial(
+                confirm,
+                yes=yes,
+                json_output=json_output,
+                used_stdin="-" in (sessions or []),
+                strong_above=confirm_percent,
+            ),
+            progress=None if bar is None else functools.partial(report_progress, bar),
+        )
     render_outcome(out, outcome, shown)
+
+
+def report_progress(bar: ProgressBar, step: DeleteProgress) -> None:
+    """Messages deleted of those planned; then VACUUM, of unknown length."""
+    if step.vacuum:
+        bar.stage("VACUUM")
+    else:
+        bar(step.messages, step.planned_messages)
 
 
 @dataclass(frozen=True)

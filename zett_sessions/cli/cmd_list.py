@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
@@ -33,7 +33,7 @@ from .options import (
     session_filter,
     with_parent,
 )
-from .state import app_state, run_with
+from .state import AppState, app_state, run_with
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -148,7 +148,7 @@ def list_command(
         sort=order.value,
     )
     out = state.output()
-    page, found = run_with(state.reader(db), partial(read_page, request))
+    page, found = read_with_progress(state, db, request)
     if ids_only:
         print_ids(out, (session.session_id for session in page.sessions), null=null)
     else:
@@ -171,10 +171,26 @@ class PageRequest:
     sort: str = "activity"  # a ``queries.sessions.SortKey``
 
 
-async def read_page(
-    request: PageRequest, database: SessionDatabase
+def read_with_progress(
+    state: AppState, db: str | None, request: PageRequest
 ) -> tuple[SessionPage, ProblemPage | None]:
-    """The page, and with ``problems`` what verify found in its sessions."""
+    """``read_page``; ``--problems --all`` (verify of every session in scope) draws a progress
+    bar on stderr when it is a terminal."""
+    if not request.problems or request.limit is not None:
+        return run_with(state.reader(db), partial(read_page, request))
+    from .progress import progress_bar
+
+    with progress_bar("verifying", "messages") as bar:
+        return run_with(state.reader(db), partial(read_page, request, progress=bar))
+
+
+async def read_page(
+    request: PageRequest,
+    database: SessionDatabase,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[SessionPage, ProblemPage | None]:
+    """The page, and with ``problems`` what verify found in its sessions (``progress``: see
+    ``find_problems``)."""
     filters = await with_parent(database, request.filters, request.children_of)
     if not request.problems:
         from ..queries.sessions import SortKey, list_sessions
@@ -190,7 +206,12 @@ async def read_page(
     from ..verify.problems import find_problems  # verify's scan: only when asked for
 
     found = await find_problems(
-        database, filters, limit=request.limit, offset=request.offset, now=request.now
+        database,
+        filters,
+        limit=request.limit,
+        offset=request.offset,
+        now=request.now,
+        progress=progress,
     )
     return found.page, found
 

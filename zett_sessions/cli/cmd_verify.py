@@ -137,16 +137,25 @@ def verify_command(
     )
     filtered = chosen != SessionFilter() or children_of is not None
 
-    async def work(database: SessionDatabase) -> VerifyReport:
-        selected = None
-        if sessions:
-            selected = [await resolve_session(database, text) for text in sessions]
-        filters = await with_parent(database, chosen, children_of) if filtered else None
-        return await verify_database(
-            database, selected, filters=filters, deep=deep, integrity=integrity or deep or None
-        )
+    from .progress import progress_bar
 
-    report = run_with(state.reader(db), work)
+    with progress_bar("verifying", "messages") as bar:
+
+        async def work(database: SessionDatabase) -> VerifyReport:
+            selected = None
+            if sessions:
+                selected = [await resolve_session(database, text) for text in sessions]
+            filters = await with_parent(database, chosen, children_of) if filtered else None
+            return await verify_database(
+                database,
+                selected,
+                filters=filters,
+                deep=deep,
+                integrity=integrity or deep or None,
+                progress=bar,
+            )
+
+        report = run_with(state.reader(db), work)
     minimum = Severity(severity.value) if severity is not None else None
     shown = report.filtered(set(codes) if codes else None, minimum)
     render_report(state.output(), shown, fmt, quiet=quiet)

@@ -109,15 +109,7 @@ async def execute_plan(
                 deleted.extend(final)
                 skipped.extend(dropped)
                 if progress is not None:
-                    progress(
-                        DeleteProgress(
-                            batch=number,
-                            sessions=len(deleted),
-                            messages=sum(s.messages for s in deleted),
-                            planned_sessions=len(plan.sessions),
-                            planned_messages=plan.messages,
-                        )
-                    )
+                    progress(_done(number, deleted, plan))
     except ZettSessionsError as error:
         if deleted:
             _note_done(error, deleted)
@@ -125,6 +117,8 @@ async def execute_plan(
     order = {session.id: index for index, session in enumerate(plan.sessions)}
     deleted.sort(key=lambda session: order[session.id])
     skipped.sort(key=lambda session: order.get(session.id, len(order)))
+    if run_vacuum and deleted and progress is not None:
+        progress(_done(number, deleted, plan, vacuum=True))
     report = await space.report(before, run_vacuum and bool(deleted))
     return DeleteResult(
         deleted=tuple(
@@ -133,6 +127,20 @@ async def execute_plan(
         skipped=tuple(skipped),
         archive=writer.report if writer is not None and deleted else None,
         space=report,
+    )
+
+
+def _done(
+    batch: int, deleted: Sequence[PlannedSession], plan: DeletePlan, *, vacuum: bool = False
+) -> DeleteProgress:
+    """What ``progress`` is told after batch number ``batch`` (or as VACUUM starts)."""
+    return DeleteProgress(
+        batch=batch,
+        sessions=len(deleted),
+        messages=sum(s.messages for s in deleted),
+        planned_sessions=len(plan.sessions),
+        planned_messages=plan.messages,
+        vacuum=vacuum,
     )
 
 

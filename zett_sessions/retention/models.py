@@ -82,13 +82,15 @@ class BatchLimits:
 
 @dataclass(frozen=True)
 class DeleteProgress:
-    """Reported after each committed batch (``execute_plan``'s ``progress`` callback)."""
+    """Reported after each committed batch (``execute_plan``'s ``progress`` callback), and
+    once more with ``vacuum`` set when VACUUM starts after the last one."""
 
     batch: int  # 1-based
     sessions: int  # deleted so far
     messages: int
     planned_sessions: int
     planned_messages: int
+    vacuum: bool = False
 
 
 class _Frozen(BaseModel):

@@ -18,32 +18,48 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 HOLD_ENV = "ZETT_SESSIONS_VERIFY_CHILD_HOLD"
 PARENT_GONE = 70  # the exit status of a child whose parent died (nobody reads it)
 
 
-async def run_child(argv: Sequence[str], data: bytes | None = None) -> tuple[bytes, bytes]:
+async def run_child(
+    argv: Sequence[str], data: bytes | None = None, counted: Callable[[int], None] | None = None
+) -> tuple[bytes, bytes]:
     """Run ``argv`` + the lifeline's descriptor number, with ``data`` on its stdin; its stdout
     and stderr.  On any exception (cancellation included) the child is killed and reaped first.
+
+    With ``counted``, the child also gets ``--progress FD`` (before the lifeline): the write end
+    of a pipe on which it writes numbers, one a line (``report_progress``), each passed to
+    ``counted`` as it arrives.
     """
     read_end, write_end = os.pipe()  # both non-inheritable: no other child gets the write end
+    report_read, report_write = os.pipe() if counted is not None else (-1, -1)
+    extra = ["--progress", str(report_write)] if counted is not None else []
     try:
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
+                *extra,
                 str(read_end),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                pass_fds=(read_end,),
+                pass_fds=(read_end, report_write) if counted is not None else (read_end,),
             )
         finally:
             os.close(read_end)
+            if counted is not None:
+                os.close(report_write)  # the child holds it: EOF when the child ends
         try:
-            return await process.communicate(data)
+            if counted is None:
+                return await process.communicate(data)
+            answer, _ = await asyncio.gather(
+                process.communicate(data), _read_reports(report_read, counted)
+            )
+            return answer
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
@@ -51,6 +67,37 @@ async def run_child(argv: Sequence[str], data: bytes | None = None) -> tuple[byt
             raise
     finally:
         os.close(write_end)  # the child has ended (or never started): its lifeline can go
+        if counted is not None:
+            with contextlib.suppress(OSError):
+                os.close(report_read)
+
+
+async def _read_reports(fd: int, counted: Callable[[int], None]) -> None:
+    """Pass each number the child writes on ``fd`` to ``counted``, until EOF."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        while line := await reader.readline():
+            with contextlib.suppress(ValueError):
+                counted(int(line))
+    finally:
+        transport.close()
+
+
+def report_progress(argv: list[str]) -> Callable[[int], None] | None:
+    """In a child: the ``--progress FD`` of ``run_child`` as a function that reports a
+    number (``None`` when the parent asked for none)."""
+    if "--progress" not in argv:
+        return None
+    fd = int(argv[argv.index("--progress") + 1])
+
+    def report(rows: int) -> None:
+        with contextlib.suppress(OSError):  # a parent that stopped listening changes nothing
+            os.write(fd, b"%d\n" % rows)
+
+    return report
 
 
 def watch_parent(lifeline: int) -> None:

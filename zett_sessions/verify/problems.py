@@ -29,7 +29,7 @@ from ..timeutil import utc_now
 from ..values import text_or_none
 from .codes import Severity
 from .models import CrashSummary, VerifyReport
-from .runner import verify_scope
+from .runner import Progress, verify_scope
 from .scope import Scope
 
 SLICE = 256  # sessions in the first slice (and the least in any other)
@@ -67,9 +67,11 @@ async def find_problems(
     limit: int | None,
     offset: int = 0,
     now: datetime | None = None,
+    progress: Progress | None = None,
 ) -> ProblemPage:
     """The problem sessions ``filters`` select, newest first: ``limit`` of them from
-    ``offset`` (examining sessions until ``offset + limit`` are found), or all (``None``)."""
+    ``offset`` (examining sessions until ``offset + limit`` are found), or all (``None``;
+    ``progress`` then hears the raw rows checked, as ``verify_database`` says)."""
     now = now or utc_now()
     sql, params = session_ids_sql(db, filters)
     in_scope = int(await db.scalar(f"SELECT count(*) FROM ({sql}) AS selected", params))
@@ -79,7 +81,7 @@ async def find_problems(
     if limit is None:
         # every session: the whole database (split over the cores) when nothing filters
         scope = None if filters == SessionFilter() else Scope(sql, tuple(params))
-        report = await verify_scope(db, scope, integrity=False, now=now)
+        report = await verify_scope(db, scope, integrity=False, now=now, progress=progress)
         errors = _problems(report, None)
         summaries = {s.session_id: s for s in report.sessions if s.session_id in errors}
         examined = in_scope

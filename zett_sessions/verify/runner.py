@@ -30,7 +30,7 @@ import pickle
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -66,6 +66,9 @@ from .walk import Resolve, Row, SessionScan, finish, walk
 
 PARALLEL_MIN_ROWS = 200_000  # below this, starting another process costs more than it saves
 SCAN_BATCH = 4096
+
+Counted = Callable[[int], None]  # told how many more raw rows a range has scanned
+Progress = Callable[[int, int], None]  # raw rows checked so far, raw rows in scope
 
 
 @dataclass(frozen=True)
@@ -137,13 +140,19 @@ class _RangeChecker:
     """Checks every session of one range on one connection, synchronously."""
 
     def __init__(
-        self, reader: Reader, span: _Range, now: datetime, summarize: frozenset[str]
+        self,
+        reader: Reader,
+        span: _Range,
+        now: datetime,
+        summarize: frozenset[str],
+        counted: Counted | None = None,
     ) -> None:
         self.reader = reader
         self.layout = reader.layout
         self.span = span
         self.now = now
         self.summarize = summarize  # sessions that get a crash summary whatever is found
+        self.counted = counted
         self.result = _Result()
 
     def run(self) -> _Result:
@@ -180,6 +189,8 @@ class _RangeChecker:
                     boundary = latest.int_boundary if latest else None
                     scan = SessionScan(session_id, boundary=boundary)
                 index = walk(scan, batch, index, self._resolver(scan))
+            if self.counted is not None:
+                self.counted(size)
         if scan is not None:
             self._judge(scan.session_id, *context, scan)
 
@@ -330,24 +341,30 @@ def check_range(
     now: datetime,
     busy_timeout_ms: int,
     summarize: frozenset[str] = frozenset(),
+    counted: Counted | None = None,
 ) -> _Result:
     """Check one range on a connection of its own (runs in a thread or a child process);
-    ``path`` is where the database is (a file, or a server's URL)."""
+    ``path`` is where the database is (a file, or a server's URL).  ``counted`` is told the
+    raw rows scanned, batch by batch (a lenient rerun after text that is not UTF-8 counts
+    them again)."""
     try:
         with open_reader(path, layout, busy_timeout_ms) as reader:
-            return _RangeChecker(reader, span, now, summarize).run()
+            return _RangeChecker(reader, span, now, summarize, counted).run()
     except NotUtf8:
         with open_reader(path, layout, busy_timeout_ms, lenient=True) as reader:
-            return _RangeChecker(reader, span, now, summarize).run()
+            return _RangeChecker(reader, span, now, summarize, counted).run()
 
 
-async def _split(db: SessionDatabase, parts: int, scope: Scope | None = None) -> list[_Range]:
+async def _split(
+    db: SessionDatabase, parts: int, scope: Scope | None = None
+) -> tuple[list[_Range], int]:
     """Cut the session-id space (of the sessions in ``scope``) into ``parts`` ranges holding
-    about as many raw rows each; counted through the ``session_id`` index."""
+    about as many raw rows each, and the raw rows in scope; counted through the
+    ``session_id`` index."""
     where, params = _Range(scope=scope).where("session_id")
-    total = await db.scalar(f"SELECT count(*) FROM raw_messages{where}", params)
+    total = int(await db.scalar(f"SELECT count(*) FROM raw_messages{where}", params))
     if parts < 2 or total < PARALLEL_MIN_ROWS:
-        return [_Range(scope=scope)]
+        return [_Range(scope=scope)], total
     cuts: list[str] = []
     for index in range(1, parts):
         cut = await db.scalar(
@@ -357,7 +374,7 @@ async def _split(db: SessionDatabase, parts: int, scope: Scope | None = None) ->
         if isinstance(cut, str) and (not cuts or cut > cuts[-1]):
             cuts.append(cut)
     bounds: list[str | None] = [None, *cuts, None]
-    return [_Range(low, high, scope) for low, high in itertools.pairwise(bounds)]
+    return [_Range(low, high, scope) for low, high in itertools.pairwise(bounds)], total
 
 
 async def _parent_links(db: SessionDatabase) -> dict[str, str]:
@@ -371,10 +388,11 @@ async def _parent_links(db: SessionDatabase) -> dict[str, str]:
     return links
 
 
-async def _in_child(**arguments: Any) -> _Result:
-    """``check_range(**arguments)`` in a child interpreter (see ``worker``)."""
+async def _in_child(counted: Counted | None = None, **arguments: Any) -> _Result:
+    """``check_range(**arguments)`` in a child interpreter (see ``worker``); ``counted`` hears
+    what the child reports of its scan."""
     argv = [sys.executable, "-P", "-m", "zett_sessions.verify.worker"]
-    output, errors = await run_child(argv, pickle.dumps(arguments))
+    output, errors = await run_child(argv, pickle.dumps(arguments), counted)
     try:
         status, value = pickle.loads(output)
     except Exception:
@@ -388,10 +406,15 @@ async def _in_child(**arguments: Any) -> _Result:
 
 
 async def _run_ranges(
-    db: SessionDatabase, spans: list[_Range], now: datetime, summarize: frozenset[str] = frozenset()
+    db: SessionDatabase,
+    spans: list[_Range],
+    now: datetime,
+    summarize: frozenset[str] = frozenset(),
+    counted: Counted | None = None,
 ) -> list[_Result]:
     """One range: a thread of this process.  Several (a large database): one child process
-    each, so SQLite works on every core and this process stays small."""
+    each, so SQLite works on every core and this process stays small.  ``counted`` hears the
+    raw rows scanned (from the thread, or from this process's loop for children)."""
     shared = {
         "path": db.location,
         "layout": db.layout,
@@ -403,10 +426,10 @@ async def _run_ranges(
         layout, busy = db.layout, db.busy_timeout_ms
         return [
             await asyncio.to_thread(
-                check_range, db.location, layout, spans[0], now, busy, summarize
+                check_range, db.location, layout, spans[0], now, busy, summarize, counted
             )
         ]
-    return list(await asyncio.gather(*(_in_child(span=span, **shared) for span in spans)))
+    return list(await asyncio.gather(*(_in_child(counted, span=span, **shared) for span in spans)))
 
 
 async def verify_database(
@@ -418,6 +441,7 @@ async def verify_database(
     integrity: bool | None = None,
     parallel: int = 2,
     now: datetime | None = None,
+    progress: Progress | None = None,
 ) -> VerifyReport:
     """Check ``db`` and return the report: the whole database, or only the sessions in scope.
 
@@ -431,10 +455,14 @@ async def verify_database(
     Read-only: ``db`` should be opened with ``read_only=True``; nothing is written.
     ``integrity`` defaults to True for the whole database and False for a scoped run (``list
     --problems`` passes False); ``parallel`` is how many ranges a large run is split into.
+    ``progress(done, total)`` hears the raw rows checked as the scan goes (possibly from
+    another thread), ``total`` being the raw rows in scope.
     """
     await db.open()
     scope = _scope(db, session_ids, filters)
-    return await verify_scope(db, scope, deep=deep, integrity=integrity, parallel=parallel, now=now)
+    return await verify_scope(
+        db, scope, deep=deep, integrity=integrity, parallel=parallel, now=now, progress=progress
+    )
 
 
 async def verify_scope(
@@ -445,6 +473,7 @@ async def verify_scope(
     integrity: bool | None = None,
     parallel: int = 2,
     now: datetime | None = None,
+    progress: Progress | None = None,
 ) -> VerifyReport:
     """``verify_database`` of the sessions ``scope`` selects (``None``: the whole database)."""
     started = time.perf_counter()
@@ -458,8 +487,8 @@ async def verify_scope(
     if integrity:
         checking = asyncio.create_task(check.run())
     try:
-        spans = await _split(db, parallel, scope)
-        results = await _run_ranges(db, spans, now)
+        spans, total = await _split(db, parallel, scope)
+        results = await _run_ranges(db, spans, now, counted=_counter(progress, total))
         if scope is None:
             cycles = parent_cycles(await _parent_links(db))
         else:
@@ -509,6 +538,21 @@ async def verify_scope(
             key=lambda summary: summary.session_id,
         ),
     )
+
+
+def _counter(progress: Progress | None, total: int) -> Counted | None:
+    """Sum what the ranges report into ``progress(done, total)`` (``None``: nobody asks)."""
+    if progress is None:
+        return None
+    done = 0
+    progress(done, total)
+
+    def counted(rows: int) -> None:
+        nonlocal done
+        done += rows
+        progress(min(done, total), total)  # a lenient rerun scans its range again
+
+    return counted
 
 
 def _scope(

@@ -1,0 +1,168 @@
+"""Progress on long work (issue 17): verify of a whole database, ``list --problems --all``,
+delete (and its VACUUM) and copy draw a progress bar on stderr when it is a terminal, and
+nothing otherwise; stdout (JSON included) is the same either way."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import NEWEST, TerminalProcess, copy_sample, run_cli
+from zett_sessions.backend import open_database
+from zett_sessions.retention import DeleteProgress, RetentionPolicy, build_plan
+from zett_sessions.retention.execute import execute_plan
+from zett_sessions.verify import runner, verify_database
+
+TERM: dict[str, str | None] = {"TERM": "xterm-256color"}  # rich draws nothing on "dumb"
+SAMPLE_MESSAGES = 64  # raw rows of the newest sample
+
+
+def on_terminal(*args: str) -> tuple[int, str, str]:
+    """Run the CLI with stdin and stderr on a 100-column pseudo-terminal, stdout piped."""
+    with TerminalProcess(*args, env=TERM) as terminal:
+        return terminal.finish()
+
+
+def plain(screen: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
+
+
+def timeless(document: Any) -> Any:
+    """``document`` without what depends on the moment it was made (durations, ages)."""
+    if isinstance(document, dict):
+        return {k: timeless(v) for k, v in document.items() if k not in {"seconds", "age_seconds"}}
+    if isinstance(document, list):
+        return [timeless(item) for item in document]
+    return document
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return copy_sample(tmp_path, NEWEST)
+
+
+def test_verify_draws_a_bar_on_a_terminal_and_the_json_is_unchanged(db: Path) -> None:
+    code, stdout, screen = on_terminal("--db", str(db), "verify", "--json")
+    piped = run_cli(["--db", str(db), "verify", "--json"])
+    assert code == piped.exit_code
+    assert "verifying" in plain(screen), screen
+    assert f"{SAMPLE_MESSAGES}/{SAMPLE_MESSAGES} messages" in plain(screen), screen
+    assert timeless(json.loads(stdout)) == timeless(json.loads(piped.stdout))
+    assert piped.stderr == ""
+
+
+def test_list_problems_all_draws_a_bar_on_a_terminal(db: Path) -> None:
+    args = ("--db", str(db), "list", "--problems", "--all", "--json")
+    code, stdout, screen = on_terminal(*args)
+    piped = run_cli(list(args))
+    assert (code, piped.exit_code) == (0, 0), screen
+    assert f"{SAMPLE_MESSAGES}/{SAMPLE_MESSAGES} messages" in plain(screen), screen
+    assert timeless(json.loads(stdout)) == timeless(json.loads(piped.stdout))
+    assert piped.stderr == ""
+
+
+def test_delete_draws_a_bar_then_vacuum_on_a_terminal(tmp_path: Path) -> None:
+    first, second = copy_sample(tmp_path, NEWEST, "a.sqlite3"), copy_sample(tmp_path, NEWEST)
+    options = ("delete", "--all", "--skip-active", "0", "--children", "delete", "--vacuum")
+    code, stdout, screen = on_terminal("--db", str(first), *options, "--yes", "--json")
+    piped = run_cli(["--db", str(second), *options, "--yes", "--json"])
+    assert (code, piped.exit_code) == (0, 0), screen
+    assert "deleting" in plain(screen) and "VACUUM" in plain(screen), screen
+    assert piped.stderr == ""
+    document, expected = json.loads(stdout), json.loads(piped.stdout)
+    assert document["result"]["totals"] == expected["result"]["totals"]
+    assert document["result"]["deleted"] == expected["result"]["deleted"]
+
+
+def test_copy_draws_a_bar_on_a_terminal(db: Path, tmp_path: Path) -> None:
+    code, stdout, screen = on_terminal("copy", str(db), str(tmp_path / "copy.sqlite3"), "--json")
+    assert code == 0, screen
+    assert "copying" in plain(screen) and f"{SAMPLE_MESSAGES} messages" in plain(screen)
+    assert json.loads(stdout)["copied_messages"] == SAMPLE_MESSAGES
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "--json"],
+        ["list", "--problems", "--all", "--json"],
+        ["delete", "--all", "--skip-active", "0", "--children", "delete", "--yes", "--vacuum"],
+    ],
+)
+def test_nothing_is_drawn_when_stderr_is_no_terminal(db: Path, args: list[str]) -> None:
+    """Even where rich is told the stream can take a terminal's codes (TTY_COMPATIBLE=1, as
+    some CI logs set it), a stderr that is no terminal gets no bar."""
+    environment = {**os.environ, "TERM": "xterm-256color", "TTY_COMPATIBLE": "1"}
+    environment.pop("COLUMNS", None)
+    r = subprocess.run(
+        [sys.executable, "-m", "zett_sessions", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+    assert r.returncode in {0, 4}, r.stderr
+    assert r.stderr == "", r.stderr
+
+
+# --- core: what the callbacks hear ----------------------------------------------------------
+
+
+def verify_reports(path: Path) -> tuple[list[tuple[int, int]], int]:
+    heard: list[tuple[int, int]] = []
+
+    async def run() -> int:
+        database = open_database(str(path), read_only=True)
+        try:
+            await database.open()
+            report = await verify_database(
+                database, progress=lambda done, total: heard.append((done, total))
+            )
+        finally:
+            await database.close()
+        return report.checked.messages
+
+    return heard, asyncio.run(run())
+
+
+def test_verify_reports_every_row_it_checks_in_a_thread(db: Path) -> None:
+    heard, messages = verify_reports(db)
+    assert heard[0] == (0, messages) and heard[-1] == (messages, messages)
+    assert [done for done, _ in heard] == sorted(done for done, _ in heard)
+
+
+def test_verify_reports_the_rows_its_worker_processes_check(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "PARALLEL_MIN_ROWS", 1)  # two ranges, two child processes
+    heard, messages = verify_reports(db)
+    assert heard[0] == (0, messages) and heard[-1] == (messages, messages)
+    assert len(heard) >= 3  # a report from each child
+
+
+def test_delete_reports_vacuum_after_the_last_batch(db: Path) -> None:
+    heard: list[DeleteProgress] = []
+    policy = RetentionPolicy(select_all=True, skip_active=timedelta(0), children="delete")
+
+    async def run() -> None:
+        database = open_database(str(db), read_only=False)
+        try:
+            await database.open()
+            async with database.read():
+                plan = await build_plan(database, policy)
+            await execute_plan(database, plan, policy, run_vacuum=True, progress=heard.append)
+        finally:
+            await database.close()
+
+    asyncio.run(run())
+    assert [step.vacuum for step in heard] == [False] * (len(heard) - 1) + [True]
+    assert heard[-1].messages == heard[-1].planned_messages == SAMPLE_MESSAGES
