@@ -40,6 +40,11 @@ Floors and targets, all measured in the same run:
   default page, same run) plus 1.5x the ``sqlite3`` CLI choosing the same 20 ids in the same
   order (a count of every session's rows through the ``(session_id, sequence)`` index for
   ``messages``, a sum of every raw row's token columns for ``tokens``).
+* ``usage`` (issue 17): whole-database reports (``--by day``, ``session``, ``agent``) at most
+  2x the ``sqlite3`` CLI summing the same token columns (``SELECT total(input_tokens), …
+  FROM raw_messages WHERE input_tokens IS NOT NULL``: no grouping, no Python); ``--by model``
+  and ``--prices`` at most 2x the same sums with ``json_extract`` of the provider and model;
+  a ``--since`` window of 10,000 messages at most 2x ``list --limit 20``.
 * ``delete --older-than 180d`` beside an agent appending every 0.1 s (``bench/appender.py``,
   the storage core with the default 5 s busy timeout): no append waits longer than 1 s and
   none fails (issue 18).  The floor column is the delete's own time in that run.
@@ -690,6 +695,8 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
         rows.extend(search_rows(db, base, runs))
     if want("sort"):
         rows.extend(sort_rows(db, base, runs))
+    if want("usage"):
+        rows.extend(usage_rows(db, base, runs))
     if want("delete"):
         with scratch_copy(db) as fresh:
             copy_path = fresh()
@@ -839,6 +846,64 @@ def sort_rows(db: Path, base: list[str], runs: int) -> list[Row]:
     return rows
 
 
+TOKEN_COLUMNS = ("input", "output", "cache_read", "cache_write", "reasoning")
+USAGE_SUMS = ", ".join(f"total({column}_tokens)" for column in TOKEN_COLUMNS)
+
+
+def usage_rows(db: Path, base: list[str], runs: int) -> list[Row]:
+    """``usage`` (issue 17) against the ``sqlite3`` CLI summing the same columns: the token
+    columns, and for the model (``--by model``, ``--prices``) one ``json_extract`` of the
+    provider and model per row, as the report reads them."""
+    rows_with_usage = "FROM raw_messages WHERE input_tokens IS NOT NULL"
+    model = "json_extract(message_json, '$[0].data.provider', '$[0].data.model')"
+    sums = sqlite_cli(db, f"SELECT count(*), {USAGE_SUMS} {rows_with_usage}")
+    with_model = sqlite_cli(db, f"SELECT count({model}), {USAGE_SUMS} {rows_with_usage}")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", dir=DATA, delete=False) as prices:
+        json.dump({"models": {"claude-sonnet-4-5": {"input": 3, "output": 15}}}, prices)
+    try:
+        by_day, by_session, by_agent, floor = measure_together(
+            [
+                ("usage", [*base, "usage", "--json"]),
+                ("usage --by session", [*base, "usage", "--by", "session", "--json"]),
+                ("usage --by agent", [*base, "usage", "--by", "agent"]),
+                ("sqlite3 sums", sums),
+            ],
+            runs,
+        )
+        by_model, priced, model_floor = measure_together(
+            [
+                ("usage --by model", [*base, "usage", "--by", "model"]),
+                ("usage --prices", [*base, "usage", "--prices", prices.name, "--json"]),
+                ("sqlite3 sums + json_extract", with_model),
+            ],
+            runs,
+        )
+    finally:
+        Path(prices.name).unlink()
+    _, _, window, _ = triage_targets(db)
+    page, scoped = measure_together(
+        [
+            ("list --limit 20", [*base, "list", "--limit", "20"]),
+            ("usage --since", [*base, "usage", "--since", window.since, "--json"]),
+        ],
+        runs,
+    )
+    return [
+        Row("usage (by day, whole database)", by_day, floor, "≤ 2× floor", 2.0),
+        Row("usage --by session", by_session, floor, "≤ 2× floor", 2.0),
+        Row("usage --by agent (table)", by_agent, floor, "≤ 2× floor", 2.0),
+        Row("usage --by model (table)", by_model, model_floor, "≤ 2× floor", 2.0),
+        Row("usage --prices (by day, with the model)", priced, model_floor, "≤ 2× floor", 2.0),
+        Row(
+            f"usage --since (newest {window.sessions:,} sessions, {window.messages:,} messages)",
+            scoped,
+            page,
+            "≤ 2× list --limit 20",
+            2.0,
+        ),
+    ]
+
+
 def markdown(rows: list[Row], header: str) -> str:
     lines = [
         header,
@@ -875,7 +940,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--only",
-        help="comma-separated: help,list,sort,show,tail,verify,triage,search,delete,"
+        help="comma-separated: help,list,sort,show,tail,verify,triage,search,usage,delete,"
         "delete-writer,tail-f",
     )
     args = parser.parse_args()

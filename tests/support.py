@@ -509,6 +509,9 @@ def read_commands(session_id: str) -> list[list[str]]:
         ["snapshot-info", "--all", "--full"],
         ["info", "--tokens"],
         ["info", "--json"],
+        ["usage", "--by", "session"],
+        ["usage", "--by", "model", "--json"],
+        ["usage", "--by", "agent", "--format", "csv"],
         ["verify"],
         ["verify", "--json"],
     ]

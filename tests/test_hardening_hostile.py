@@ -169,6 +169,8 @@ HUMAN = [
     (["snapshot-info", "--full"], True),
     (["snapshot-info", "--all", "--full"], False),
     (["info"], False),
+    (["usage", "--by", "session", "--full"], False),
+    (["usage", "--by", "agent"], False),
     (["verify"], False),
 ]
 

@@ -163,6 +163,8 @@ CLOSED_PIPE_COMMANDS = [
     ["snapshot-info", "--all", "--json"],
     ["info"],
     ["info", "--json"],
+    ["usage", "--by", "session"],
+    ["usage", "--json"],
     ["verify"],
     ["verify", "--json"],
     ["verify", "--format", "jsonl"],

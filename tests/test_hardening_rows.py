@@ -307,6 +307,8 @@ READ_COMMANDS = [
     ["snapshot-info", "--all", "--json"],
     ["info", "--tokens", "--json"],
     ["info"],
+    ["usage", "--by", "session"],
+    ["usage", "--by", "model", "--json"],
 ]
 
 

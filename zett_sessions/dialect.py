@@ -97,6 +97,11 @@ class Dialect:
         text in zett-agent's stored form (any other value has no age a comparison can tell)."""
         return dated_sql(column)
 
+    def unordered(self, column: str) -> str:
+        """``column`` as an expression no index orders: grouping by it sums in one pass over
+        the table instead of visiting the rows in an index's order (a random read each)."""
+        return f"+{column}"
+
     def quarter_hour(self, column: str) -> str:
         """The UTC quarter hour of a stored time as text ``YYYY-MM-DD HH:Q`` (``Q`` 0 to 3):
         every zone's offset is whole quarter hours, so these buckets fold into local days."""
@@ -166,6 +171,9 @@ class PostgresDialect(Dialect):
 
     def dated(self, column: str) -> str:
         return f"({column} IS NOT NULL)"  # a timestamptz column holds only times
+
+    def unordered(self, column: str) -> str:
+        return column  # the planner hashes a GROUP BY over a whole table
 
     def quarter_hour(self, column: str) -> str:
         utc = f"({column} AT TIME ZONE 'UTC')"

@@ -45,10 +45,20 @@ if set(STRIP_CONTROL_CODES) == set(_STRIP):  # only while rich strips exactly th
 
 
 def dumps(document: Any, *, indent: int | None = 2) -> str:
-    """JSON with raw UTF-8 text, but every terminal-active character escaped as ``\\uXXXX``."""
-    return json.dumps(
+    """JSON with raw UTF-8 text, but every terminal-active character escaped as ``\\uXXXX``
+    (found by a regular expression: ``str.translate`` with a table looks up every character,
+    ~8 s for the 30 MB of ``usage --by session --json`` at 1M messages)."""
+    text = json.dumps(
         document, ensure_ascii=False, indent=indent, allow_nan=False, default=_blob_text
-    ).translate(JSON_UNSAFE)
+    )
+    return _JSON_UNSAFE_RE.sub(_escaped, text)
+
+
+_JSON_UNSAFE_RE = re.compile("[" + "".join(re.escape(chr(code)) for code in JSON_UNSAFE) + "]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return JSON_UNSAFE[ord(match.group())]
 
 
 def _blob_text(value: object) -> str:

@@ -42,14 +42,20 @@ class ModelPrice(BaseModel):
 
     def cost(self, usage: ModelUsage) -> float:
         """What ``usage`` costs at these prices."""
+        return self.cost_of(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+        )
+
+    def cost_of(self, input: float, output: float, cache_read: float, cache_write: float) -> float:
+        """What these token counts cost (``input`` includes the cache reads and writes)."""
         read = self.input if self.cache_read is None else self.cache_read
         write = self.input if self.cache_write is None else self.cache_write
-        fresh = usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
+        fresh = input - cache_read - cache_write
         return (
-            fresh * self.input
-            + usage.cache_read_tokens * read
-            + usage.cache_write_tokens * write
-            + usage.output_tokens * self.output
+            fresh * self.input + cache_read * read + cache_write * write + output * self.output
         ) / MILLION
 
 

@@ -30,9 +30,25 @@ from ..schema import TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from ..values import text_or_none, whole_number
 from . import TIME_GROUPS, GroupBy
-from .prices import PriceTable
+from .prices import ModelPrice, PriceTable
 
 MODEL_KEYS = ("provider", "model")
+
+
+def _usage(counts: list[int]) -> ModelUsage:
+    """Summed counters, unchecked: sums of hand-edited rows may break a single response's
+    rules (cache reads ≤ input); they are shown as they are, as ``info --tokens`` does."""
+    input_tokens, output_tokens, cache_read, cache_write, reasoning = counts
+    return ModelUsage.model_construct(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=reasoning,
+    )
+
+
+NO_USAGE = _usage([0] * len(TOKEN_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -54,7 +70,7 @@ class UsageGroup:
     model has no price."""
 
     responses: int = 0
-    usage: ModelUsage = field(default_factory=lambda: _usage([0] * len(TOKEN_COLUMNS)))
+    usage: ModelUsage = field(default_factory=lambda: NO_USAGE)
     cost: float | None = None
     unpriced_tokens: int | None = None
     period: str | None = None  # day, week (its Monday) or month
@@ -76,9 +92,12 @@ class UsageReport:
     until: datetime | None
     currency: str | None
     priced: bool
-    groups: list[UsageGroup]
+    # not in the repr: asyncio.run reprs its main task's result on the way out (restoring the
+    # SIGINT handler), 10 s for 42,000 sessions' groups
+    groups: list[UsageGroup] = field(repr=False)
     total: UsageGroup
-    unpriced_models: tuple[str, ...] = ()  # "provider/model" (or "model") without a price
+    # "provider/model" (or "model") of the responses without a price
+    unpriced_models: tuple[str, ...] = field(default=(), repr=False)
 
 
 async def usage_report(db: SessionDatabase, request: UsageRequest) -> UsageReport:
@@ -98,14 +117,13 @@ async def usage_report(db: SessionDatabase, request: UsageRequest) -> UsageRepor
     zone = UTC if request.utc else None
     sums: dict[Any, _Sums] = {}
     period = _Periods(by, zone)
-    unpriced: set[str] = set()
+    pricing = _Pricing(prices) if prices is not None else None
     for row in rows:
         key = period(row["k"]) if by in TIME_GROUPS else _key(row, by)
         found = sums.get(key)
         if found is None:
             found = sums[key] = _Sums(_group(key, row, by, zone))
-        if found.add(row, prices):
-            unpriced.add(_model_name(*_model(row["m"])))
+        found.add(row, pricing)
     total = _Sums(UsageGroup())
     for found in sums.values():
         total.merge(found)
@@ -118,7 +136,7 @@ async def usage_report(db: SessionDatabase, request: UsageRequest) -> UsageRepor
         priced=request.prices is not None,
         groups=_ordered([found.group() for found in sums.values()], by),
         total=total.group(),
-        unpriced_models=tuple(sorted(unpriced)),
+        unpriced_models=tuple(sorted(pricing.unpriced)) if pricing is not None else (),
     )
 
 
@@ -132,7 +150,8 @@ def _report_sql(db: SessionDatabase, request: UsageRequest) -> tuple[str, list[A
     if by in TIME_GROUPS:
         keys.append(f"{dialect.quarter_hour('r.created_at')} AS k")
     elif by in (GroupBy.agent, GroupBy.session):
-        keys.append("r.session_id AS k")
+        # not in the index's order: that would read the rows of the table one by one
+        keys.append(f"{dialect.unordered('r.session_id')} AS k")
     if by is GroupBy.model or request.prices is not None:
         keys.append(f"{dialect.data_values('r.message_json', MODEL_KEYS)} AS m")
     names = [key.rsplit(" AS ", 1)[1] for key in keys]
@@ -218,18 +237,20 @@ class _Sums:
         self.cost: float | None = None
         self.unpriced: int | None = None
 
-    def add(self, row: Any, prices: PriceTable | None) -> bool:
-        """Add ``row``'s sums (and cost); whether its model has no price."""
+    def add(self, row: Any, pricing: _Pricing | None) -> None:
+        """Add ``row``'s sums, and with ``pricing`` its cost (or its tokens to the unpriced)."""
         counts = [row[column] for column in TOKEN_COLUMNS]  # SQL totals: numbers, never NULL
         self.responses += row["n"]
         self.counts = [mine + theirs for mine, theirs in zip(self.counts, counts, strict=True)]
-        if prices is None:
-            return False
-        price = prices.price(*_model(row["m"]))
-        usage = _usage([whole_number(value) for value in counts])
-        self.cost = (self.cost or 0.0) + (price.cost(usage) if price is not None else 0.0)
-        self.unpriced = (self.unpriced or 0) + (usage.total_tokens if price is None else 0)
-        return price is None
+        if pricing is None:
+            return
+        price = pricing.price(row["m"])
+        self.cost = self.cost or 0.0
+        self.unpriced = self.unpriced or 0
+        if price is None:
+            self.unpriced += whole_number(counts[0] + counts[1])  # input + output
+        else:
+            self.cost += price.cost_of(*counts[:4])
 
     def merge(self, other: _Sums) -> None:
         self.responses += other.responses
@@ -246,19 +267,6 @@ class _Sums:
             cost=self.cost,
             unpriced_tokens=self.unpriced,
         )
-
-
-def _usage(counts: list[int]) -> ModelUsage:
-    """Summed counters, unchecked: sums of hand-edited rows may break a single response's
-    rules (cache reads ≤ input); they are shown as they are, as ``info --tokens`` does."""
-    input_tokens, output_tokens, cache_read, cache_write, reasoning = counts
-    return ModelUsage.model_construct(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        reasoning_tokens=reasoning,
-    )
 
 
 def _model(value: Any) -> tuple[str | None, str | None]:
@@ -331,6 +339,25 @@ class _Periods:
         if self.by is GroupBy.week:
             return (local - timedelta(days=local.weekday())).isoformat()
         return local.isoformat()[:7]
+
+
+class _Pricing:
+    """The price of each model (looked up once per distinct envelope value) and the names of
+    the models that have none."""
+
+    def __init__(self, prices: PriceTable) -> None:
+        self.prices = prices
+        self.known: dict[Any, ModelPrice | None] = {}
+        self.unpriced: set[str] = set()
+
+    def price(self, value: Any) -> ModelPrice | None:
+        if value in self.known:
+            return self.known[value]
+        model = _model(value)
+        found = self.known[value] = self.prices.price(*model)
+        if found is None:
+            self.unpriced.add(_model_name(*model))
+        return found
 
 
 def _model_name(provider: str | None, model: str | None) -> str:
