@@ -400,10 +400,12 @@ def test_an_empty_window_is_an_empty_report(usage_db: str) -> None:
     assert "No token usage" in r.stderr
 
 
-def test_a_layout_without_token_columns_is_one_error_line(tmp_path: Path) -> None:
-    r = run_cli(["--db", str(copy_sample(tmp_path, LEGACY)), "usage"])
-    assert r.exit_code == 1
-    assert_one_error_line(r.stderr, "layout A1", "no token usage")
+def test_a_layout_without_token_columns_is_an_empty_report_and_a_warning(tmp_path: Path) -> None:
+    r = run_cli(["--db", str(copy_sample(tmp_path, LEGACY)), "usage", "--json"])
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    assert document["has_token_columns"] is False and document["groups"] == []
+    assert r.stderr.startswith("Warning: this database has layout A1, without token columns")
 
 
 def test_a_bad_group_is_a_usage_error() -> None:

@@ -167,6 +167,11 @@ def render_report(
 ) -> None:
     from ..usage.render import usage_csv, usage_json, usage_notes, usage_tables
 
+    if not report.has_token_columns:
+        out.warn(
+            f"this database has layout {report.layout}, without token columns: zett-agent "
+            "recorded no usage before layout B"
+        )
     if report.unpriced_models:
         shown = ", ".join(report.unpriced_models[:5]) + (
             ", …" if len(report.unpriced_models) > 5 else ""

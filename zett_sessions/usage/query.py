@@ -23,7 +23,6 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from ..backend import SessionDatabase
-from ..errors import UnsupportedLayout
 from ..models import ModelUsage
 from ..queries.sessions import SessionFilter, session_ids_sql
 from ..schema import TOKEN_COLUMNS
@@ -98,21 +97,19 @@ class UsageReport:
     total: UsageGroup
     # "provider/model" (or "model") of the responses without a price
     unpriced_models: tuple[str, ...] = field(default=(), repr=False)
+    has_token_columns: bool = True  # layouts A0 and A1 have none: zett-agent recorded no usage
+    layout: str = "E"
 
 
 async def usage_report(db: SessionDatabase, request: UsageRequest) -> UsageReport:
-    """The report ``request`` asks for (``UnsupportedLayout`` on a layout without usage)."""
+    """The report ``request`` asks for (empty on a layout without token columns: A0, A1)."""
     layout = db.layout
-    if not all(layout.has_column("raw_messages", column) for column in TOKEN_COLUMNS):
-        raise UnsupportedLayout(
-            f"{db.path} has the older layout {layout.name} ({layout.note}): zett-agent recorded "
-            "no token usage before layout B",
-            db.path,
-            layout.name,
-        )
-    sql, params = _report_sql(db, request)
-    async with db.read():
-        rows = await db.fetchall(sql, params)
+    has_tokens = all(layout.has_column("raw_messages", column) for column in TOKEN_COLUMNS)
+    rows: list[Any] = []
+    if has_tokens:
+        sql, params = _report_sql(db, request)
+        async with db.read():
+            rows = await db.fetchall(sql, params)
     by, prices = request.group_by, request.prices
     zone = UTC if request.utc else None
     sums: dict[Any, _Sums] = {}
@@ -137,6 +134,8 @@ async def usage_report(db: SessionDatabase, request: UsageRequest) -> UsageRepor
         groups=_ordered([found.group() for found in sums.values()], by),
         total=total.group(),
         unpriced_models=tuple(sorted(pricing.unpriced)) if pricing is not None else (),
+        has_token_columns=has_tokens,
+        layout=layout.name,
     )
 
 

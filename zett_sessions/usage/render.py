@@ -1,7 +1,8 @@
 """``usage`` rendered: one JSON document, CSV rows, or a table with a bar per group (pure).
 
 JSON keys (docs/usage.md documents them; add keys, never rename or remove): the document has
-``group_by``, ``time_zone``, ``since``, ``until``, ``currency``, ``groups`` and ``total``; each
+``group_by``, ``time_zone``, ``since``, ``until``, ``currency``, ``has_token_columns``,
+``groups`` and ``total``; each
 group has every name key (``NAME_KEYS``: those that do not name this grouping are ``null``, so
 one reader takes every ``--by``) then ``COUNT_KEYS``.  A CSV row has its grouping's name keys
 (``GROUP_KEYS``) then ``COUNT_KEYS``.
@@ -84,6 +85,7 @@ def usage_json(report: UsageReport) -> dict[str, Any]:
         "since": iso_utc(report.since),
         "until": iso_utc(report.until),
         "currency": report.currency,
+        "has_token_columns": report.has_token_columns,
         "groups": [group_json(group) for group in report.groups],
         "total": _counts(report.total),
     }
