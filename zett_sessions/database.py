@@ -4,8 +4,11 @@ Rules this module enforces so no caller has to remember them:
 
 * The path is checked before anything opens it (``readonly.database_path``/``existing_file``):
   only a regular file, or nothing yet, is ever handed to SQLite.
-* Read-only opens use ``file:…?mode=ro`` plus ``PRAGMA query_only``: they never create a file,
-  never create tables, never change the journal mode.  A missing path is ``DatabaseNotFound``.
+* Read-only opens go through ``readonly.read_only_file``, the primitive every reader of a file
+  uses (verify's workers and completion open their ``sqlite3`` connections with it): the
+  ``file:…?mode=ro`` URI plus ``PRAGMA query_only`` and the busy timeout; they never create a
+  file, never create tables, never change the journal mode.  A missing path is
+  ``DatabaseNotFound``.
 * A writable open of a missing file creates it with user-only permissions (it holds personal
   data), then the exact zett-agent DDL and WAL mode.  An existing file's journal mode is left
   alone; ``create=False`` refuses to initialise an empty file (the CLI's writes use it).
@@ -49,13 +52,20 @@ from .errors import (
     UnsupportedLayout,
     ValidationError,
 )
-from .readonly import DEFAULT_PATH, database_path, existing_file
-from .readonly import read_only_uri as read_only_uri  # re-exported: verify imports it here
+from .readonly import (
+    DEFAULT_PATH,
+    ReadOnlyFile,
+    busy_timeout_pragma,
+    database_path,
+    existing_file,
+    read_only_file,
+)
 from .schema import INDEXES, TABLES, Layout, classify
 from .values import lenient_text
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MEMORY = ":memory:"
+_MEMORY_URI = "file::memory:"
 
 Params = Sequence[Any] | dict[str, Any]
 
@@ -204,7 +214,7 @@ class Database:
         if self._closed:
             raise DatabaseError("storage is closed", self.path)
         self._lock = asyncio.Lock()
-        uri, fresh = self._prepare_uri()
+        uri, fresh, pragmas = self._prepare_uri()
         with self.errors():
             conn = await _connect(uri)
         self._conn = conn
@@ -218,9 +228,8 @@ class Database:
                 # Statements run through self.execute, which closes each cursor: a cursor left
                 # open (e.g. on a PRAGMA's result row) would keep a stale read snapshot alive
                 # and make this connection's next write fail with SQLITE_BUSY_SNAPSHOT.
-                await self.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-                if self.read_only:
-                    await self.execute("PRAGMA query_only = 1")
+                for pragma in pragmas:
+                    await self.execute(pragma)
                 self._layout = await self._detect_layout()
                 if (
                     self._layout.name == ""
@@ -241,22 +250,27 @@ class Database:
             raise
         self._ready = True
 
-    def _prepare_uri(self) -> tuple[str, bool]:
+    def _prepare_uri(self) -> tuple[str, bool, tuple[str, ...]]:
+        """The URI to open, whether the file is new, and the statements that configure the
+        connection (a read-only open's come from ``readonly.read_only_file``, as every reader's
+        do)."""
+        if self.read_only:
+            opening = (
+                ReadOnlyFile(_MEMORY_URI, self.busy_timeout_ms)
+                if self.is_memory
+                else read_only_file(self.path, self.busy_timeout_ms)
+            )
+            return opening.uri, self.is_memory, opening.pragmas
+        pragmas = (busy_timeout_pragma(self.busy_timeout_ms),)
         if self.is_memory:
-            return "file::memory:", True
+            return _MEMORY_URI, True, pragmas
         path = Path(self.path)
         exists = existing_file(path)  # never open a FIFO or device: SQLite would block on it
-        if self.read_only:
-            if not exists:
-                raise DatabaseNotFound(f"no database at {path}", self.path)
-            if not os.access(path, os.R_OK):
-                raise DatabaseAccessDenied(f"cannot read {path}: permission denied", self.path)
-            return read_only_uri(path), False
         if not exists:
             if not self.create:
                 raise DatabaseNotFound(f"no database at {path}", self.path)
             self._create_private_file(path)
-        return f"file:{quote(str(path.resolve()))}?mode=rw", not exists
+        return f"file:{quote(str(path.resolve()))}?mode=rw", not exists, pragmas
 
     def _create_private_file(self, path: Path) -> None:
         try:

@@ -1,7 +1,10 @@
 """Where the database is and how an existing file is read (standard library only).
 
-``database.Database``, verify's workers and shell completion (which must not import aiosqlite)
-all inspect a file through the same URI and look up id prefixes with the same bound, so a file
+``read_only_file`` is the one read-only connection primitive (as datasette's ``execute_fn``):
+``database.Database(read_only=True)`` (its async face: aiosqlite), verify's readers and its
+integrity check child, and shell completion (which must not import aiosqlite) all check the
+path, open the file and configure the connection through it (``ReadOnlyFile``: the ``mode=ro``
+URI, the busy timeout, ``query_only``); they look up id prefixes with the same bound, so a file
 that one of them can read, all can, and a prefix completion offers is one ``show`` resolves.
 
 Every database path — ``--db``, ``$ZETT_SESSIONS_DB``, ``--archive-to``, a library caller's —
@@ -14,12 +17,15 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 from .errors import (
     DatabaseAccessDenied,
+    DatabaseNotFound,
     NotASessionDatabase,
     UnusablePath,
     ValidationError,
@@ -128,6 +134,54 @@ def read_only_uri(path: Path) -> str:
     ):
         uri += "&immutable=1"
     return uri
+
+
+QUERY_ONLY = "PRAGMA query_only = 1"
+
+
+def busy_timeout_pragma(busy_timeout_ms: int) -> str:
+    """How long a statement waits for another process's lock (every connection sets it)."""
+    return f"PRAGMA busy_timeout = {int(busy_timeout_ms)}"
+
+
+@dataclass(frozen=True)
+class ReadOnlyFile:
+    """How to open one existing database file read-only: the URI and the statements that
+    configure every connection to it.  ``connect`` is the synchronous face (verify's workers,
+    completion); ``Database`` opens ``uri`` with aiosqlite and runs the same ``pragmas``."""
+
+    uri: str
+    busy_timeout_ms: int
+
+    @property
+    def pragmas(self) -> tuple[str, ...]:
+        """Run on a new connection, in order, before anything else."""
+        return (busy_timeout_pragma(self.busy_timeout_ms), QUERY_ONLY)
+
+    def connect(self) -> sqlite3.Connection:
+        """A configured ``sqlite3`` connection in autocommit mode (the caller closes it; a
+        failed configuration closes it here).  Raises ``sqlite3.Error`` as SQLite does."""
+        conn = sqlite3.connect(self.uri, uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            for pragma in self.pragmas:
+                conn.execute(pragma)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+
+def read_only_file(path: str | os.PathLike[str], busy_timeout_ms: int) -> ReadOnlyFile:
+    """The one way a reader opens a database file: the path is judged (``database_path``), what
+    is there must be a regular file (``existing_file``: nothing is ``DatabaseNotFound``, never a
+    file created) that this user may read (``DatabaseAccessDenied``), and it is opened through
+    ``read_only_uri``."""
+    target = database_path(path)
+    if not existing_file(target):
+        raise DatabaseNotFound(f"no database at {target}", str(path))
+    if not os.access(target, os.R_OK):
+        raise DatabaseAccessDenied(f"cannot read {target}: permission denied", str(path))
+    return ReadOnlyFile(read_only_uri(target), busy_timeout_ms)
 
 
 def file_size(path: str) -> int | None:

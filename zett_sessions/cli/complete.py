@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 _LIMIT = 50
+_BUSY_TIMEOUT_MS = 200  # a file being written: wait this long, then offer nothing
 SERVER_TIMEOUT = 1.0  # seconds for a completion against a server, connecting included
 
 
@@ -75,15 +76,13 @@ def _file_rows(location: str, incomplete: str) -> list[Any]:
     import sqlite3
 
     from ..errors import ZettSessionsError
-    from ..readonly import database_path, existing_file, read_only_uri
+    from ..readonly import read_only_file
 
     try:
-        path = database_path(location)
-        if not existing_file(path):  # never a FIFO (it would hang the shell) nor a directory
-            return []
-        connection = sqlite3.connect(read_only_uri(path), uri=True, timeout=0.2)
+        # as every reader opens a file: never a FIFO (it would hang the shell) nor a directory,
+        # nothing created where no file is (DatabaseNotFound: nothing to offer)
+        connection = read_only_file(location, _BUSY_TIMEOUT_MS).connect()
         try:
-            connection.execute("PRAGMA query_only = 1")
             return connection.execute(*_query(incomplete)).fetchall()
         finally:
             connection.close()

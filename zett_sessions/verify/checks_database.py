@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-from pathlib import Path
 from typing import Literal, Protocol
 
 from ..backend import SessionDatabase
-from ..database import read_only_uri, translate_sqlite_error
+from ..database import translate_sqlite_error
 from ..errors import DatabaseUnreadable
+from ..readonly import read_only_file
 from ..schema import Layout
 from .child import WATCH_PARENT_SCRIPT, last_line, run_child
 from .models import Finding
@@ -107,12 +107,12 @@ _INTEGRITY_SCRIPT = (
     "import json, sqlite3, sys\n"
     + WATCH_PARENT_SCRIPT
     + """
-uri, pragma, busy = sys.argv[1], sys.argv[2], int(sys.argv[3])
+uri, pragma, configuration = sys.argv[1], sys.argv[2], sys.argv[3:-1]  # last: the lifeline
 try:
     conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     try:
-        conn.execute("PRAGMA busy_timeout = %d" % busy)
-        conn.execute("PRAGMA query_only = 1")
+        for statement in configuration:
+            conn.execute(statement)
         lines = [str(row[0]) for row in conn.execute("PRAGMA " + pragma)]
     finally:
         conn.close()
@@ -126,8 +126,9 @@ except sqlite3.Error as error:
 async def integrity_check(path: str, deep: bool, busy_timeout_ms: int) -> list[str]:
     """SQLite's report lines (``["ok"]`` when healthy), from a read-only child process."""
     pragma = "integrity_check" if deep else "quick_check"
-    argv = [sys.executable, "-I", "-c", _INTEGRITY_SCRIPT, read_only_uri(Path(path)), pragma]
-    output, errors = await run_child([*argv, str(int(busy_timeout_ms))])
+    opening = read_only_file(path, busy_timeout_ms)  # the child runs the same configuration
+    argv = [sys.executable, "-I", "-c", _INTEGRITY_SCRIPT, opening.uri, pragma, *opening.pragmas]
+    output, errors = await run_child(argv)
     try:
         answer = json.loads(output)
     except ValueError:

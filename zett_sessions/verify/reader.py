@@ -4,9 +4,10 @@ verify reads millions of rows.  Through aiosqlite every row crosses threads and 
 (the worker converts it, the event loop consumes it), which stalls both; and SQLite connections
 in one process share global mutexes, so two scanning threads run no faster than one.  So each
 range of sessions is checked by one thread doing everything itself on a connection of its own,
-and extra ranges run in separate processes.  The connection is opened exactly as
-``Database(read_only=True)`` opens one (``mode=ro`` URI, ``query_only``, busy timeout): it
-never creates, migrates or writes; errors leave as the same typed errors.
+and extra ranges run in separate processes.  The connection is opened by the primitive
+``Database(read_only=True)`` opens its own with (``readonly.read_only_file``: the path checked,
+the ``mode=ro`` URI, busy timeout, ``query_only``): it never creates, migrates or writes; errors
+leave as the same typed errors.
 
 The checks reach the database only through a reader's methods: ``scan_batches`` (the raw log
 as ``scan`` tuples), ``session_rows``, ``snapshot_rows``, ``fetch_raw`` (rows again by their
@@ -20,13 +21,12 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from ..backend import is_server
-from ..database import read_only_uri, translate_sqlite_error
-from ..errors import DatabaseNotFound
+from ..database import translate_sqlite_error
+from ..readonly import read_only_file
 from ..schema import IN_IDS, Layout, json_ids
 from ..values import lenient_text
 from .scan import raw_scan_sql, sessions_sql, snapshots_sql
@@ -56,26 +56,12 @@ class Reader:
     ) -> None:
         self.path = path
         self.layout = layout
-        file = Path(path)
-        if not file.exists():
-            raise DatabaseNotFound(f"no database at {path}", path)
+        opening = read_only_file(path, busy_timeout_ms)
         with self.errors():
-            self.conn = sqlite3.connect(
-                read_only_uri(file),
-                uri=True,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        try:
-            self.conn.row_factory = sqlite3.Row
-            if lenient:
-                self.conn.text_factory = lenient_text
-            with self.errors():
-                self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-                self.conn.execute("PRAGMA query_only = 1")
-        except BaseException:
-            self.conn.close()
-            raise
+            self.conn = opening.connect()
+        self.conn.row_factory = sqlite3.Row
+        if lenient:
+            self.conn.text_factory = lenient_text
 
     def __enter__(self) -> Reader:
         return self
