@@ -207,6 +207,8 @@ def test_search_of_named_sessions_or_a_window_reads_through_indexes_only(
     [
         ([""], "PATTERN must not be empty"),
         (["(", "--regex"], "invalid regular expression '('"),
+        (["a{99999999999}", "--regex"], "the repetition number is too large"),
+        (["(" * 1000 + "a" + ")" * 1000, "--regex", "-i"], "nested too deeply"),
         (["x", "--since", "yesterday"], "invalid date or duration 'yesterday'"),
     ],
 )

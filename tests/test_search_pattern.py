@@ -61,6 +61,8 @@ def test_the_prefilter_keeps_a_literal_part_every_match_holds(
     [
         ("", False, "PATTERN must not be empty"),
         ("(", True, "invalid regular expression '(': missing ), unterminated subpattern"),
+        ("a{99999999999}", True, "invalid regular expression 'a{99999999999}': the repetition"),
+        ("(?:" * 1000 + "a" + ")" * 1000, True, "is nested too deeply"),
     ],
 )
 def test_an_empty_pattern_or_a_broken_regex_is_a_usage_error(

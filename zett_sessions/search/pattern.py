@@ -70,8 +70,10 @@ class Pattern:
         source = text if regex else re.escape(text)
         try:
             compiled = re.compile(source, flags)
-        except re.error as error:
+        except (re.error, OverflowError) as error:  # OverflowError: a{99999999999}
             raise UsageError(f"invalid regular expression {text!r}: {error}") from None
+        except RecursionError:  # groups nested about a thousand deep
+            raise UsageError(f"invalid regular expression {text!r}: is nested too deeply") from None
         if regex:
             runs, folded = _required_literals(source, flags)
         else:
