@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -21,7 +24,14 @@ from typing import Any
 import pytest
 
 from pgtest import Databases
-from support import LEGACY, assert_one_error_line, copy_sample, run_cli
+from support import (
+    LEGACY,
+    SAFETY_NET,
+    assert_one_error_line,
+    cli_process,
+    copy_sample,
+    run_cli,
+)
 from zett_sessions.models import AssistantMessage, ModelUsage, UserMessage
 from zett_sessions.sqlite_storage import SQLiteSessionStorage
 
@@ -334,6 +344,40 @@ def test_a_bad_price_file_is_one_line_and_exit_2(tmp_path: Path, content: str, n
     missing = run_cli(["--db", str(db), "usage", "--prices", str(tmp_path / "none.json")])
     assert missing.exit_code == 2
     assert_one_error_line(missing.stderr, "cannot read")
+
+
+def test_a_price_file_nested_too_deeply_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    db = write_usage_db(tmp_path / "usage.sqlite3")
+    for name, content in (("deep.json", "[" * 100_000), ("deep.toml", "a = " + "[" * 100_000)):
+        prices = write_prices(tmp_path, content, name=name)
+        r = run_cli(["--db", str(db), "usage", "--prices", prices])
+        assert r.exit_code == 2, r.stdout
+        assert_one_error_line(r.stderr, prices, "nested too deeply")
+
+
+def test_a_fifo_as_price_file_is_read_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    """A FIFO nobody writes to reads as empty (not JSON) instead of blocking forever; a pipe
+    with a writer, as ``--prices <(…)`` gives, is read."""
+    db = write_usage_db(tmp_path / "usage.sqlite3")
+    fifo = tmp_path / "prices.json"
+    os.mkfifo(fifo)
+    r = cli_process(db, "usage", "--prices", str(fifo), timeout=SAFETY_NET)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert_one_error_line(r.stderr, str(fifo), "not JSON")
+    table = '{"models": {"claude-sonnet-4-5": {"input": 3, "output": 15}}}'
+    shell = f"{sys.executable} -m zett_sessions --db {db} usage --json --prices <(echo '{table}')"
+    piped = subprocess.run(
+        ["bash", "-c", shell], capture_output=True, text=True, timeout=SAFETY_NET, check=False
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["total"]["cost"] is not None
+
+
+def test_a_price_file_larger_than_16_mib_is_refused_unread(tmp_path: Path) -> None:
+    db = write_usage_db(tmp_path / "usage.sqlite3")
+    r = cli_process(db, "usage", "--prices", "/dev/zero", timeout=SAFETY_NET)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert_one_error_line(r.stderr, "/dev/zero", "larger than 16 MiB")
 
 
 # --- outputs --------------------------------------------------------------------------------

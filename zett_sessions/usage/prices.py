@@ -18,7 +18,7 @@ cache_write + output × output`` (reasoning is part of output).  Any defect of t
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -28,6 +28,7 @@ from ..models import ModelUsage
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
 MILLION = 1_000_000
+MAX_FILE_BYTES = 16 * 1024 * 1024  # far above any price table; /dev/zero is no price table
 
 
 class ModelPrice(BaseModel):
@@ -82,17 +83,28 @@ def load_prices(path: str) -> PriceTable:
     """The price table in the file at ``path``; a missing, unreadable or invalid file is a
     one-line ``UsageError``."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = _read(path)
+        if len(data) > MAX_FILE_BYTES:
+            raise UsageError(f"--prices {path}: not a price table (larger than 16 MiB)")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise UsageError(f"--prices {path}: cannot read it ({reason})") from None
     try:
-        data = _parse(path, text)
-        return PriceTable.model_validate(data)
+        return PriceTable.model_validate(_parse(path, text))
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the file"
         raise UsageError(f"--prices {path}: {where}: {first['msg']}") from None
+
+
+def _read(path: str) -> bytes:
+    """The file's bytes.  Opened non-blocking, so a FIFO nobody writes to reads as empty instead
+    of waiting forever; a pipe with a writer (``--prices <(…)``) is read to its end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as file:
+        os.set_blocking(fd, True)
+        return file.read(MAX_FILE_BYTES + 1)
 
 
 def _parse(path: str, text: str) -> object:
@@ -103,7 +115,11 @@ def _parse(path: str, text: str) -> object:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise UsageError(f"--prices {path}: not TOML ({error})") from None
+        except RecursionError:
+            raise UsageError(f"--prices {path}: not TOML (nested too deeply)") from None
     try:
         return json.loads(text)
     except ValueError as error:
         raise UsageError(f"--prices {path}: not JSON ({error})") from None
+    except RecursionError:
+        raise UsageError(f"--prices {path}: not JSON (nested too deeply)") from None
