@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import sqlite3
+import sys
 from collections import namedtuple
 from contextlib import closing
 from datetime import timedelta
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 
 from pgtest import Databases, fingerprint, query, session_ids
 from support import (
@@ -29,7 +32,7 @@ from support import (
     seed_sessions,
     table_rows,
 )
-from zett_sessions.cli import cmd_delete
+from zett_sessions.cli import cmd_delete, prompt
 
 DAY = timedelta(days=1)
 
@@ -512,6 +515,33 @@ def test_ctrl_c_at_the_question_exits_130_quietly_and_deletes_nothing(db: str) -
     assert question.rstrip().endswith("[y/N]:"), screen  # no Aborted!, no Error, no traceback
     assert "Aborted" not in screen and "Error" not in screen and "Traceback" not in screen
     assert "mid" in ids_in(db) and fingerprint(db) == before
+
+
+class _CtrlCOnceShown(io.StringIO):
+    """A stderr on which Ctrl-C lands just after the question is shown, before stdin is read
+    (the moment a test's handshake sees the question; on a loaded machine the program may not
+    have reached its read yet)."""
+
+    interrupted = False
+
+    def flush(self) -> None:
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_as_soon_as_the_question_shows_exits_130_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stderr = _CtrlCOnceShown()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    with pytest.raises(typer.Exit) as stopped:
+        try:
+            prompt.ask("Delete 1 session?")
+        except KeyboardInterrupt:
+            pytest.fail("Ctrl-C escaped the question: Typer would print Aborted! and exit 1")
+    assert stopped.value.exit_code == 130
+    assert stderr.getvalue() == "Delete 1 session? [y/N]: \n"
 
 
 def test_nothing_matched_exits_0(db: str) -> None:

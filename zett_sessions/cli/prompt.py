@@ -15,10 +15,13 @@ from .exit_codes import ExitCode
 
 
 def _answer(question: str) -> str | None:
-    """The line typed after ``question`` (stripped); ``None`` at the end of stdin."""
-    sys.stderr.write(question)
-    sys.stderr.flush()
+    """The line typed after ``question`` (stripped); ``None`` at the end of stdin.
+
+    Ctrl-C from the moment the question shows is an interruption at the question (exit 130),
+    also when it lands before the read has started."""
     try:
+        sys.stderr.write(question)
+        sys.stderr.flush()
         line = sys.stdin.readline()
     except KeyboardInterrupt:
         sys.stderr.write("\n")
