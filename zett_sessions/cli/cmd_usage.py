@@ -103,7 +103,7 @@ def usage_command(
     db: DbOption = None,
 ) -> None:
     """Sum token usage (input, output, cache, reasoning) per day, week, month, agent, model
-    or session, over the sessions list's filters select.
+    or session, over the sessions that list's filters select.
 
     Counted: each assistant response's recorded usage, at the time it was written; --since and
     --until bound those times (not the sessions' last activity).
