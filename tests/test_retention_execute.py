@@ -423,9 +423,14 @@ def test_a_parent_and_its_planned_children_share_one_batch(family: str) -> None:
 def test_a_child_kept_at_delete_time_keeps_its_planned_ancestors(family: str) -> None:
     policy = old_policy(children="delete")
     plan = plan_for(family, policy)
-    now = time_value(family, datetime.now(UTC))  # active now: kept
+    now = time_value(family, datetime.now(UTC))  # a message now (as an append stamps it): kept
     execute(
         family, "UPDATE agent_sessions SET updated_at = ? WHERE id = 'grandchild'", params=(now,)
+    )
+    execute(
+        family,
+        "UPDATE raw_messages SET created_at = ? WHERE session_id = 'grandchild' AND sequence = 2",
+        params=(now,),
     )
     result = run_plan(family, plan, policy, limits=ONE_BY_ONE)
     assert [d.id for d in result.deleted] == ["loner"]

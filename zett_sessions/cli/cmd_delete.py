@@ -167,7 +167,8 @@ def delete_command(
         typer.Option(
             "--skip-active",
             metavar="DURATION",
-            help="Leave sessions with activity this recent alone (0 = off).",
+            help="Leave sessions with a message this recent alone (a rename is no activity; "
+            "0 = off).",
         ),
     ] = "10m",
     children: Annotated[

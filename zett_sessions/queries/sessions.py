@@ -147,6 +147,15 @@ SORT_COLUMN = {
 }
 
 
+def last_message_sql(of: str) -> str:
+    """The ``created_at`` of the last message of session ``of.id``: one step down the
+    ``(session_id, sequence)`` index (NULL without messages)."""
+    return (
+        f"(SELECT r.created_at FROM raw_messages r WHERE r.session_id = {of}.id "
+        "ORDER BY r.sequence DESC LIMIT 1)"
+    )
+
+
 def _counted(db: SessionDatabase, of: str) -> dict[str, str]:
     """The per-session values a listing shows beside the session row, as SQL over ``of.id``."""
     layout = db.layout

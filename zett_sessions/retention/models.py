@@ -105,6 +105,7 @@ class PlannedSession(_Frozen):
     parent_session_id: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    last_activity: datetime | None = None  # its last message (created_at if none): not a rename
     messages: int = 0
     snapshots: int = 0
     estimated_bytes: int = 0

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from ..backend import SessionDatabase
 from ..errors import SessionNotFound, UsageError
 from ..queries.resolve import id_spellings, resolve_session, session_exists
-from ..queries.sessions import SessionFilter, iter_sessions, unknown_age_sessions
+from ..queries.sessions import SessionFilter, iter_sessions, last_message_sql, unknown_age_sessions
 from ..rows import session_select, text_or_none
 from ..timeutil import parse_db_time, utc_now
 from ..values import plural
@@ -273,6 +273,9 @@ class _Candidate:
     addressable: bool = True  # False: a damaged id that is not UTF-8 text (no text names it)
     rowless: bool = False  # raw rows or snapshots but no session row (a damaged file)
     dated: bool = True  # False: updated_at is not a time in the stored form (age unknown)
+    # The time of the last message (created_at if there is none): a rename, which sets
+    # updated_at too, is no activity.  ``None``: not a time; updated_at stands in.
+    last_activity: datetime | None = None
 
 
 async def _select(
@@ -292,6 +295,7 @@ async def _select(
                 s.message_count,
                 via,
                 dated=s.updated_at is not None,
+                last_activity=s.updated_at,  # layout A0: the time of its last message
             )
             async for s in iter_sessions(db, filters)
         ]
@@ -299,6 +303,7 @@ async def _select(
     rows = await db.fetchall(
         f"SELECT {session_select(db.layout)}, (SELECT count(*) FROM raw_messages r "
         "WHERE r.session_id = agent_sessions.id) AS message_count, "
+        f"{last_message_sql('agent_sessions')} AS last_message_at, "
         f"{db.dialect.stored_bytes('id')} AS stored_id, {db.dialect.dated('updated_at')} AS dated "
         f"FROM agent_sessions{where} ORDER BY updated_at DESC, id DESC",
         params,
@@ -316,6 +321,7 @@ async def _select(
             via,
             isinstance(row["id"], str) and row["stored_id"] == row["id"].encode(),
             dated=bool(row["dated"]),
+            last_activity=parse_db_time(row["last_message_at"] or row["created_at"]),
         )
         for row in rows
     ]
@@ -349,6 +355,7 @@ async def _rowless_sessions(db: SessionDatabase, ids: Sequence[str]) -> list[_Ca
             row["message_count"],
             rowless=True,
             dated=parse_db_time(row["updated"]) is not None,
+            last_activity=parse_db_time(row["updated"]),
         )
         for row in rows
     ]
@@ -401,14 +408,15 @@ def _protection(
 def _maybe_active(
     session: _Candidate, policy: RetentionPolicy, now: datetime
 ) -> tuple[str, str] | None:
-    """``--skip-active``: a session with recent activity, or whose activity time cannot be
-    read (it may be active now), is left alone."""
+    """``--skip-active``: a session with recent activity — a message (or, with none, its
+    creation) inside the window; a rename is none — or whose activity time cannot be read (it
+    may be active now), is left alone."""
     if not policy.skip_active:
         return None
     if not session.dated or session.updated_at is None:
         return "unknown-age", f"{UNKNOWN_AGE}; it may be active (--skip-active 0 deletes it)"
-    if session.updated_at >= now - policy.skip_active:
-        return "active", f"activity within the last {_window(policy)} (--skip-active)"
+    if (session.last_activity or session.updated_at) >= now - policy.skip_active:
+        return "active", f"a message within the last {_window(policy)} (--skip-active)"
     return None
 
 
@@ -571,6 +579,7 @@ async def _completed(
             parent_session_id=s.parent_session_id,
             created_at=s.created_at,
             updated_at=s.updated_at,
+            last_activity=s.last_activity or s.updated_at,
             messages=s.messages,
             snapshots=snapshots.get(s.id, none)[0],
             estimated_bytes=raw_bytes.get(s.id, 0) + snapshots.get(s.id, none)[1],

@@ -1,0 +1,70 @@
+"""Activity is the time of the last message (issue 17, item 13): zett-agent's update_session
+sets updated_at on a rename too, so ``rename`` must not make a session look active to
+``delete --skip-active``, nor move it up ``list``'s activity order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from pgtest import open_storage
+from support import NEWEST, NEWEST_IDS, copy_sample, run_cli
+from zett_sessions.models import UserMessage
+
+PLAIN = NEWEST_IDS["plain"]
+
+
+def last_message_at(db: Path, session_id: str) -> str:
+    with closing(sqlite3.connect(db)) as conn:
+        row = conn.execute(
+            "SELECT created_at FROM raw_messages WHERE session_id = ? "
+            "ORDER BY sequence DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+    return str(row[0])
+
+
+def rename(db: Path, session_id: str, title: str) -> None:
+    r = run_cli(["--db", str(db), "rename", session_id, title])
+    assert r.exit_code == 0, r.stderr
+
+
+def append(db: Path, session_id: str, text: str) -> None:
+    async def write() -> None:
+        async with open_storage(str(db)) as storage:
+            await storage.append(session_id, "late", UserMessage(content=text))
+
+    asyncio.run(write())
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return copy_sample(tmp_path, NEWEST)
+
+
+def iso(stored: str) -> str:
+    return stored.replace(" ", "T").replace("+00:00", "") + ("" if stored.endswith("Z") else "Z")
+
+
+def test_a_renamed_session_is_not_active_for_delete(db: Path) -> None:
+    rename(db, PLAIN, "Renamed just now")
+    r = run_cli(["--db", str(db), "delete", PLAIN, "--dry-run", "--json"])
+    assert r.exit_code == 0, r.stderr
+    plan = json.loads(r.stdout)["plan"]
+    assert [s["id"] for s in plan["sessions"]] == [PLAIN], plan["skipped"]
+    assert plan["sessions"][0]["last_activity"] == iso(last_message_at(db, PLAIN))
+    assert plan["sessions"][0]["updated_at"] > plan["sessions"][0]["last_activity"]
+
+
+def test_a_session_with_a_new_message_stays_active(db: Path) -> None:
+    append(db, PLAIN, "still working")
+    r = run_cli(["--db", str(db), "delete", PLAIN, "--dry-run", "--json"])
+    assert r.exit_code == 0, r.stderr
+    plan = json.loads(r.stdout)["plan"]
+    assert plan["sessions"] == []
+    assert [(s["id"], s["reason"]) for s in plan["skipped"]] == [(PLAIN, "active")]
