@@ -153,6 +153,19 @@ class Fitted:
     hidden: tuple[str, ...]
     flex_min: int  # what the flexible column was promised (``min_flex`` of the fitting)
 
+    def tables(self, *, chunk: int, width: int, shrink_cap: int | None = None) -> Iterator[Table]:
+        """``fitted_tables`` of what is left (the flexible column keeps its promise)."""
+        return fitted_tables(
+            self.table,
+            self.rows,
+            chunk=chunk,
+            flex=self.flex,
+            width=width,
+            shrink=self.shrink,
+            shrink_cap=shrink_cap,
+            min_flex=max(8, self.flex_min),
+        )
+
 
 def _cell_width(cell: Text | str) -> int:
     return cell.cell_len if isinstance(cell, Text) else cell_len(cell)

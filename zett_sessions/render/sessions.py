@@ -14,7 +14,7 @@ from rich.text import Text
 from ..queries.sessions import SessionListing
 from ..values import plural
 from .common import count, moment_label, relative_time, safe_cell, short_ids
-from .fields import fields_table, fitted_tables, hide_columns
+from .fields import fields_table, hide_columns
 from .jsonout import session_json
 from .sanitize import is_plain, single_line
 
@@ -112,17 +112,7 @@ def sessions_tables(
         flex_wants=30 if full else 20,
         shrink=shrink,
     )
-    tables = fitted_tables(
-        fitted.table,
-        fitted.rows,
-        chunk=TABLE_CHUNK,
-        flex=fitted.flex,
-        width=width,
-        shrink=fitted.shrink,
-        shrink_cap=20,
-        min_flex=max(8, fitted.flex_min),
-    )
-    return tables, fitted.hidden
+    return fitted.tables(chunk=TABLE_CHUNK, width=width, shrink_cap=20), fitted.hidden
 
 
 def _count_cells(session: SessionListing, *, problems: bool, tokens: bool) -> list[Text | str]:

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..render.common import count, safe_cell, short_ids
-from ..render.fields import fitted_tables, hide_columns
+from ..render.fields import hide_columns
 from ..render.jsonout import usage_json as counters_json
 from ..render.sanitize import single_line
 from ..render.sessions import TABLE_CHUNK, csv_line
@@ -187,17 +187,7 @@ def usage_tables(
         flex_wants=20 if "Title" in headers else 12,
         shrink=[i for i, header in enumerate(headers) if header in SHRINK and i != flex],
     )
-    tables = fitted_tables(
-        fitted.table,
-        fitted.rows,
-        chunk=TABLE_CHUNK,
-        flex=fitted.flex,
-        width=width,
-        shrink=fitted.shrink,
-        shrink_cap=20,
-        min_flex=max(8, fitted.flex_min),
-    )
-    return tables, fitted.hidden
+    return fitted.tables(chunk=TABLE_CHUNK, width=width, shrink_cap=20), fitted.hidden
 
 
 def _identity_headers(by: GroupBy) -> tuple[str, ...]:
