@@ -122,9 +122,10 @@ def show_command(
 
     Tool results are paired with their call, incomplete tool batches and orphan results are
     flagged in place, and a marker shows where the latest snapshot's boundary sits.  Long
-    messages are cut unless --full.  --latest shows the most recently active session (named on
-    stderr).  --json writes one lossless document
-    ({"session", "snapshot", "records", "flags"}).
+    messages are cut and a repeated system prompt is printed once unless --full (--format
+    markdown shows whole bodies); times are local with their zone unless --utc.  --latest
+    shows the most recently active session (named on stderr).  --json writes one lossless
+    document ({"session", "snapshot", "records", "flags"}; times in UTC).
 
     Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
     """
