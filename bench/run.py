@@ -316,32 +316,33 @@ def scratch_copy(db: Path) -> Iterator[Callable[[], Path]]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def start_follow(db: str, session_id: str, interval: float) -> subprocess.Popen[bytes]:
+    """``tail SESSION -f -n 0 --json``, returned once it has read the session (its "Following …"
+    line on stderr): a row committed from then on is one it reports.  Under load the start-up
+    takes seconds; a row written before it would count as history and never be printed."""
+    argv = [TOOL, "--db", db, "tail", session_id, "-f", "-n", "0", "--json", "--interval"]
+    process = subprocess.Popen(
+        [*argv, str(interval)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+    )
+    assert process.stderr is not None
+    if not process.stderr.readline().startswith(b"Following "):
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"tail -f did not start on {db}")
+    return process
+
+
 def tail_follow_latency(db: Path, session_id: str, interval: float, samples: int = 5) -> Timing:
     """Time from a writer's COMMIT to the record's line on ``tail -f --json`` stdout."""
     timing = Timing("tail -f latency")
     with scratch_copy(db) as fresh:
         copy = fresh()
-        process = subprocess.Popen(
-            [
-                TOOL,
-                "--db",
-                str(copy),
-                "tail",
-                session_id,
-                "-f",
-                "-n",
-                "0",
-                "--json",
-                "--interval",
-                str(interval),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=child_env(),
-        )
+        process = start_follow(str(copy), session_id, interval)
         assert process.stdout is not None
         try:
-            time.sleep(1.0)  # let it start and take its first look
             with contextlib.closing(sqlite3.connect(copy, isolation_level=None)) as conn:
                 for _ in range(samples):
                     row = conn.execute(
@@ -508,6 +509,23 @@ def first_screen(argv: list[str], runs: int, nbytes: int = 2048) -> Timing:
     return timing
 
 
+def page_row(label: str, ours: Timing, floor: Timing, imports_floor: Timing) -> Row:
+    """``list`` or ``tail``: at most the imports floor measured in the same run + 50 ms."""
+    cpu = imports_floor.cpu_median or 0.0
+    target = (
+        f"≤ imports + 50 ms (imports in the same run: {imports_floor.median * 1000:.0f} ms, "
+        f"CPU {cpu * 1000:.0f} ms)"
+    )
+    return Row(
+        label,
+        ours,
+        floor,
+        target,
+        absolute_limit=imports_floor.median + 0.05,
+        cpu_limit=cpu + 0.05,
+    )
+
+
 def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
     rows: list[Row] = []
 
@@ -516,21 +534,6 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
 
     base = [TOOL, "--db", str(db)]
     imports = ("imports", [PYTHON, "-c", IMPORTS_FLOOR])
-
-    def page_row(label: str, ours: Timing, floor: Timing, imports_floor: Timing) -> Row:
-        cpu = imports_floor.cpu_median or 0.0
-        target = (
-            f"≤ imports + 50 ms (imports in the same run: {imports_floor.median * 1000:.0f} ms, "
-            f"CPU {cpu * 1000:.0f} ms)"
-        )
-        return Row(
-            label,
-            ours,
-            floor,
-            target,
-            absolute_limit=imports_floor.median + 0.05,
-            cpu_limit=cpu + 0.05,
-        )
 
     if want("help"):
         peer = peer_help_command()
@@ -926,6 +929,22 @@ def markdown(rows: list[Row], header: str) -> str:
     return "\n".join(lines)
 
 
+def row_record(row: Row) -> dict[str, object]:
+    """One row of the table as JSON (``bench/results/``): every measurement and the verdicts."""
+    return {
+        **{k: v for k, v in asdict(row).items() if k not in ("ours", "floor")},
+        "ours": {**asdict(row.ours), "median": row.ours.median, "cpu_median": row.ours.cpu_median},
+        "floor": {
+            **asdict(row.floor),
+            "median": row.floor.median,
+            "cpu_median": row.floor.cpu_median,
+        },
+        "ratio": row.ratio,
+        "met": row.met,
+        "met_on_cpu": row.met_on_cpu,
+    }
+
+
 def _ms(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds * 1000:.0f} ms"
 
@@ -980,25 +999,7 @@ def main() -> int:
         print()
         report["sizes"][str(size)] = {
             "database_mb": size_mb,
-            "rows": [
-                {
-                    **{k: v for k, v in asdict(r).items() if k not in ("ours", "floor")},
-                    "ours": {
-                        **asdict(r.ours),
-                        "median": r.ours.median,
-                        "cpu_median": r.ours.cpu_median,
-                    },
-                    "floor": {
-                        **asdict(r.floor),
-                        "median": r.floor.median,
-                        "cpu_median": r.floor.cpu_median,
-                    },
-                    "ratio": r.ratio,
-                    "met": r.met,
-                    "met_on_cpu": r.met_on_cpu,
-                }
-                for r in rows
-            ],
+            "rows": [row_record(r) for r in rows],
         }
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = RESULTS / f"bench-{stamp}.json"
