@@ -37,7 +37,8 @@ backend.  Floors and targets:
 
 The CPU column is the measured process's (user + system): a server's work is not in it, so the
 PostgreSQL rows judged against a ``psql`` floor (whose work is the server's) get no verdict on
-CPU time.  Results: a Markdown table per database on stdout, JSON in ``bench/results/pg-cli-*.json``.
+CPU time.  Results: a Markdown table per database on stdout, JSON in
+``bench/results/pg-cli-*.json``.
 """
 
 from __future__ import annotations

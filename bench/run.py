@@ -523,6 +523,10 @@ def page_row(label: str, ours: Timing, floor: Timing, imports_floor: Timing) -> 
         target,
         absolute_limit=imports_floor.median + 0.05,
         cpu_limit=cpu + 0.05,
+        note=(
+            f"imports: best {min(imports_floor.runs) * 1000:.0f} ms, "
+            f"CPU best {min(imports_floor.cpu) * 1000:.0f} ms"
+        ),
     )
 
 
