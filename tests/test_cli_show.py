@@ -352,6 +352,34 @@ def test_show_times_are_local_with_their_zone_and_the_stored_time_of_each_row(
     assert document["records"][1]["timing"]["started_at"] == "2026-03-02T22:59:40.000000Z"
 
 
+def test_times_a_local_zone_cannot_show_are_shown_in_utc(tmp_path: Path) -> None:
+    """A stored time at the calendar's edge has no local time east or west of UTC (year 0,
+    year 10000), and a TZ 24 hours or more from UTC none at all: those times are shown in UTC
+    (named so) instead of an internal error (OverflowError, ValueError)."""
+    db = tmp_path / "times.sqlite3"
+    write_timed_session(db)
+    execute_sql(
+        db,
+        "UPDATE raw_messages SET created_at = CASE sequence "
+        "WHEN 1 THEN '0001-01-01 00:00:00.000000' ELSE '9999-12-31 23:59:59.999999' END",
+        "UPDATE agent_sessions SET created_at = '0001-01-01 00:00:00.000000', "
+        "updated_at = '9999-12-31 23:59:59.999999'",
+    )
+    for zone in ("EST5", "JST-9", "UTC+99"):
+        for command in (["show", "times", "--details"], ["tail", "times"]):
+            r = cli_process(db, *command, "--format", "markdown", env={"TZ": zone})
+            assert r.returncode == 0, (zone, r.stderr)
+            assert "9999-12-31 23:59:59 UTC" in r.stdout or "0001-01-01 00:00:00 UTC" in r.stdout
+        r = cli_process(db, "show", "--latest", env={"TZ": zone})
+        assert r.returncode == 0, (zone, r.stderr)
+    west = cli_process(db, "show", "times", env={"TZ": "EST5"})
+    assert titles(west.stdout) == [
+        "#1 user  0001-01-01 00:00:00 UTC",
+        "#2 assistant  9999-12-31 18:59:59 EST  30.0 s",
+        "#3 user  18:59:59",
+    ]
+
+
 def test_show_images_as_placeholders_never_bytes(databases: Databases) -> None:
     code, out, err = show(databases.sample(), NEWEST_IDS["unicode"])
     assert code == 0, err

@@ -68,7 +68,7 @@ def relative_time(
         return f"{round(seconds / 3600)} h ago"
     if seconds < 60 * 86400:
         return f"{round(seconds / 86400)} d ago"
-    return moment.astimezone(None if local else UTC).strftime("%Y-%m-%d")
+    return shown_in(moment, local=local).date().isoformat()
 
 
 def exact_time(moment: datetime | None, *, local: bool = False) -> str:
@@ -76,10 +76,21 @@ def exact_time(moment: datetime | None, *, local: bool = False) -> str:
     it: ``2026-03-02 10:15:41 CET``."""
     if moment is None:
         return "—"
-    if not local:
-        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    shown = moment.astimezone()
-    return shown.strftime("%Y-%m-%d %H:%M:%S ") + zone_name(shown)
+    shown = shown_in(moment, local=local)
+    clock = shown.replace(tzinfo=None, microsecond=0).isoformat(" ")  # strftime: year 1 is '1'
+    return f"{clock} {zone_name(shown) if local else 'UTC'}"
+
+
+def shown_in(moment: datetime, *, local: bool) -> datetime:
+    """``moment`` in the local zone with ``local``, else in UTC; in UTC also when its local time
+    does not exist for Python: a stored time at the calendar's edge (year 1, year 9999) shifted
+    past it, or a zone 24 hours or more from UTC (``TZ=UTC+99``)."""
+    if local:
+        try:
+            return moment.astimezone()
+        except (OverflowError, ValueError):
+            pass
+    return moment.astimezone(UTC)
 
 
 def zone_name(moment: datetime) -> str:

@@ -46,6 +46,7 @@ from ..render.common import (
     human_bytes,
     human_duration_ns,
     moment_label,
+    shown_in,
     zone_name,
 )
 from ..render.fields import fields_table
@@ -333,7 +334,7 @@ def when(
     if moment is None:
         return "--:--:--", previous
     if local:
-        shown = moment.astimezone()
+        shown = shown_in(moment, local=True)
         zone = zone_name(shown)
     else:
         shown = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
