@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,14 @@ settings.register_profile(
 settings.load_profile("zett-sessions")
 
 # --- generic fixtures (all tests) ---------------------------------------------------------
+
+# Tests press Ctrl-C in child processes (tail -f, a destructive command's question, the stress
+# run's followers) as a user does at a terminal.  A suite started in the background by a shell
+# without job control (`bash .ci/run &` in a script) inherits SIGINT ignored, and every child
+# would too: their Ctrl-C would do nothing and those tests would fail on their safety net.
+# A handled signal is reset to the default in a child, so the children get the terminal's.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TESTS_DIR = Path(__file__).parent
 DATA_DIR = TESTS_DIR / "data"
