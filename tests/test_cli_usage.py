@@ -481,6 +481,32 @@ def test_damaged_rows_never_fail_the_report(tmp_path: Path) -> None:
     assert days[-1]["period"] is None and days[-1]["responses"] == 1
 
 
+def test_times_at_the_calendars_edge_or_a_zone_python_cannot_hold_never_fail_the_report(
+    tmp_path: Path, time_zone: Any
+) -> None:
+    """A response stored in year 1 or 9999 has no period whose start and end are dates (nor,
+    west or east of UTC, a local day): it goes to the group without a period instead of an
+    internal error (OverflowError, ValueError); a TZ 24 hours or more from UTC (which Python
+    cannot hold) gives UTC periods, named so."""
+    path = write_usage_db(tmp_path / "usage.sqlite3")
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "UPDATE raw_messages SET created_at = CASE session_id "
+            "WHEN 's-gamma' THEN '0001-01-01 00:00:00.000000' "
+            "ELSE '9999-12-31 23:59:59.999999' END "
+            "WHERE session_id IN ('s-gamma', 's-child') AND input_tokens IS NOT NULL"
+        )
+    for zone in ("UTC", "EST5", "JST-9", "UTC+99"):
+        time_zone(zone)
+        for by in ("day", "week", "month"):
+            for extra in ((), ("--utc",), ("--since", "2026-03-01")):
+                document = usage(str(path), "--by", by, *extra)
+                edge = [g for g in document["groups"] if g["period"] is None]
+                assert edge and edge[0]["responses"] == (1 if extra[:1] == ("--since",) else 2)
+                if zone == "UTC+99":
+                    assert document["time_zone"] == "UTC"
+
+
 # --- cost follows the question -----------------------------------------------------------------
 
 

@@ -32,6 +32,8 @@ from . import TIME_GROUPS, GroupBy
 from .prices import ModelPrice, PriceTable
 
 MODEL_KEYS = ("provider", "model")
+# A period is named only in these years: its start and end (next week, month) must be dates.
+FIRST_YEAR, LAST_YEAR = 2, 9998
 
 
 def _usage(counts: list[int]) -> ModelUsage:
@@ -111,7 +113,7 @@ async def usage_report(db: SessionDatabase, request: UsageRequest) -> UsageRepor
         async with db.read():
             rows = await db.fetchall(sql, params)
     by, prices = request.group_by, request.prices
-    zone = UTC if request.utc else None
+    zone = UTC if request.utc or not _local_zone_usable() else None
     sums: dict[Any, _Sums] = {}
     period = _Periods(by, zone)
     pricing = _Pricing(prices) if prices is not None else None
@@ -126,7 +128,7 @@ async def usage_report(db: SessionDatabase, request: UsageRequest) -> UsageRepor
         total.merge(found)
     return UsageReport(
         group_by=request.group_by,
-        time_zone="UTC" if request.utc else (datetime.now().astimezone().tzname() or "local"),
+        time_zone="UTC" if zone is UTC else (datetime.now().astimezone().tzname() or "local"),
         since=request.filters.active_since,
         until=request.filters.active_before,
         currency=request.prices.currency if request.prices else None,
@@ -306,11 +308,16 @@ class _Periods:
         if known is None or not 0 <= minutes < 1440:
             return None
         first, offset = known
-        if offset is None:  # the offset changes during this day
-            moment = datetime.combine(first, time(), UTC) + timedelta(minutes=minutes)
-            local = moment.astimezone(self.zone).date()
-        else:
-            local = first + timedelta(days=(minutes + offset) // 1440)
+        try:
+            if offset is None:  # the offset changes during this day
+                moment = datetime.combine(first, time(), UTC) + timedelta(minutes=minutes)
+                local = moment.astimezone(self.zone).date()
+            else:
+                local = first + timedelta(days=(minutes + offset) // 1440)
+        except (OverflowError, ValueError):  # before year 1 or after 9999 in this zone
+            return None
+        if not FIRST_YEAR <= local.year <= LAST_YEAR:  # its period would leave the calendar
+            return None
         name = self.names.get(local)
         if name is None:
             name = self.names[local] = self._name(local)
@@ -324,9 +331,12 @@ class _Periods:
             start = datetime.combine(first, time(), UTC)
         except ValueError:
             return None
-        offsets = {
-            (start + timedelta(minutes=m)).astimezone(self.zone).utcoffset() for m in (0, 1439)
-        }
+        try:
+            offsets = {
+                (start + timedelta(minutes=m)).astimezone(self.zone).utcoffset() for m in (0, 1439)
+            }
+        except (OverflowError, ValueError):  # the day's local time is before year 1 or after 9999
+            return None
         if len(offsets) != 1:
             return first, None
         only = offsets.pop()
@@ -364,6 +374,16 @@ def _model_name(provider: str | None, model: str | None) -> str:
     if model is None:
         return "(no model recorded)"
     return f"{provider}/{model}" if provider is not None else model
+
+
+def _local_zone_usable() -> bool:
+    """Whether Python can hold local times: not when TZ is 24 hours or more from UTC
+    (``TZ=UTC+99``); periods are then in UTC, and the report says so."""
+    try:
+        datetime.now().astimezone()
+    except ValueError:
+        return False
+    return True
 
 
 def _period_group(period: str | None, by: GroupBy, zone: Any) -> UsageGroup:
