@@ -107,7 +107,8 @@ class SessionFilter:
         return [] if 0 in self.types else ["0 = 1"]  # older layouts: every session is type 0
 
 
-NEWEST_FIRST = " ORDER BY updated_at DESC, id DESC"  # zett-agent's listing order
+LISTING_KEYS = ("updated_at", "id")  # zett-agent's listing order, each descending
+NEWEST_FIRST = " ORDER BY " + ", ".join(f"{key} DESC" for key in LISTING_KEYS)
 
 
 def next_slice(examined: int, found: int, wanted: int, least: int) -> int:
@@ -181,7 +182,7 @@ def _counted(db: SessionDatabase, of: str) -> dict[str, str]:
 def _order(sort: SortKey, of: str = "") -> str:
     """``ORDER BY`` of ``sort``, the listing order breaking ties (columns of ``of``)."""
     first = SORT_COLUMN[sort]
-    keys = [*([first] if first else []), "updated_at", "id"]
+    keys = [*([first] if first else []), *LISTING_KEYS]
     return " ORDER BY " + ", ".join(f"{of}{key} DESC" for key in keys)
 
 
