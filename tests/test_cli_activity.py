@@ -68,3 +68,44 @@ def test_a_session_with_a_new_message_stays_active(db: Path) -> None:
     plan = json.loads(r.stdout)["plan"]
     assert plan["sessions"] == []
     assert [(s["id"], s["reason"]) for s in plan["skipped"]] == [(PLAIN, "active")]
+
+
+def listed(db: Path, *args: str) -> list[dict[str, object]]:
+    r = run_cli(["--db", str(db), "list", "--json", *args])
+    assert r.exit_code == 0, r.stderr
+    document: list[dict[str, object]] = json.loads(r.stdout)
+    return document
+
+
+def test_a_rename_does_not_move_a_session_up_the_list(db: Path) -> None:
+    before = [s["id"] for s in listed(db, "--all")]
+    for session in (before[-1], before[3]):  # the oldest (no messages) and one in the middle
+        rename(db, session, "Renamed")
+    after = listed(db, "--all")
+    assert [s["id"] for s in after] == before
+    renamed = next(s for s in after if s["id"] == before[3])
+    assert renamed["last_activity"] == iso(last_message_at(db, before[3]))
+    assert max(str(s["updated_at"]) for s in after) == renamed["updated_at"]
+    # the table's Active column is the last message's time, not the rename's "just now"
+    table = run_cli(["--db", str(db), "list"])
+    assert "Active" in table.stdout and "just now" not in table.stdout
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_pages_follow_the_activity_order_across_renamed_sessions(db: Path, size: int) -> None:
+    order = [s["id"] for s in listed(db, "--all")]
+    for session in order[2:5]:
+        rename(db, str(session), "Renamed")
+    paged = [
+        s["id"]
+        for offset in range(0, len(order), size)
+        for s in listed(db, "-n", str(size), "--offset", str(offset))
+    ]
+    assert paged == order
+
+
+def test_a_new_message_moves_a_session_to_the_top(db: Path) -> None:
+    roots = [s for s in listed(db, "--all") if s["parent_session_id"] is None]
+    last = str(roots[-1]["id"])
+    append(db, last, "back at work")
+    assert listed(db, "-n", "1")[0]["id"] == last

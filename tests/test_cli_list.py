@@ -32,8 +32,9 @@ from support import (
 )
 from zett_sessions.demo import write_demo
 
-# Both samples hold the same sessions in the same activity order (newest first).
-ORDER = ["plain", "automation", "unicode", "crashed", "compacted", "tools", "child", "empty"]
+# Both samples hold the same sessions in the same activity order (newest last message first;
+# "plain" was renamed after its last message, so its updated_at is the newest of all).
+ORDER = ["automation", "unicode", "crashed", "compacted", "tools", "child", "plain", "empty"]
 SAMPLES = [
     pytest.param(NEWEST, NEWEST_IDS, id="newest"),
     pytest.param(LEGACY, LEGACY_IDS, id="legacy"),
@@ -51,6 +52,7 @@ JSON_KEYS = {
     "snapshot_version",
     "child_count",
     "total_tokens",
+    "last_activity",
 }
 
 
@@ -140,7 +142,8 @@ def test_full_ids_shows_whole_ids_in_the_table(databases: Databases) -> None:
         (["--title", "%"], []),  # LIKE wildcards are literal
         (["--title", "_"], []),
         (["--title", "ユニコード"], ["unicode"]),
-        (["--since", "2026-03-02T09:20"], ["plain", "automation", "unicode", "crashed"]),
+        # the age filters go by updated_at, which plain's rename moved: selected, listed last
+        (["--since", "2026-03-02T09:20"], ["automation", "unicode", "crashed", "plain"]),
         (["--since", "2026-03-02"], ORDER),
         (["--until", "2026-03-02T09:15:01"], ["empty"]),
         (["--until", "2026-03-02"], []),

@@ -62,7 +62,7 @@ def test_an_explicit_columns_still_wraps_piped_output(
 
 # --- narrow terminals: the columns that carry the answer stay, nothing goes unsaid ----------
 
-LIST_HEADERS = ["ID", "Title", "Agent", "Type", "Msgs", "Snap", "Kids", "Updated"]
+LIST_HEADERS = ["ID", "Title", "Agent", "Type", "Msgs", "Snap", "Kids", "Active"]
 
 
 def header_cells(line: str) -> dict[str, int]:
@@ -84,9 +84,9 @@ def test_list_keeps_id_title_and_updated_and_names_what_it_hides(
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     shown = header_cells(lines[0])
-    assert {"ID", "Title", "Updated"} <= set(shown), lines[0]
+    assert {"ID", "Title", "Active"} <= set(shown), lines[0]
     assert max(map(len, lines)) <= columns
-    assert all("…" not in line.split()[-1] for line in lines[1:])  # Updated is never cut
+    assert all("…" not in line.split()[-1] for line in lines[1:])  # Active is never cut
     hidden = hidden_columns(r.stderr)
     assert sorted(hidden + list(shown)) == sorted(LIST_HEADERS)  # every column shown or named
     # the title gives way only to ID and Updated (23 and 10 cells on the sample) and gaps
@@ -112,7 +112,7 @@ def test_list_full_at_100_columns_gives_the_title_room(
     assert _title_width(shown) >= 30, lines[0]
     assert NEWEST_IDS["crashed"] in r.stdout  # full ids
     assert max(map(len, lines)) <= 100
-    assert hidden_columns(r.stderr) and "Updated" in shown
+    assert hidden_columns(r.stderr) and "Active" in shown
     assert len(lines) < 40  # not one word of a title per line
 
 
@@ -163,7 +163,7 @@ def test_list_on_a_real_60_column_terminal(tmp_path: Path) -> None:
         code, _, screen = terminal.finish()
     assert code == 0, screen
     lines = re.sub(r"\x1b\[[0-9;]*m", "", screen).splitlines()
-    assert {"ID", "Title", "Updated"} <= set(header_cells(lines[0]))
+    assert {"ID", "Title", "Active"} <= set(header_cells(lines[0]))
     table = [line for line in lines if not line.startswith(("Hidden", "8 of"))]
     assert len(table) == 9 and max(len(line) for line in table) <= 60
     assert hidden_columns("\n".join(lines))

@@ -157,7 +157,7 @@ def test_the_url_can_come_from_the_environment(
     monkeypatch.setenv("ZETT_SESSIONS_DB", seeded_dsn)
     r = run_cli(["list", "-q", "--limit", "1"])
     assert r.exit_code == 0, r.stderr
-    assert r.stdout == NEWEST_IDS["plain"] + "\n"
+    assert r.stdout == NEWEST_IDS["automation"] + "\n"  # the newest last message
 
 
 @pytest.mark.parametrize("args", [["list"], ["info", "--json"], ["show", "x", "--json"]])

@@ -124,11 +124,15 @@ def test_rename_json_prints_the_session_document(tmp_path: Path) -> None:
     assert set(document) >= {"id", "title", "agent_name", "session_type", "message_count"}
 
 
-def test_rename_moves_the_session_to_the_top_of_the_listing(tmp_path: Path) -> None:
+def test_rename_does_not_move_the_session_up_the_listing(tmp_path: Path) -> None:
+    """zett-agent's update_session sets updated_at on a rename; list orders by the last
+    message, so the renamed session keeps its place (issue 17, item 13)."""
     db = copy_sample(tmp_path)
-    run_cli(["--db", str(db), "rename", NEWEST_IDS["empty"], "Now active"])
-    r = run_cli(["--db", str(db), "list", "-q", "--limit", "1"])
-    assert r.stdout == NEWEST_IDS["empty"] + "\n"
+    before = run_cli(["--db", str(db), "list", "-q"]).stdout
+    r = run_cli(["--db", str(db), "rename", NEWEST_IDS["empty"], "Renamed"])
+    assert r.exit_code == 0, r.stderr
+    assert run_cli(["--db", str(db), "list", "-q"]).stdout == before
+    assert before.splitlines()[-1] == NEWEST_IDS["empty"]
 
 
 @pytest.mark.parametrize("hostile", HOSTILE_STRINGS)

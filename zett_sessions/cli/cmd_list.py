@@ -117,6 +117,9 @@ def list_command(
 ) -> None:
     """List sessions, newest activity first (or by --sort: creation, messages, tokens).
 
+    Activity is when the last message was stored (the Active column; a rename, which zett-agent
+    records in updated_at too, is none); the age filters go by updated_at.
+
     Example: zett-sessions list --agent coding-agent --since 7d --sort tokens
     """
     from ..errors import UsageError

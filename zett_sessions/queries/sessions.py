@@ -13,12 +13,13 @@ import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from ..backend import SessionDatabase
 from ..dialect import Queryable
+from ..errors import DatabaseDamaged
 from ..schema import SESSION_COLUMNS
 from ..timeutil import parse_db_time
 from ..values import text_or_none, whole_number
@@ -40,6 +41,9 @@ class SessionListing:
     snapshot_version: int = 0
     child_count: int = 0
     total_tokens: int | None = None  # input + output tokens, read only for ``--sort tokens``
+    # When its last message was stored (its creation without messages): the activity a rename
+    # (which sets updated_at too) does not fake.  ``None``: not a time.
+    last_activity: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +180,7 @@ def _counted(db: SessionDatabase, of: str) -> dict[str, str]:
             f"(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = {of}.id)"
         ),
         "total_tokens": tokens,
+        "last_activity": f"coalesce({last_message_sql(of)}, {of}.created_at)",
     }
 
 
@@ -186,17 +191,21 @@ def _order(sort: SortKey, of: str = "") -> str:
     return " ORDER BY " + ", ".join(f"{of}{key} DESC" for key in keys)
 
 
-def _page_sql(db: SessionDatabase, where: str, paged: bool, sort: SortKey) -> str:
+def _page_sql(
+    db: SessionDatabase, where: str, paged: bool, sort: SortKey, activity: bool = True
+) -> str:
     """A page of sessions with their counts: the page is chosen first, so the value a sort
     needs is computed for every session in scope and the others for the page's sessions only
-    (the token sum for none unless sorted by it)."""
+    (the token sum for none unless sorted by it; the last activity unless ``activity`` is
+    false, which reads no raw row)."""
+    left_out = {"total_tokens"} if activity else {"total_tokens", "last_activity"}
     key = SORT_COLUMN[sort]
     columns = [db.layout.select_list("agent_sessions", SESSION_COLUMNS)]
     columns += [
         f"{sql} AS {name}" for name, sql in _counted(db, "agent_sessions").items() if name == key
     ]
     beside = [
-        f"{'NULL' if name == 'total_tokens' else sql} AS {name}"
+        f"{'NULL' if name in left_out else sql} AS {name}"
         for name, sql in _counted(db, "page").items()
         if name != key
     ]
@@ -215,8 +224,8 @@ _A0_SQL = (
     "NULL AS title, NULL AS agent_name, min(created_at) AS created_at, "
     "max(created_at) AS updated_at, count(*) AS message_count, "
     "(SELECT max(version) FROM session_snapshots s WHERE s.session_id = raw_messages.session_id) "
-    "AS snapshot_version, 0 AS child_count, NULL AS total_tokens FROM raw_messages "
-    "GROUP BY session_id)"
+    "AS snapshot_version, 0 AS child_count, NULL AS total_tokens, "
+    "max(created_at) AS last_activity FROM raw_messages GROUP BY session_id)"
 )
 
 
@@ -235,6 +244,7 @@ def _listing(row: Any) -> SessionListing:
         row["snapshot_version"] or 0,
         row["child_count"] or 0,
         None if row["total_tokens"] is None else whole_number(row["total_tokens"]),
+        parse_db_time(row["last_activity"]),
     )
 
 
@@ -262,7 +272,16 @@ async def list_sessions(
     async with db.read():
         total = await db.scalar(f"SELECT count(*) FROM agent_sessions{where}", params)
         paged_params = [*params, limit if limit is not None else db.dialect.no_limit, offset]
-        rows = await db.fetchall(_page_sql(db, where, True, sort), paged_params)
+        try:
+            if sort is SortKey.activity:
+                page_sql = _page_sql(db, where, True, sort)
+                rows = await _by_activity(db, page_sql, params, limit, offset)
+            else:
+                rows = await db.fetchall(_page_sql(db, where, True, sort), paged_params)
+        except DatabaseDamaged:
+            # A damaged raw_messages page: list what the session table and the indexes say,
+            # in updated_at's order (verify and show name the damage).
+            rows = await db.fetchall(_page_sql(db, where, True, sort, False), paged_params)
         ageless = await unknown_age_sessions(db, filters)
     return SessionPage(
         sessions=[_listing(row) for row in rows],
@@ -272,6 +291,44 @@ async def list_sessions(
         unknown_age=tuple(ageless),
         sort=sort.value,
     )
+
+
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+
+
+def _activity(row: Any) -> datetime:
+    """A row's last activity (``updated_at`` where that is not a time; unknown ones last)."""
+    return parse_db_time(row["last_activity"]) or parse_db_time(row["updated_at"]) or _NO_TIME
+
+
+async def _by_activity(
+    db: SessionDatabase, sql: str, params: list[Any], limit: int | None, offset: int
+) -> list[Any]:
+    """The rows of ``sql`` (a page query in the activity index's order, ``LIMIT ? OFFSET ?``
+    last) from ``offset``, ``limit`` of them, newest last activity first.
+
+    A session's last message is never newer than its ``updated_at`` (an append sets both; a
+    rename moves only ``updated_at``), so rows are read down the ``(updated_at, id)`` index,
+    a growing slice at a time, until ``offset + limit`` of those read are at least as active
+    as the last ``updated_at`` read: no row further down can come before them.  That costs
+    the page (and a row per renamed session above it), not the table; the last activity is
+    read per row read, through the ``(session_id, sequence)`` index.  Ties keep the index's
+    order.  A file where an ``updated_at`` lags its last message (``verify``:
+    ``updated_at_before_last_message``) may list that session a little low."""
+    wanted = None if limit is None else offset + limit
+    chunk = db.dialect.no_limit if wanted is None else max(wanted + 1, 32)
+    rows: list[Any] = []
+    while True:
+        read = await db.fetchall(sql, [*params, chunk, len(rows)])
+        rows += read
+        if wanted is None or len(read) < chunk:
+            break
+        bound = parse_db_time(read[-1]["updated_at"])
+        if bound is not None and sum(_activity(row) >= bound for row in rows) >= wanted:
+            break
+        chunk *= 2
+    rows.sort(key=_activity, reverse=True)  # stable: ties stay in the index's order
+    return rows[offset:wanted]
 
 
 async def iter_sessions(

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..queries.sessions import SessionListing
+from ..timeutil import iso_utc
 from ..values import plural
 from .common import count, moment_label, relative_time, safe_cell, short_ids
 from .fields import fields_table, hide_columns
@@ -33,6 +34,7 @@ CSV_FIELDS = (
     "created_at",
     "updated_at",
     "total_tokens",
+    "last_activity",
 )
 
 
@@ -52,14 +54,14 @@ def sessions_tables(
     """The ``list`` table, in pieces of ``TABLE_CHUNK`` rows that line up, and the headers of
     the columns left out to fit ``width``.
 
-    ID, Title and Updated always stay; on a narrow terminal Created, Kids, Snap, Type, Agent
-    and Msgs are left out in that order (a column empty on every row first) until the title
-    gets 20 cells (30 with ``full``, whose titles fold).  With ``crashes`` (``list
-    --problems``) each row ends with verify's crash summary in one line (the last durable
-    message and the open tool calls) in place of the type, snapshot and children columns.
-    Sorted by tokens (sessions with ``total_tokens``), a Tokens column follows Msgs and is
-    left out last; sorted by creation (``created``), Created is shown at any width and
-    left out last."""
+    ID, Title and Active (the last message's time, ``last_activity``) always stay; on a narrow
+    terminal Created, Kids, Snap, Type, Agent and Msgs are left out in that order (a column empty on
+    every row first) until the title gets 20 cells (30 with ``full``, whose titles fold). With
+    ``crashes`` (``list --problems``) each row ends with verify's crash summary in one line (the
+    last durable message and the open tool calls) in place of the type, snapshot and children
+    columns. Sorted by tokens (sessions with ``total_tokens``), a Tokens column follows Msgs and is
+    left out last; sorted by creation (``created``), Created is shown at any width and left out
+    last."""
     ids = short_ids((s.session_id for s in sessions), full=full_ids or full)
     agent_cap = None if full else (16 if width >= 100 else 12)
     problems = crashes is not None
@@ -74,7 +76,7 @@ def sessions_tables(
         table.add_column(header, justify="right", no_wrap=True)
     if show_created:
         table.add_column("Created", no_wrap=True)
-    table.add_column("Updated", no_wrap=True)
+    table.add_column("Active", no_wrap=True)
     shrink = [2]
     if problems:
         table.add_column("Last durable", no_wrap=True)
@@ -93,7 +95,7 @@ def sessions_tables(
         cells += _count_cells(session, problems=problems, tokens=tokens)
         if show_created:
             cells.append(relative_time(session.created_at, now))
-        cells.append(relative_time(session.updated_at, now))
+        cells.append(relative_time(session.last_activity or session.updated_at, now))
         if crashes is not None:
             from .problems import crash_cells  # verify's models: only for --problems
 
@@ -137,9 +139,14 @@ def page_footer(shown: int, total: int, offset: int) -> str:
 
 
 def listing_json(session: SessionListing) -> dict[str, Any]:
-    """A ``list --json`` object: the session's keys and ``total_tokens`` (``null`` unless the
-    listing was sorted by tokens: reading them costs a pass over the rows)."""
-    return {**session_json(session), "total_tokens": session.total_tokens}
+    """A ``list --json`` object: the session's keys, ``total_tokens`` (``null`` unless the
+    listing was sorted by tokens: reading them costs a pass over the rows) and
+    ``last_activity`` (when its last message was stored; its creation without messages)."""
+    return {
+        **session_json(session),
+        "total_tokens": session.total_tokens,
+        "last_activity": iso_utc(session.last_activity),
+    }
 
 
 def sessions_json(sessions: Iterable[SessionListing]) -> list[dict[str, Any]]:
