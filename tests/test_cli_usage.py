@@ -25,6 +25,7 @@ import pytest
 
 from pgtest import Databases
 from support import (
+    FORBIDDEN_TERMINAL_CHARS,
     LEGACY,
     SAFETY_NET,
     assert_one_error_line,
@@ -344,6 +345,22 @@ def test_a_bad_price_file_is_one_line_and_exit_2(tmp_path: Path, content: str, n
     missing = run_cli(["--db", str(db), "usage", "--prices", str(tmp_path / "none.json")])
     assert missing.exit_code == 2
     assert_one_error_line(missing.stderr, "cannot read")
+
+
+def test_the_currency_of_a_price_file_never_reaches_the_terminal_raw(
+    usage_db: str, tmp_path: Path
+) -> None:
+    prices = write_prices(
+        tmp_path,
+        {"currency": "\x1b[2J\x9b31m\u202e€", "models": {"gpt-5": {"input": 1, "output": 2}}},
+    )
+    r = run_cli(["--db", usage_db, "usage", "--prices", prices])
+    assert r.exit_code == 0, r.stderr
+    assert "Cost (€)" in r.stdout
+    assert not any(char in r.stdout for char in (*FORBIDDEN_TERMINAL_CHARS, "\u202e"))
+    assert json.loads(run_cli(["--db", usage_db, "usage", "--prices", prices, "--json"]).stdout)[
+        "currency"
+    ] == ("\x1b[2J\x9b31m\u202e€")
 
 
 def test_a_price_file_nested_too_deeply_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -156,7 +156,7 @@ def usage_tables(
         table.add_column(header, justify="right", no_wrap=True)
     if report.priced:
         table.add_column(
-            f"Cost{f' ({report.currency})' if report.currency else ''}",
+            f"Cost{f' ({single_line(report.currency)})' if report.currency else ''}",
             justify="right",
             no_wrap=True,
         )
