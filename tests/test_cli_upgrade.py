@@ -151,7 +151,8 @@ def test_verify_on_a_legacy_file_names_upgrade_as_the_next_step(legacy: Path) ->
 
 def test_an_upgrade_that_fails_half_way_leaves_the_file_as_it_was(legacy: Path) -> None:
     """The unique sequence index cannot be built over a duplicated sequence: the columns
-    added before it are rolled back with it."""
+    added before it are rolled back with it, and the error says so and what finds the rows
+    (not "check that the file is readable")."""
     session = LEGACY_IDS["plain"]
     execute_sql(legacy, "DROP INDEX ux_raw_session_sequence")
     with closing(sqlite3.connect(legacy)) as conn, conn:
@@ -164,7 +165,10 @@ def test_an_upgrade_that_fails_half_way_leaves_the_file_as_it_was(legacy: Path) 
     before = schema(legacy)
     r = upgrade(legacy, "--yes")
     assert r.exit_code == 1
-    assert_one_error_line(r.stderr)
+    line = assert_one_error_line(
+        r.stderr, "cannot upgrade", "UNIQUE constraint failed", "nothing was changed", "verify"
+    )
+    assert "readable" not in line  # not a file that cannot be read
     assert schema(legacy) == before
     assert layout_of(legacy) == "A1"
 

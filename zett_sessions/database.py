@@ -365,7 +365,17 @@ class Database:
             layout = self._layout = await self._detect_layout()
             statements = upgrade_steps(layout)
             for sql in statements:
-                await self.execute(sql)
+                try:
+                    await self.execute(sql)
+                except DatabaseUnreadable as error:
+                    if not isinstance(error.__cause__, sqlite3.IntegrityError):
+                        raise
+                    # a unique index that rows break (two rows with one sequence)
+                    raise DatabaseError(
+                        f"cannot upgrade {self.path}: {error.__cause__}; nothing was changed "
+                        "(`zett-sessions verify` names the rows that break it)",
+                        self.path,
+                    ) from error
         if statements:
             self._layout = await self._detect_layout()
         return statements
