@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import sqlite3
 import stat
@@ -823,6 +824,51 @@ def test_a_cancelled_call_leaves_no_transaction_open(db: Path, operation: str) -
                 assert other_writer_can_write(db), steps
 
     asyncio.run(scenario())
+
+
+def test_a_read_cancelled_during_its_rollback_lets_the_storage_close_quietly(db: Path) -> None:
+    """A read cancelled (Ctrl-C, kill) while it waits for its shielded ROLLBACK stops waiting;
+    the command's cleanup then closes the storage while the ROLLBACK is still on its way
+    through aiosqlite, so the ROLLBACK fails as closed with no one to read it: asyncio printed
+    "Task exception was never retrieved" and a traceback on the way out of a killed
+    ``tail -f``.  Its outcome is read and dropped (closing rolls back anyway)."""
+    unread: list[dict[str, Any]] = []
+
+    def rolling_back() -> bool:
+        return any(
+            getattr(task.get_coro(), "__qualname__", "") == "Database.execute"
+            for task in asyncio.all_tasks()
+        )
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: unread.append(context))
+        async with SQLiteSessionStorage(db) as s:
+            await s.append("s", "r", UserMessage(content="seed"))
+        database = Database(db, read_only=True)
+        await database.open()
+        entered, leave = asyncio.Event(), asyncio.Event()
+
+        async def reading() -> None:
+            async with database.read():
+                entered.set()
+                await leave.wait()
+
+        task = asyncio.create_task(reading())
+        await entered.wait()
+        leave.set()
+        while not rolling_back():  # the read ends: its ROLLBACK runs, shielded
+            await asyncio.sleep(0)
+        task.cancel()  # the read stops waiting for its ROLLBACK
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await database.close()  # the command's cleanup, while the ROLLBACK is on its way
+        while rolling_back():
+            await asyncio.sleep(0)
+        gc.collect()
+
+    asyncio.run(scenario())
+    assert [context.get("message") for context in unread] == []
+    assert other_writer_can_write(db)
 
 
 def test_a_commit_that_meets_a_reader_rolls_back_and_the_storage_stays_usable(

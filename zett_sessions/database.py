@@ -563,8 +563,8 @@ class Database:
                 yield
             except BaseException:
                 with contextlib.suppress(DatabaseError):  # shielded as in _end_transaction
-                    await asyncio.shield(self.execute(f"ROLLBACK TO {name}"))
-                    await asyncio.shield(self.execute(f"RELEASE {name}"))
+                    await self._shielded(f"ROLLBACK TO {name}")
+                    await self._shielded(f"RELEASE {name}")
                 raise
             await self.execute(f"RELEASE {name}")
         finally:
@@ -581,7 +581,20 @@ class Database:
         if self._conn is None:
             return
         with contextlib.suppress(DatabaseError):
-            await asyncio.shield(self.execute("ROLLBACK"))
+            await self._shielded("ROLLBACK")
+
+    async def _shielded(self, sql: str) -> None:
+        """Run ``sql`` to its end even if the caller is cancelled meanwhile.
+
+        A caller cancelled while it waits stops waiting, so no one reads the statement's
+        outcome; when the connection is closed before it runs (the cancelled command's
+        cleanup closes it) it fails as closed, and asyncio printed that as "Task exception was
+        never retrieved" with a traceback on the way out of a ``kill``-ed ``tail -f``.  Closing
+        rolls back what it would have, so that outcome is read and dropped.
+        """
+        statement = asyncio.ensure_future(self.execute(sql))
+        statement.add_done_callback(_outcome_read)
+        await asyncio.shield(statement)
 
     # --- closing ---------------------------------------------------------------------------
 
@@ -598,6 +611,12 @@ class Database:
             with contextlib.suppress(sqlite3.Error, ValueError):
                 await conn.close()
             await _worker_ended(conn)
+
+
+def _outcome_read(statement: asyncio.Future[Any]) -> None:
+    """Mark a finished statement's outcome as read (see ``Database._shielded``)."""
+    if not statement.cancelled():
+        statement.exception()
 
 
 def upgrade_steps(layout: Layout) -> list[str]:

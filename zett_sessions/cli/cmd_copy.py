@@ -82,11 +82,11 @@ def copy_command(
 
     Example: zett-sessions copy sessions.sqlite3 postgresql://agent@db/agents --dry-run
     """
-    import asyncio
     from dataclasses import replace
 
     from ..timeutil import utc_now
     from ..transfer import copy_sessions
+    from .interrupt import run_async
     from .progress import progress_bar
 
     state = app_state(ctx)
@@ -105,7 +105,7 @@ def copy_command(
         ids=tuple(session) if session else None,
     )
     with progress_bar("copying", "messages") as bar:
-        report = asyncio.run(
+        report = run_async(
             copy_sessions(
                 source,
                 destination,

@@ -122,12 +122,6 @@ def new_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:
 app = new_app()
 
 
-def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM (``kill PID``) unwinds like Ctrl-C: an open transaction rolls back and verify's
-    child processes are killed, instead of the process vanishing and leaving them running."""
-    raise SystemExit(128 + signum)
-
-
 def run() -> None:
     """Console-script entry point.
 
@@ -150,9 +144,9 @@ def run() -> None:
         application = new_app((name,))
         if print_help_page(application, sys.argv[1:]):
             return
-    import signal
+    from .interrupt import install
 
-    signal.signal(signal.SIGTERM, _terminated)
+    install()  # SIGTERM unwinds like Ctrl-C (cli/interrupt.py)
     try:
         application()
     except SystemExit as done:

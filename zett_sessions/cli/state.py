@@ -79,9 +79,10 @@ def app_state(ctx: typer.Context) -> AppState:
 
 
 def run_with(db: SessionDatabase, work: Callable[[SessionDatabase], Awaitable[T]]) -> T:
-    """Cross into async once: open ``db``, run ``work``, always close."""
-    import asyncio
+    """Cross into async once: open ``db``, run ``work``, always close (SIGTERM included)."""
     import gc
+
+    from .interrupt import run_async
 
     if not gc.isenabled():  # ``main.run`` switched it off for the start-up: back on now
         gc.freeze()
@@ -94,4 +95,4 @@ def run_with(db: SessionDatabase, work: Callable[[SessionDatabase], Awaitable[T]
         finally:
             await db.close()
 
-    return asyncio.run(main())
+    return run_async(main())
