@@ -24,6 +24,7 @@ import pgcluster
 from pgtest import admin
 from support import SAFETY_NET
 from zett_sessions import (
+    CompactedMessage,
     DatabaseReadOnly,
     NotASessionDatabase,
     PostgresSessionStorage,
@@ -382,6 +383,31 @@ def test_a_race_lost_on_every_attempt_ends_as_database_locked(
     with pytest.raises(DatabaseLocked, match="gave up after 12 attempts"):
         asyncio.run(scenario())
     assert len(attempts) == connection.MAX_ATTEMPTS
+
+
+def test_a_new_rows_created_and_updated_times_are_one_time(pg_dsn: str) -> None:
+    """A created session and snapshot return one time for created_at and updated_at; two
+    clock_timestamp() calls in one INSERT differed by microseconds, so the snapshot a writer
+    got back was not the one load() read (test_twenty_concurrent_snapshots failed under load)."""
+    import asyncpg
+
+    async def scenario() -> list[tuple[str, bool]]:
+        async with PostgresSessionStorage(pg_dsn) as storage:
+            await storage.create_session(session_id="made", title="t")
+            await storage.append("appended", "r", UserMessage(content="x"))
+            await storage.snapshot("appended", CompactedMessage(content="summary"), 1, 0)
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            rows = await conn.fetch(
+                "SELECT id, created_at = updated_at AS same FROM agent_sessions "
+                "UNION ALL SELECT session_id, created_at = updated_at FROM session_snapshots "
+                "ORDER BY 1"
+            )
+        finally:
+            await conn.close()
+        return [(row["id"], row["same"]) for row in rows]
+
+    assert asyncio.run(scenario()) == [("appended", True), ("appended", True), ("made", True)]
 
 
 def test_cancelled_appends_leave_the_storage_usable_and_the_log_dense(pg_dsn: str) -> None:

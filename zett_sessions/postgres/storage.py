@@ -16,7 +16,9 @@ fleet of writers:
 * **delete_session** deletes the session row first (waiting for appends in flight), then the
   raw rows and snapshots, so an append never survives its session's deletion unseen.
 * **load** and the other reads use one ``REPEATABLE READ`` read-only transaction each.
-* Times come from the server's clock (``clock_timestamp()``), one clock for the whole fleet.
+* Times come from the server's clock, one clock for the whole fleet: a new row's created_at
+  and updated_at are one ``statement_timestamp()`` (two ``clock_timestamp()`` calls could
+  differ by a tick, and the row returned would not be the row stored).
 
 Where PostgreSQL differs from SQLite, the behaviour is defined (docs/postgresql.md):
 
@@ -61,7 +63,8 @@ _RAW_INSERT = (
 
 _SESSION_UPSERT = (
     "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, agent_name, "
-    "created_at, updated_at) VALUES ($1, $2, 0, $3, $4, clock_timestamp(), clock_timestamp()) "
+    "created_at, updated_at) "
+    "VALUES ($1, $2, 0, $3, $4, statement_timestamp(), statement_timestamp()) "
     "ON CONFLICT (id) DO UPDATE SET title = coalesce(EXCLUDED.title, agent_sessions.title), "
     "agent_name = coalesce(EXCLUDED.agent_name, agent_sessions.agent_name), "
     "updated_at = EXCLUDED.updated_at "
@@ -248,7 +251,7 @@ class PostgresSessionStorage(SessionStoreBase):
             created = await conn.fetchval(
                 "INSERT INTO session_snapshots (id, session_id, version, "
                 "compacted_through_sequence, message_json, created_at, updated_at) "
-                "VALUES ($1, $2, $3, $4, $5, clock_timestamp(), clock_timestamp()) "
+                "VALUES ($1, $2, $3, $4, $5, statement_timestamp(), statement_timestamp()) "
                 "RETURNING created_at",
                 snapshot_id,
                 session_id,
@@ -266,7 +269,7 @@ class PostgresSessionStorage(SessionStoreBase):
             created = await conn.fetchval(
                 "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
                 "agent_name, created_at, updated_at) "
-                "VALUES ($1, $2, $3, $4, $5, clock_timestamp(), clock_timestamp()) "
+                "VALUES ($1, $2, $3, $4, $5, statement_timestamp(), statement_timestamp()) "
                 "ON CONFLICT (id) DO NOTHING RETURNING created_at",
                 new.session_id,
                 new.parent_session_id,
