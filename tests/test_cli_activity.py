@@ -109,3 +109,16 @@ def test_a_new_message_moves_a_session_to_the_top(db: Path) -> None:
     last = str(roots[-1]["id"])
     append(db, last, "back at work")
     assert listed(db, "-n", "1")[0]["id"] == last
+
+
+@pytest.mark.parametrize("command", ["show", "tail"])
+def test_latest_is_the_first_listed_session_not_the_last_renamed_one(
+    db: Path, command: str
+) -> None:
+    """``--latest`` means the most recently active session, as ``list`` orders them: a rename
+    (which moves only ``updated_at``) does not make a session the latest."""
+    order = [str(s["id"]) for s in listed(db, "--all")]
+    rename(db, order[-1], "Renamed")
+    result = run_cli(["--db", str(db), command, "--latest", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert f"Latest session: {order[0]}" in result.stderr

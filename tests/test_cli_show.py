@@ -445,12 +445,19 @@ def test_an_ambiguous_prefix_names_each_candidate_with_its_title(databases: Data
 def test_show_latest_shows_the_most_recently_active_session_and_names_it(
     databases: Databases,
 ) -> None:
-    code, out, err = show(databases.sample(), "--latest", "--json")
+    """The most recently active is the session with the newest last message, the first of
+    ``list`` (the sample's project-notes was renamed after that: not the latest); stderr names
+    it with its title shortened to one line."""
+    db = databases.sample(shared=False)
+    latest = NEWEST_IDS["automation"]
+    renamed = run_cli(["--db", db, "rename", latest, "Long title " + "é" * 150])
+    assert renamed.exit_code == 0, renamed.stderr
+    code, out, err = show(db, "--latest", "--json")
     assert code == 0, err
-    assert json.loads(out)["session"]["id"] == NEWEST_IDS["plain"]
-    assert err.startswith(f"Latest session: {NEWEST_IDS['plain']} (Long title ééééé")
+    assert json.loads(out)["session"]["id"] == latest
+    assert err.startswith(f"Latest session: {latest} (Long title ééééé")
     assert err.endswith("…)\n") and len(err.splitlines()) == 1
-    code, out, err = show(databases.sample(), "--latest", "--through", "2")
+    code, out, err = show(db, "--latest", "--through", "2")
     assert code == 0, err
     assert [line.split()[:2] for line in titles(out)] == [["#1", "system"], ["#2", "user"]]
 

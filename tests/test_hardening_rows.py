@@ -486,10 +486,12 @@ def test_a_session_id_that_is_not_utf8_is_refused_by_name_and_left_alone_by_dele
     db = str(demo.path)
     listed = json.loads(run_cli(["--db", db, "list", "--json"]).stdout)
     assert "A\ufffdB" in [s["id"] for s in listed]
-    execute_sql(  # the newest session, for tail --latest
+    execute_sql(  # the most recently active session, for tail --latest
         demo.path,
         "UPDATE agent_sessions SET updated_at = '2099-01-01 00:00:00.000000' "
         "WHERE id = CAST(x'41ff42' AS TEXT)",
+        "UPDATE raw_messages SET created_at = '2099-01-01 00:00:00.000000' "
+        "WHERE session_id = CAST(x'41ff42' AS TEXT)",
     )
     for command in (
         ["show", "A"],

@@ -27,6 +27,7 @@ from ..errors import (
     UnfinishedTransaction,
 )
 from ..queries.resolve import addressable, session_exists
+from ..queries.sessions import SessionFilter, list_sessions
 from ..rows import raw_select
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
@@ -60,21 +61,15 @@ class NoSessions(SessionNotFound):
 
 
 async def latest_session(db: SessionDatabase) -> str:
-    """Id of the most recently active session (the order of ``list``: ``updated_at``, then id).
+    """Id of the most recently active session: the first row of ``list`` (its last message's
+    time, so a rename does not make a session the latest; issue 17, item 13).
 
-    Runs inside the caller's read transaction (the activity index makes it one row read).
+    Runs inside the caller's read transaction (a page of one through the activity index).
     """
-    if db.layout.has_sessions_table:
-        sql = "SELECT id FROM agent_sessions ORDER BY updated_at DESC, id DESC LIMIT 1"
-    else:  # layout A0: sessions exist only through their raw rows
-        sql = (
-            "SELECT session_id FROM raw_messages GROUP BY session_id "
-            "ORDER BY max(created_at) DESC, session_id DESC LIMIT 1"
-        )
-    found = await db.scalar(sql)
-    if found is None:
+    page = await list_sessions(db, SessionFilter(), limit=1)
+    if not page.sessions:
         raise NoSessions()
-    return await addressable(db, str(found))
+    return await addressable(db, page.sessions[0].session_id)
 
 
 async def last_activity(db: SessionDatabase, session_id: str) -> datetime | None:
