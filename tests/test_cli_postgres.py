@@ -8,6 +8,7 @@ creates or migrates anything, and no output, error or JSON ever shows a password
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -67,17 +68,17 @@ def seeded_dsn(tmp_path: Path, pg_server: str, request: pytest.FixtureRequest) -
     return dsn
 
 
-@pytest.fixture
-def select_only_dsn(seeded_dsn: str, pg_server: str) -> Iterator[str]:
-    """The seeded sample as a role that may only ``SELECT`` (and use the schema)."""
-    role = f"zs_reader_{uuid.uuid4().hex[:12]}"
+@contextlib.contextmanager
+def role_dsn(seeded_dsn: str, pg_server: str, name: str, rights: str) -> Iterator[str]:
+    """The seeded sample as a new login role with ``rights`` on its tables (dropped after)."""
+    role = f"zs_{name}_{uuid.uuid4().hex[:12]}"
     schema = schema_of(seeded_dsn)
     asyncio.run(
         admin(
             pg_server,
             f"CREATE ROLE {role} LOGIN",
             f'GRANT USAGE ON SCHEMA "{schema}" TO {role}',
-            f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO {role}',
+            f'GRANT {rights} ON ALL TABLES IN SCHEMA "{schema}" TO {role}',
         )
     )
     parts = urlsplit(seeded_dsn)
@@ -92,6 +93,13 @@ def select_only_dsn(seeded_dsn: str, pg_server: str) -> Iterator[str]:
                 f"DROP ROLE {role}",
             )
         )
+
+
+@pytest.fixture
+def select_only_dsn(seeded_dsn: str, pg_server: str) -> Iterator[str]:
+    """The seeded sample as a role that may only ``SELECT`` (and use the schema)."""
+    with role_dsn(seeded_dsn, pg_server, "reader", "SELECT") as dsn:
+        yield dsn
 
 
 @pytest.mark.parametrize("args", INSPECTIONS)
@@ -219,28 +227,8 @@ def test_delete_vacuum_runs_vacuum_analyze_of_the_three_tables_and_says_so(
 @pytest.fixture
 def writer_dsn(seeded_dsn: str, pg_server: str) -> Iterator[str]:
     """The seeded sample as a role that may read and write rows but owns no table."""
-    role = f"zs_writer_{uuid.uuid4().hex[:12]}"
-    schema = schema_of(seeded_dsn)
-    asyncio.run(
-        admin(
-            pg_server,
-            f"CREATE ROLE {role} LOGIN",
-            f'GRANT USAGE ON SCHEMA "{schema}" TO {role}',
-            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO {role}',
-        )
-    )
-    parts = urlsplit(seeded_dsn)
-    try:
-        yield urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
-    finally:
-        asyncio.run(
-            admin(
-                pg_server,
-                f'REVOKE ALL ON SCHEMA "{schema}" FROM {role}',
-                f"DROP OWNED BY {role}",
-                f"DROP ROLE {role}",
-            )
-        )
+    with role_dsn(seeded_dsn, pg_server, "writer", "SELECT, INSERT, UPDATE, DELETE") as dsn:
+        yield dsn
 
 
 def test_a_role_that_owns_no_table_deletes_but_its_vacuum_is_reported_as_failed(
