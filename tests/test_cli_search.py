@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,8 +19,10 @@ from support import (
     HOSTILE_STRINGS,
     LEGACY,
     LEGACY_IDS,
+    SAFETY_NET,
     SeedSession,
     assert_one_error_line,
+    copy_raw_rows_sql,
     copy_sample,
     digest,
     execute_sql,
@@ -331,3 +337,73 @@ def test_search_legacy_sample_finds_tool_arguments(tmp_path: Path) -> None:
     db = copy_sample(tmp_path, LEGACY)
     document = found(db, "pytest", LEGACY_IDS["crashed"])
     assert {hit["field"] for hit in document[0]["hits"]} >= {"arguments"}
+
+
+def test_search_lists_sessions_by_their_last_message_across_slices(
+    databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session renamed after its last message (its updated_at the newest) comes where its
+    last message puts it, as in ``list``, also when slices of one session are read in turn;
+    its ``last_activity`` is that message's time, not the rename's."""
+    import zett_sessions.search.scan as scan
+
+    db = databases.seeded(
+        [SeedSession(f"s{n}", age=timedelta(hours=n), messages=2) for n in range(6)]
+    )
+    r = run_cli(["--db", db, "rename", "s5", "renamed after its last message"])
+    assert r.exit_code == 0, r.stderr
+    listed = json.loads(run_cli(["--db", db, "list", "--json"]).stdout)
+    assert [s["id"] for s in listed] == ["s0", "s1", "s2", "s3", "s4", "s5"]
+    monkeypatch.setattr(scan, "SLICE", 1)  # slices of 1, 2, 3 sessions
+    document = found(db, "question", "--all")
+    assert [d["id"] for d in document] == [s["id"] for s in listed]
+    for session, row in zip(document, listed, strict=True):
+        assert session["last_activity"] == row["last_activity"]
+    renamed = document[-1]
+    assert renamed["last_activity"] < renamed["updated_at"]
+    assert renamed["last_activity"] == renamed["hits"][-1]["created_at"]
+    monkeypatch.setattr(scan, "SLICE", 2)
+    assert [d["id"] for d in found(db, "question", "-n", "3")] == ["s0", "s1", "s2"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_search_holds_no_lock_while_its_output_waits_in_a_full_pipe(
+    tmp_path: Path, fmt: str
+) -> None:
+    """In a rollback-journal file (zett-agent's older layouts) a reader's shared lock keeps a
+    writer from committing.  A search whose output the reader of its pipe (or ``less``) has
+    not taken yet must hold none: an agent appending meanwhile commits at once."""
+    db = seed_sessions(
+        tmp_path / "journal.sqlite3",
+        [SeedSession(f"s{n:02d}", age=timedelta(hours=n)) for n in range(20)],
+    )
+    for k in range(7):  # 2 rows a session, doubled 7 times: 5120 hits, far more than a pipe holds
+        execute_sql(db, copy_raw_rows_sql(new_id=f"id || '-{k}'", sequence=f"sequence + {2 << k}"))
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")
+    args = ["--db", str(db), "search", " of s", "--all", "--format", fmt]
+    with subprocess.Popen(
+        [sys.executable, "-m", "zett_sessions", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        try:
+            first = process.stdout.readline()  # handshake: the output has begun, none drained
+            assert first, process.stderr.read()
+            with closing(sqlite3.connect(db, isolation_level=None, timeout=0.1)) as writer:
+                writer.execute("BEGIN IMMEDIATE")
+                where = " WHERE session_id = 's00' AND sequence = 1"
+                writer.execute(copy_raw_rows_sql(where, new_id="'appended'", sequence="1000"))
+                writer.execute("COMMIT")
+            out = process.stdout.read()  # the rest (communicate would miss what readline read)
+            assert process.wait(SAFETY_NET) == 0, process.stderr.read()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    if fmt == "json":
+        assert sum(s["hit_count"] for s in json.loads(first + out)) >= 5120
+    else:
+        assert (first + out).count(" of s") == 5120

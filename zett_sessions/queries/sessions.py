@@ -248,13 +248,16 @@ def _listing(row: Any) -> SessionListing:
     )
 
 
-def session_ids_sql(db: SessionDatabase, filters: SessionFilter) -> tuple[str, list[Any]]:
+def session_ids_sql(
+    db: SessionDatabase, filters: SessionFilter, columns: str = "id"
+) -> tuple[str, list[Any]]:
     """SQL selecting the ids of the sessions ``filters`` select, in one column named ``id``
-    (through the session table's indexes; layout A0 derives its sessions from the raw log)."""
+    (or ``columns`` of the session table: ``"id, updated_at"``), through the session table's
+    indexes; layout A0 derives its sessions from the raw log."""
     where, params = filters.where(db)
     if not db.layout.has_sessions_table:
-        return f"SELECT id FROM ({_A0_SQL}){where}", params
-    return f"SELECT id FROM agent_sessions{where}", params
+        return f"SELECT {columns} FROM ({_A0_SQL}){where}", params
+    return f"SELECT {columns} FROM agent_sessions{where}", params
 
 
 async def list_sessions(

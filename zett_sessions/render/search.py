@@ -109,9 +109,11 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 
 
 def session_hits_json(found: SessionHits) -> dict[str, Any]:
-    """The ``list --json`` keys of the session, then ``hit_count`` and ``hits``."""
+    """The ``list --json`` keys of the session but ``total_tokens``, then ``hit_count`` and
+    ``hits``."""
     return {
         **session_json(found.session),
+        "last_activity": iso_utc(found.session.last_activity),
         "hit_count": found.hit_count,
         "hits": [hit_json(hit) for hit in found.hits],
     }

@@ -1,15 +1,20 @@
 """The search itself: sessions newest first, a slice at a time, each slice's rows read once.
 
-The sessions in scope (``list``'s filters, or named ids) are taken in listing order (``updated_at
-DESC, id DESC``) a slice at a time, as ``list --problems`` does; each slice's rows are read in
-one query through ``(session_id, sequence)``, with the pattern's SQL prefilter
-(``pattern.Prefilter``) so the database skips most rows without Python seeing them.  Each row that
-passes is matched in Python: its ``content`` column, its ``tool_name`` column (tool results),
-and, for an assistant whose stored tool calls may match, the name and the arguments (JSON text,
-as zett-agent stores them) of each call.  A slice's sessions with hits are returned newest
-first, before the next slice is read; the search stops once ``limit`` sessions have hits.
+The sessions in scope (``list``'s filters, or named ids) are read once, in the activity index's
+order (``updated_at DESC, id DESC``), and searched a slice at a time, as ``list --problems``
+does; each slice's rows are read in one query through ``(session_id, sequence)``, with the
+pattern's SQL prefilter (``pattern.Prefilter``) so the database skips most rows without Python
+seeing them.  Each row that passes is matched in Python: its ``content`` column, its
+``tool_name`` column (tool results), and, for an assistant whose stored tool calls may match,
+the name and the arguments (JSON text, as zett-agent stores them) of each call.  Sessions with
+hits are returned in ``list``'s order (newest last message first): a slice's are returned
+before the next slice is read, but for those a later slice's session may still come before (a
+session renamed after its last message sits high in the index); the search stops once
+``limit`` sessions have hits.
 
-Everything happens in one read transaction: one snapshot of the database, nothing written.
+Each slice is read in a read transaction of its own, ended before any of its sessions is
+returned, so no lock is held while they are printed (a pager, a full pipe: a rollback-journal
+writer would wait on the reader's shared lock).  Nothing is written.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..envelope import call_objects, parse_envelope, to_wire
@@ -65,37 +70,53 @@ async def search(
 ) -> AsyncGenerator[SessionHits, None]:
     """The sessions with hits, newest activity first; ``progress`` says how far it went.
 
-    Use it as ``async with aclosing(search(...))`` so the read ends when the caller stops.
-    """
+    Each slice is read in a read transaction of its own, ended before any of its sessions is
+    yielded: no lock is held while the caller writes them (to a pipe, or a pager the user
+    reads).  Use it as ``async with aclosing(search(...))``."""
     async with db.read():
-        sql, params = session_ids_sql(db, query.filters)
-        in_scope = await db.scalar(f"SELECT count(*) FROM ({sql}) AS scope", params)
-        progress.in_scope = int(in_scope)
+        sql, params = session_ids_sql(db, query.filters, "id, updated_at")
+        scope = await db.fetchall(f"{sql}{NEWEST_FIRST}", params)
         progress.unknown_age = tuple(await unknown_age_sessions(db, query.filters))
-        size, left_over = SLICE, False
-        while progress.examined < progress.in_scope and not _full(query, progress):
-            window = f"{sql}{NEWEST_FIRST} LIMIT ? OFFSET ?"
-            rows = await db.fetchall(window, [*params, size, progress.examined])
-            if not rows:
-                break
-            found = await _scan(db, [str(row[0]) for row in rows], query)
-            progress.examined += len(rows)
-            if found:
-                listed = await list_sessions(db, SessionFilter(ids=tuple(found)), limit=None)
-                for session in listed.sessions:
-                    if _full(query, progress):
-                        left_over = True
-                        break
-                    hits, count = found[session.session_id]
-                    progress.sessions += 1
-                    progress.hits += count
-                    yield SessionHits(session, tuple(hits), count)
-            if query.limit is None:
-                size = min(2 * size, LARGEST_SLICE)
-            else:
-                size = next_slice(progress.examined, progress.sessions, query.limit, SLICE)
-        progress.examined = min(progress.examined, progress.in_scope)
-        progress.complete = progress.examined >= progress.in_scope and not left_over
+    progress.in_scope = len(scope)
+    held: list[SessionHits] = []  # found, waiting for sessions that may come before them
+    size = SLICE
+    while progress.examined < progress.in_scope and not _full(query, progress):
+        window = scope[progress.examined : progress.examined + size]
+        async with db.read():
+            found = await _scan(db, [str(row[0]) for row in window], query)
+            listed = await list_sessions(db, SessionFilter(ids=tuple(found)), limit=None)
+        progress.examined += len(window)
+        held += [
+            SessionHits(s, tuple(found[s.session_id][0]), found[s.session_id][1])
+            for s in listed.sessions
+        ]
+        held.sort(key=_activity, reverse=True)  # stable: ties stay in the listing's order
+        # an unexamined session was last active at most at its updated_at, so at most at
+        # the last one read: the sessions held at least as active as that go first
+        bound = _NO_TIME if progress.examined >= progress.in_scope else _time(window[-1][1])
+        while held and _activity(held[0]) >= bound and not _full(query, progress):
+            hits = held.pop(0)
+            progress.sessions += 1
+            progress.hits += hits.hit_count
+            yield hits
+        if query.limit is None:
+            size = min(2 * size, LARGEST_SLICE)
+        else:
+            found_so_far = progress.sessions + len(held)
+            size = next_slice(progress.examined, found_so_far, query.limit, SLICE)
+    progress.complete = progress.examined >= progress.in_scope and not held
+
+
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+
+
+def _time(value: object) -> datetime:
+    return parse_db_time(value) or _NO_TIME
+
+
+def _activity(found: SessionHits) -> datetime:
+    """When a session was last active, as ``list`` orders it (unknown times last)."""
+    return found.session.last_activity or found.session.updated_at or _NO_TIME
 
 
 def _full(query: SearchQuery, progress: SearchProgress) -> bool:
