@@ -239,6 +239,21 @@ def test_usage_by_agent_model_and_session(usage_db: str) -> None:
     assert sessions[0]["last_activity"] == "2026-03-01T23:30:00.000000Z"
 
 
+def test_a_session_renamed_after_its_last_message_keeps_that_message_as_last_activity(
+    usage_db: str,
+) -> None:
+    """As in ``list``: a rename moves updated_at, not the session's last activity."""
+    r = run_cli(["--db", usage_db, "rename", "s-beta", "Write the docs again"])
+    assert r.exit_code == 0, r.stderr
+    listed = json.loads(run_cli(["--db", usage_db, "list", "--json"]).stdout)
+    beta = next(s for s in listed if s["id"] == "s-beta")
+    assert beta["updated_at"] > beta["last_activity"] == "2026-03-02T10:00:00.000000Z"
+    sessions = usage(usage_db, "--by", "session")["groups"]
+    assert {g["session_id"]: g["last_activity"] for g in sessions} == {
+        s["id"]: s["last_activity"] for s in listed
+    }
+
+
 def test_list_filters_select_the_sessions(usage_db: str) -> None:
     def total(*args: str) -> int:
         document = usage(usage_db, "--by", "session", *args)

@@ -161,6 +161,12 @@ def last_message_sql(of: str) -> str:
     )
 
 
+def last_activity_sql(of: str) -> str:
+    """When session ``of.id`` was last active: its last message's ``created_at``, else its
+    own ``created_at`` (a rename moves ``updated_at``, not this)."""
+    return f"coalesce({last_message_sql(of)}, {of}.created_at)"
+
+
 def _counted(db: SessionDatabase, of: str) -> dict[str, str]:
     """The per-session values a listing shows beside the session row, as SQL over ``of.id``."""
     layout = db.layout
@@ -180,7 +186,7 @@ def _counted(db: SessionDatabase, of: str) -> dict[str, str]:
             f"(SELECT count(*) FROM agent_sessions c WHERE c.parent_session_id = {of}.id)"
         ),
         "total_tokens": tokens,
-        "last_activity": f"coalesce({last_message_sql(of)}, {of}.created_at)",
+        "last_activity": last_activity_sql(of),
     }
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..backend import SessionDatabase
 from ..models import ModelUsage
-from ..queries.sessions import SessionFilter, session_ids_sql
+from ..queries.sessions import SessionFilter, last_activity_sql, session_ids_sql
 from ..schema import TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from ..values import text_or_none, whole_number
@@ -168,7 +168,8 @@ def _report_sql(db: SessionDatabase, request: UsageRequest) -> tuple[str, list[A
         return inner, params
     if by is GroupBy.session:
         return (
-            f"SELECT u.*, s.title, s.agent_name, s.updated_at FROM ({inner}) AS u "
+            f"SELECT u.*, s.title, s.agent_name, {last_activity_sql('s')} AS last_activity "
+            f"FROM ({inner}) AS u "
             "LEFT JOIN agent_sessions s ON s.id = u.k",
             params,
         )
@@ -222,7 +223,7 @@ def _group(key: Any, row: Any, by: GroupBy, zone: Any) -> UsageGroup:
         session_id=key,
         title=text_or_none(row["title"]),
         agent=text_or_none(row["agent_name"]),
-        last_activity=parse_db_time(row["updated_at"]),
+        last_activity=parse_db_time(row["last_activity"]),
     )
 
 
