@@ -12,8 +12,16 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+import typer
 
-from support import NEWEST_IDS, SAFETY_NET, TerminalProcess, copy_sample, run_cli
+from support import (
+    NEWEST_IDS,
+    SAFETY_NET,
+    TerminalProcess,
+    assert_one_error_line,
+    copy_sample,
+    run_cli,
+)
 from zett_sessions.cli.main import COMMANDS
 from zett_sessions.verify import CODES
 
@@ -295,3 +303,37 @@ def test_delete_full_shortens_nothing_titles_included(db: Path) -> None:
     assert full.exit_code == 0, full.stderr
     assert "THE END" in full.stdout
     assert "--full" in run_cli(["delete", "--help"]).stdout
+
+
+# --- the session filters: one declaration (cli/filters.py), each command its share -----------
+
+ALL_FILTERS = {"--agent", "--type", "--roots", "--children-of", "--since", "--until"}
+ALL_FILTERS |= {"--older-than", "--title"}
+FILTERS = {
+    "list": ALL_FILTERS,
+    "search": ALL_FILTERS,
+    "usage": ALL_FILTERS,
+    "verify": ALL_FILTERS - {"--older-than", "--title"},
+    "copy": ALL_FILTERS - {"--children-of"},
+    "delete": ALL_FILTERS - {"--children-of", "--since"},
+}
+FIRST_ARGUMENTS = {"search": ["x"], "copy": ["missing-source.sqlite3", "missing-target.sqlite3"]}
+
+
+@pytest.mark.parametrize("command", sorted(FILTERS))
+def test_each_filtering_command_takes_its_filters_and_refuses_a_blank_one_before_opening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    from zett_sessions.cli.main import app
+
+    params = typer.main.get_command(app).commands[command].params  # type: ignore[attr-defined]
+    offered = {name for param in params for name in param.opts if name in ALL_FILTERS}
+    assert offered == FILTERS[command]
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "missing.sqlite3"
+    for option in sorted(offered - {"--roots", "--type", "--children-of"}):
+        args = ["--db", str(missing), command, *FIRST_ARGUMENTS.get(command, []), option, " "]
+        r = run_cli(args)
+        assert r.exit_code == 2, (option, r.output)
+        assert_one_error_line(r.stderr, "empty" if option in {"--agent", "--title"} else "")
+    assert list(tmp_path.iterdir()) == []

@@ -8,17 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .errors import Refused, handle_errors
+from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
-    AgentOption,
     DryRunOption,
     JsonOption,
-    OlderThanOption,
-    RootsOption,
-    SinceOption,
-    TitleOption,
-    TypeOption,
-    UntilOption,
-    session_filter,
 )
 from .state import app_state
 
@@ -45,6 +38,7 @@ Destination = Annotated[
 
 
 @handle_errors
+@filter_options("agent", "session_type", "roots", "title", "since", "older_than", "until")
 def copy_command(
     ctx: typer.Context,
     source: Source,
@@ -53,13 +47,7 @@ def copy_command(
         list[str] | None,
         typer.Option("--session", metavar="ID", help="Only this session (full id; repeatable)."),
     ] = None,
-    agent: AgentOption = None,
-    session_type: TypeOption = None,
-    roots: RootsOption = False,
-    title: TitleOption = None,
-    since: SinceOption = None,
-    older_than: OlderThanOption = None,
-    until: UntilOption = None,
+    filters: FilterOptions = NO_FILTERS,
     batch_rows: Annotated[
         int,
         typer.Option(
@@ -91,25 +79,13 @@ def copy_command(
 
     state = app_state(ctx)
     out = state.output()
-    filters = replace(
-        session_filter(
-            agent=agent,
-            session_type=session_type,
-            roots=roots,
-            since=since,
-            until=until,
-            older_than=older_than,
-            title=title,
-            now=utc_now(),
-        ),
-        ids=tuple(session) if session else None,
-    )
+    chosen = replace(filters.parse(utc_now()), ids=tuple(session) if session else None)
     with progress_bar("copying", "messages") as bar:
         report = run_async(
             copy_sessions(
                 source,
                 destination,
-                filters,
+                chosen,
                 dry_run=dry_run,
                 batch_rows=batch_rows,
                 progress=None if bar is None else partial(report_progress, bar),

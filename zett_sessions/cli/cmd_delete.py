@@ -13,21 +13,15 @@ import typer
 
 from .complete import complete_session_id
 from .errors import Refused, handle_errors
+from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
     FULL_HELP,
     INT_MAX,
-    AgentOption,
     DbOption,
     DryRunOption,
     FullIdsOption,
     JsonOption,
-    OlderThanOption,
-    RootsOption,
-    TitleOption,
-    TypeOption,
-    UntilOption,
     YesOption,
-    session_filter,
 )
 from .state import AppState, app_state, run_with
 
@@ -136,6 +130,7 @@ def parse_window(text: str) -> timedelta:
 
 
 @handle_errors
+@filter_options("older_than", "until", "agent", "session_type", "roots", "title")
 def delete_command(
     ctx: typer.Context,
     sessions: Annotated[
@@ -147,12 +142,7 @@ def delete_command(
             autocompletion=complete_session_id,
         ),
     ] = None,
-    older_than: OlderThanOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    session_type: TypeOption = None,
-    roots: RootsOption = False,
-    title: TitleOption = None,
+    filters: FilterOptions = NO_FILTERS,
     select_all: Annotated[
         bool, typer.Option("--all", help="Select every session (guards still apply).")
     ] = False,
@@ -258,16 +248,7 @@ def delete_command(
     policy = RetentionPolicy(
         ids=ids if sessions else None,
         exact_ids=piped,
-        filters=session_filter(
-            agent=agent,
-            session_type=session_type,
-            roots=roots,
-            since=None,
-            until=until,
-            older_than=older_than,
-            title=title,
-            now=now,
-        ),
+        filters=filters.parse(now),
         select_all=select_all,
         missing_ok=missing_ok,
         keep_last=keep_last,

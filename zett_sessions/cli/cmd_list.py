@@ -11,27 +11,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .errors import handle_errors
+from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
     DEFAULT_LIMIT,
-    AgentOption,
     AllOption,
-    ChildrenOfOption,
     DbOption,
     FullIdsOption,
     FullOption,
     JsonOption,
     LimitOption,
     OffsetOption,
-    OlderThanOption,
-    RootsOption,
-    SinceOption,
-    TitleOption,
-    TypeOption,
-    UntilOption,
     chosen_format,
     format_option,
-    session_filter,
-    with_parent,
 )
 from .state import AppState, app_state, run_with
 
@@ -61,16 +52,12 @@ class ListSort(StrEnum):
 
 
 @handle_errors
+@filter_options(
+    "agent", "session_type", "roots", "children_of", "since", "until", "older_than", "title"
+)
 def list_command(
     ctx: typer.Context,
-    agent: AgentOption = None,
-    session_type: TypeOption = None,
-    roots: RootsOption = False,
-    children_of: ChildrenOfOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    older_than: OlderThanOption = None,
-    title: TitleOption = None,
+    filters: FilterOptions = NO_FILTERS,
     limit: LimitOption = None,
     offset: OffsetOption = 0,
     show_all: AllOption = False,
@@ -133,17 +120,8 @@ def list_command(
     ids_only = ids_only or null
     now = utc_now()
     request = PageRequest(
-        filters=session_filter(  # bad values: exit 2 before opening
-            agent=agent,
-            session_type=session_type,
-            roots=roots,
-            since=since,
-            until=until,
-            older_than=older_than,
-            title=title,
-            now=now,
-        ),
-        children_of=children_of,
+        filters=filters.parse(now),  # bad values: exit 2 before opening
+        given=filters,
         limit=None if show_all or (ids_only and limit is None) else (limit or DEFAULT_LIMIT),
         offset=offset,
         problems=problems,
@@ -161,12 +139,12 @@ def list_command(
 
 @dataclass(frozen=True)
 class PageRequest:
-    """The page ``list`` asks for: ``filters`` (and the session ``children_of`` names, still to
-    resolve), at most ``limit`` sessions (``None``: every match) after ``offset``; with
-    ``problems`` only the sessions verify finds errors in, as of ``now``."""
+    """The page ``list`` asks for: ``filters`` (``given.narrow`` adds ``--children-of``, which
+    needs the database), at most ``limit`` sessions (``None``: every match) after ``offset``;
+    with ``problems`` only the sessions verify finds errors in, as of ``now``."""
 
     filters: SessionFilter
-    children_of: str | None
+    given: FilterOptions
     limit: int | None
     offset: int
     problems: bool
@@ -194,7 +172,7 @@ async def read_page(
 ) -> tuple[SessionPage, ProblemPage | None]:
     """The page, and with ``problems`` what verify found in its sessions (``progress``: see
     ``find_problems``)."""
-    filters = await with_parent(database, request.filters, request.children_of)
+    filters = await request.given.narrow(database, request.filters)
     if not request.problems:
         from ..queries.sessions import SortKey, list_sessions
 

@@ -10,25 +10,16 @@ import typer
 from .cmd_show import RoleOption, role_kinds
 from .complete import complete_session_id
 from .errors import handle_errors
+from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
     DEFAULT_LIMIT,
     INT_MAX,
-    AgentOption,
     AllOption,
-    ChildrenOfOption,
     DbOption,
     JsonOption,
     LimitOption,
-    OlderThanOption,
-    RootsOption,
-    SinceOption,
-    TitleOption,
-    TypeOption,
-    UntilOption,
     chosen_format,
     format_option,
-    session_filter,
-    with_parent,
 )
 
 if TYPE_CHECKING:
@@ -44,6 +35,9 @@ class SearchFormat(StrEnum):
 
 
 @handle_errors
+@filter_options(
+    "agent", "session_type", "roots", "children_of", "since", "until", "older_than", "title"
+)
 def search_command(
     ctx: typer.Context,
     pattern: Annotated[
@@ -71,14 +65,7 @@ def search_command(
         typer.Option("--regex", "-E", help="PATTERN is a Python regular expression."),
     ] = False,
     roles: RoleOption = None,
-    agent: AgentOption = None,
-    session_type: TypeOption = None,
-    roots: RootsOption = False,
-    children_of: ChildrenOfOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    older_than: OlderThanOption = None,
-    title: TitleOption = None,
+    filters: FilterOptions = NO_FILTERS,
     limit: LimitOption = None,
     show_all: AllOption = False,
     max_hits: Annotated[
@@ -126,16 +113,7 @@ def search_command(
     fmt = SearchFormat.json if json_output else chosen_format(output_format, SearchFormat)
     ids_only = ids_only or null
     compiled = Pattern.parse(pattern, regex=regex, ignore_case=ignore_case)
-    chosen = session_filter(
-        agent=agent,
-        session_type=session_type,
-        roots=roots,
-        since=since,
-        until=until,
-        older_than=older_than,
-        title=title,
-        now=utc_now(),
-    )
+    chosen = filters.parse(utc_now())
     unpaged = show_all or (ids_only and limit is None)
     query = SearchQuery(
         compiled,
@@ -150,7 +128,7 @@ def search_command(
     progress = SearchProgress()
 
     async def work(database: SessionDatabase) -> None:
-        scoped = await _scope(database, query, sessions or [], children_of)
+        scoped = await _scope(database, query, sessions or [], filters)
         await _print(database, scoped, progress, out, fmt=fmt, ids_only=ids_only, null=null)
 
     run_with(state.reader(db), work)
@@ -163,7 +141,7 @@ def search_command(
 
 
 async def _scope(
-    database: SessionDatabase, query: SearchQuery, sessions: list[str], children_of: str | None
+    database: SessionDatabase, query: SearchQuery, sessions: list[str], given: FilterOptions
 ) -> SearchQuery:
     """``query`` narrowed to the named sessions (exit 3 for one that names none) and to the
     children of ``--children-of``."""
@@ -171,7 +149,7 @@ async def _scope(
 
     from ..queries.resolve import resolve_session
 
-    filters = await with_parent(database, query.filters, children_of)
+    filters = await given.narrow(database, query.filters)
     if sessions:
         named = [await resolve_session(database, text) for text in sessions]
         filters = replace(filters, ids=tuple(dict.fromkeys(named)))

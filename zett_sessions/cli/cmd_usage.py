@@ -10,19 +10,13 @@ import typer
 
 from ..usage import GroupBy
 from .errors import handle_errors
+from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
-    AgentOption,
-    ChildrenOfOption,
     DbOption,
     FullOption,
     JsonOption,
-    RootsOption,
-    TitleOption,
-    TypeOption,
     chosen_format,
     format_option,
-    session_filter,
-    with_parent,
 )
 from .state import app_state, run_with
 
@@ -47,6 +41,21 @@ def _complete_group(incomplete: str) -> list[str]:
 
 
 @handle_errors
+@filter_options(
+    "agent",
+    "session_type",
+    "roots",
+    "children_of",
+    "title",
+    "since",
+    "until",
+    "older_than",
+    help={  # they bound the responses counted, not the sessions' last activity
+        "since": "Responses at/after WHEN (2026-03-01, 30d, 12h).",
+        "until": "Responses before WHEN (2026-03-01, 30d; UTC without an offset).",
+        "older_than": "Responses older than DURATION.",
+    },
+)
 def usage_command(
     ctx: typer.Context,
     by: Annotated[
@@ -59,30 +68,7 @@ def usage_command(
             show_default=False,
         ),
     ] = "day",
-    agent: AgentOption = None,
-    session_type: TypeOption = None,
-    roots: RootsOption = False,
-    children_of: ChildrenOfOption = None,
-    title: TitleOption = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            "--since", metavar="WHEN", help="Responses at/after WHEN (2026-03-01, 30d, 12h)."
-        ),
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option(
-            "--until",
-            "--before",
-            metavar="WHEN",
-            help="Responses before WHEN (2026-03-01, 30d; UTC without an offset).",
-        ),
-    ] = None,
-    older_than: Annotated[
-        str | None,
-        typer.Option("--older-than", metavar="DURATION", help="Responses older than DURATION."),
-    ] = None,
+    filters: FilterOptions = NO_FILTERS,
     prices: Annotated[
         str | None,
         typer.Option(
@@ -116,21 +102,12 @@ def usage_command(
     state = app_state(ctx)
     fmt = UsageFormat.json if json_output else chosen_format(output_format, UsageFormat)
     request = UsageRequest(
-        filters=session_filter(  # bad values: exit 2 before opening
-            agent=agent,
-            session_type=session_type,
-            roots=roots,
-            since=since,
-            until=until,
-            older_than=older_than,
-            title=title,
-            now=utc_now(),
-        ),
+        filters=filters.parse(utc_now()),  # bad values: exit 2 before opening
         group_by=_group(by),
         utc=utc,
         prices=_prices(prices),
     )
-    report = run_with(state.reader(db), partial(read_report, request, children_of))
+    report = run_with(state.reader(db), partial(read_report, request, filters))
     render_report(state.output(), report, fmt, full=full, prices=prices)
 
 
@@ -152,13 +129,13 @@ def _prices(path: str | None) -> PriceTable | None:
 
 
 async def read_report(
-    request: UsageRequest, children_of: str | None, database: SessionDatabase
+    request: UsageRequest, given: FilterOptions, database: SessionDatabase
 ) -> UsageReport:
     from dataclasses import replace
 
     from ..usage.query import usage_report
 
-    filters = await with_parent(database, request.filters, children_of)
+    filters = await given.narrow(database, request.filters)
     return await usage_report(database, replace(request, filters=filters))
 
 

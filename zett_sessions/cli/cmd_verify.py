@@ -9,19 +9,12 @@ import typer
 
 from .errors import handle_errors
 from .exit_codes import ExitCode
+from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
-    AgentOption,
-    ChildrenOfOption,
     DbOption,
     JsonOption,
-    RootsOption,
-    SinceOption,
-    TypeOption,
-    UntilOption,
     chosen_format,
     format_option,
-    session_filter,
-    with_parent,
 )
 from .state import app_state, run_with
 
@@ -44,6 +37,7 @@ class SeverityLevel(StrEnum):
 
 
 @handle_errors
+@filter_options("agent", "session_type", "roots", "children_of", "since", "until")
 def verify_command(
     ctx: typer.Context,
     sessions: Annotated[
@@ -78,12 +72,7 @@ def verify_command(
             "limit the run.",
         ),
     ] = False,
-    agent: AgentOption = None,
-    session_type: TypeOption = None,
-    roots: RootsOption = False,
-    children_of: ChildrenOfOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
+    filters: FilterOptions = NO_FILTERS,
     list_codes: Annotated[
         bool,
         typer.Option(
@@ -127,15 +116,8 @@ def verify_command(
     fmt = VerifyFormat.json if json_output else chosen_format(output_format, VerifyFormat)
     if list_codes:
         return print_codes(state.output(), fmt)
-    chosen = session_filter(
-        agent=agent,
-        session_type=session_type,
-        roots=roots,
-        since=since,
-        until=until,
-        now=utc_now(),
-    )
-    filtered = chosen != SessionFilter() or children_of is not None
+    chosen = filters.parse(utc_now())
+    filtered = chosen != SessionFilter() or filters.children_of is not None
 
     from .progress import progress_bar
 
@@ -145,11 +127,10 @@ def verify_command(
             selected = None
             if sessions:
                 selected = [await resolve_session(database, text) for text in sessions]
-            filters = await with_parent(database, chosen, children_of) if filtered else None
             return await verify_database(
                 database,
                 selected,
-                filters=filters,
+                filters=await filters.narrow(database, chosen) if filtered else None,
                 deep=deep,
                 integrity=integrity or deep or None,
                 progress=bar,

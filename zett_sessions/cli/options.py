@@ -1,19 +1,14 @@
-"""Parameters shared by several commands, declared once as ``Annotated`` aliases."""
+"""Parameters shared by several commands, declared once as ``Annotated`` aliases (the session
+filters of ``list`` and the commands that share them: ``filters``)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from .complete import complete_session_id
-
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    from ..backend import SessionDatabase
-    from ..queries.sessions import SessionFilter
 
 DbOption = Annotated[
     str | None,
@@ -85,52 +80,6 @@ YesOption = Annotated[
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print the plan and stop; change nothing.")
 ]
-AgentOption = Annotated[
-    str | None, typer.Option("--agent", metavar="NAME", help="Only sessions of this agent name.")
-]
-TypeOption = Annotated[
-    list[int] | None,
-    typer.Option(
-        "--type",
-        metavar="N",
-        min=0,
-        max=INT_MAX,
-        help="Only sessions of this session type (repeatable).",
-    ),
-]
-RootsOption = Annotated[
-    bool, typer.Option("--roots", help="Only root sessions (no parent session).")
-]
-TitleOption = Annotated[
-    str | None,
-    typer.Option("--title", metavar="TEXT", help="Only sessions whose title contains TEXT."),
-]
-OlderThanOption = Annotated[
-    str | None,
-    typer.Option(
-        "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
-    ),
-]
-SinceOption = Annotated[
-    str | None,
-    typer.Option(
-        "--since", metavar="WHEN", help="Last activity at/after WHEN (2026-03-01, 30d, 12h)."
-    ),
-]
-# ``--before`` is a hidden second spelling (delete and copy used it; git log has both).
-UntilOption = Annotated[
-    str | None,
-    typer.Option(
-        "--until",
-        "--before",
-        metavar="WHEN",
-        help="Last activity before WHEN (2026-03-01, 30d; UTC without an offset).",
-    ),
-]
-ChildrenOfOption = Annotated[
-    str | None,
-    typer.Option("--children-of", metavar="SESSION", help="Only children of this session."),
-]
 
 
 # --- --format: one vocabulary --------------------------------------------------------------
@@ -170,53 +119,3 @@ def chosen_format(value: str, formats: type[F], *, name: str = "--format") -> F:
     from ..errors import UsageError
 
     raise UsageError(f"{name} {value!r} is not one of {known}")
-
-
-def session_filter(
-    *,
-    agent: str | None,
-    session_type: list[int] | None,
-    roots: bool,
-    since: str | None,
-    until: str | None,
-    older_than: str | None = None,
-    title: str | None = None,
-    now: datetime,
-) -> SessionFilter:
-    """``list``'s filter options as a ``SessionFilter``; a bad value is a usage error before
-    the database is opened.  ``--children-of`` is resolved later, by ``with_parent``."""
-    from ..queries.sessions import SessionFilter
-    from ..timeutil import activity_cutoff, parse_moment
-
-    return SessionFilter(
-        agent=non_blank(agent, "--agent"),
-        types=tuple(session_type or ()),
-        roots=roots,
-        active_since=parse_moment(since, now=now) if since is not None else None,
-        active_before=activity_cutoff(until, older_than, now=now),
-        title=non_blank(title, "--title"),
-    )
-
-
-async def with_parent(
-    database: SessionDatabase, filters: SessionFilter, children_of: str | None
-) -> SessionFilter:
-    """``filters`` narrowed to the children of the session ``children_of`` names (exit 3 when
-    it names none or is ambiguous)."""
-    if children_of is None:
-        return filters
-    from dataclasses import replace
-
-    from ..queries.resolve import resolve_session
-
-    return replace(filters, children_of=await resolve_session(database, children_of))
-
-
-def non_blank(value: str | None, option: str) -> str | None:
-    """A text filter as given; a blank one is a usage error, not "match every title" (a script
-    that lost its argument must never select everything)."""
-    if value is not None and not value.strip():
-        from ..errors import UsageError
-
-        raise UsageError(f"{option} must not be empty")
-    return value
