@@ -57,10 +57,10 @@ def snapshots_table(
     On a narrow terminal ID, Size, Created, Covers and Tail are left out (their headers are
     returned); Ver, Through and Valid always stay."""
     ids = short_ids((r.snapshot.id for r in reports), full=full_ids)
-    table = Table(box=None, pad_edge=False, header_style="bold underline")
-    for header in ("Ver", "ID", "Through", "Created", "Size", "Covers", "Tail", "Valid"):
-        right = header in {"Ver", "Through", "Size", "Covers", "Tail"}
-        table.add_column(header, justify="right" if right else "left", no_wrap=True)
+    table = _table(
+        ("Ver", "ID", "Through", "Created", "Size", "Covers", "Tail", "Valid"),
+        right={"Ver", "Through", "Size", "Covers", "Tail"},
+    )
     table.add_column("Summary", no_wrap=True, overflow="ellipsis")
     rows: list[list[Text | str]] = [
         [
@@ -77,6 +77,14 @@ def snapshots_table(
         for report in reports
     ]
     return _fitted(table, rows, width, ("ID", "Size", "Created", "Covers", "Tail"), flex=8)
+
+
+def _table(headers: tuple[str, ...], right: set[str]) -> Table:
+    """A listing with one column per header, each on one line, the ``right`` ones numbers."""
+    table = Table(box=None, pad_edge=False, header_style="bold underline")
+    for header in headers:
+        table.add_column(header, justify="right" if header in right else "left", no_wrap=True)
+    return table
 
 
 def _fitted(
@@ -180,11 +188,10 @@ def compacted_table(
     terminal Size, Covers, Tail, Latest, Vers and Through are left out (their headers are
     returned); Session, Title and Valid always stay."""
     ids = short_ids((s.session_id for s in sessions), full=full_ids)
-    table = Table(box=None, pad_edge=False, header_style="bold underline")
-    for header in ("Session", "Title", "Vers", "Through", "Covers", "Tail", "Size", "Latest"):
-        right = header in {"Vers", "Through", "Covers", "Tail", "Size"}
-        table.add_column(header, justify="right" if right else "left", no_wrap=True)
-    table.add_column("Valid", no_wrap=True)
+    table = _table(
+        ("Session", "Title", "Vers", "Through", "Covers", "Tail", "Size", "Latest", "Valid"),
+        right={"Vers", "Through", "Covers", "Tail", "Size"},
+    )
     rows: list[list[Text | str]] = [
         [
             Text(ids[session.session_id], style="cyan"),
