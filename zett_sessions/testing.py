@@ -13,8 +13,8 @@ test is skipped while it is ``None``::
             return functools.partial(MyStorage, tmp_path / "store")
 
 The suite only uses the three runtime operations (``load``, ``append``, ``snapshot``), so it
-asserts through ``load``: without a snapshot ``view.raw_tail`` shows every raw row.  Tests are plain
-functions that call ``asyncio.run``; no pytest plugin is needed.
+asserts through ``load``: without a snapshot ``view.raw_tail`` shows every raw row.  Tests are
+coroutines that ``scenario`` runs with ``asyncio.run``; no pytest plugin is needed.
 
 This module imports pytest, so it is imported only by tests, never by ``zett_sessions`` itself.
 """
@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import multiprocessing
 import queue
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ParamSpec
 
 import pytest
 
@@ -58,6 +59,8 @@ from .models import (
 )
 from .projection import project
 
+P = ParamSpec("P")
+
 StorageFactory = Callable[[], ClosableStorage]
 """Opens the store under test; every call must reach the same underlying data."""
 
@@ -66,6 +69,17 @@ TASKS = 8
 APPENDS_PER_TASK = 5
 PROCESSES = 4
 APPENDS_PER_PROCESS = 10
+
+
+def scenario(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
+    """A contract test written as a coroutine, run to its end by ``asyncio.run`` (so pytest
+    needs no asyncio plugin); pytest still sees its parameters and fixtures."""
+
+    @functools.wraps(test)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
 
 
 @contextlib.asynccontextmanager
@@ -170,417 +184,389 @@ class SessionStorageContract:
 
     # --- empty and unknown sessions ---------------------------------------------------------
 
-    def test_empty_session_loads_empty_and_writes_nothing(
+    @scenario
+    async def test_empty_session_loads_empty_and_writes_nothing(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            async with opened(storage_factory) as storage:
-                assert_empty_view(await storage.load(session_id), session_id)
-                assert_empty_view(await storage.load(session_id), session_id)
-            async with opened(storage_factory) as storage:
-                assert_empty_view(await storage.load(session_id), session_id)
-                # Loading created no session: the first append still chooses its identity
-                # (an existing root session would refuse a parent) and numbers from 1.
-                first = await storage.append(
-                    session_id,
-                    "request-1",
-                    UserMessage(content="hello"),
-                    parent_session_id="parent-session",
-                    title="Child",
-                    agent_name="helper",
-                )
-                assert first == 1
-                view = await storage.load(session_id)
-                assert view.parent_session_id == "parent-session"
-                assert (view.title, view.agent_name) == ("Child", "helper")
-                assert sequences(view) == [1]
+        session_id = new_uuid7()
+        async with opened(storage_factory) as storage:
+            assert_empty_view(await storage.load(session_id), session_id)
+            assert_empty_view(await storage.load(session_id), session_id)
+        async with opened(storage_factory) as storage:
+            assert_empty_view(await storage.load(session_id), session_id)
+            # Loading created no session: the first append still chooses its identity
+            # (an existing root session would refuse a parent) and numbers from 1.
+            first = await storage.append(
+                session_id,
+                "request-1",
+                UserMessage(content="hello"),
+                parent_session_id="parent-session",
+                title="Child",
+                agent_name="helper",
+            )
+            assert first == 1
+            view = await storage.load(session_id)
+            assert view.parent_session_id == "parent-session"
+            assert (view.title, view.agent_name) == ("Child", "helper")
+            assert sequences(view) == [1]
 
-        asyncio.run(scenario())
-
-    def test_unknown_session_is_empty_while_others_have_data(
+    @scenario
+    async def test_unknown_session_is_empty_while_others_have_data(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            known, unknown = new_uuid7(), new_uuid7()
-            async with opened(storage_factory) as storage:
-                await append_all(storage, known, [*turn(1), *turn(2)])
-                await storage.snapshot(known, checkpoint("turn one"), 3, expected_version=0)
-                assert_empty_view(await storage.load(unknown), unknown)
-                with pytest.raises(InvalidBoundary):
-                    await storage.snapshot(unknown, checkpoint("nothing"), 1, expected_version=0)
-                assert_empty_view(await storage.load(unknown), unknown)
-                known_view = await storage.load(known)
-                assert known_view.version == 1
-                assert sequences(known_view) == [4, 5, 6]
-                assert all(record.session_id == known for record in known_view.raw_tail)
-
-        asyncio.run(scenario())
+        known, unknown = new_uuid7(), new_uuid7()
+        async with opened(storage_factory) as storage:
+            await append_all(storage, known, [*turn(1), *turn(2)])
+            await storage.snapshot(known, checkpoint("turn one"), 3, expected_version=0)
+            assert_empty_view(await storage.load(unknown), unknown)
+            with pytest.raises(InvalidBoundary):
+                await storage.snapshot(unknown, checkpoint("nothing"), 1, expected_version=0)
+            assert_empty_view(await storage.load(unknown), unknown)
+            known_view = await storage.load(known)
+            assert known_view.version == 1
+            assert sequences(known_view) == [4, 5, 6]
+            assert all(record.session_id == known for record in known_view.raw_tail)
 
     # --- turns ------------------------------------------------------------------------------
 
-    def test_two_message_turn_round_trips(self, storage_factory: StorageFactory) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            user = UserMessage(content="What is 2 + 2?")
-            assistant = AssistantMessage(content="4", provider="openai", model="gpt-5")
-            async with opened(storage_factory) as storage:
-                assert await storage.append(session_id, "request-1", user) == 1
-                assert await storage.append(session_id, "request-1", assistant) == 2
-                view = await storage.load(session_id)
-            assert view.session_id in (session_id, None)
-            assert view.snapshot is None
-            assert sequences(view) == [1, 2]
-            assert [record.role for record in view.raw_tail] == [2, 3]
-            assert [record.request_id for record in view.raw_tail] == ["request-1", "request-1"]
-            assert {record.session_id for record in view.raw_tail} == {session_id}
-            assert len({record.id for record in view.raw_tail}) == 2
-            assert tail_messages(view) == [user, assistant]
-            assert view.messages == [user, assistant]
+    @scenario
+    async def test_two_message_turn_round_trips(self, storage_factory: StorageFactory) -> None:
+        session_id = new_uuid7()
+        user = UserMessage(content="What is 2 + 2?")
+        assistant = AssistantMessage(content="4", provider="openai", model="gpt-5")
+        async with opened(storage_factory) as storage:
+            assert await storage.append(session_id, "request-1", user) == 1
+            assert await storage.append(session_id, "request-1", assistant) == 2
+            view = await storage.load(session_id)
+        assert view.session_id in (session_id, None)
+        assert view.snapshot is None
+        assert sequences(view) == [1, 2]
+        assert [record.role for record in view.raw_tail] == [2, 3]
+        assert [record.request_id for record in view.raw_tail] == ["request-1", "request-1"]
+        assert {record.session_id for record in view.raw_tail} == {session_id}
+        assert len({record.id for record in view.raw_tail}) == 2
+        assert tail_messages(view) == [user, assistant]
+        assert view.messages == [user, assistant]
 
-        asyncio.run(scenario())
-
-    def test_tool_round_trip_restores_a_complete_batch(
+    @scenario
+    async def test_tool_round_trip_restores_a_complete_batch(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            grep = ToolCall(id="call_a", name="grep", arguments={"pattern": "def main"})
-            read = ToolCall(
-                id="call_b", name="read_file", arguments={"path": "a.py", "lines": [1, 9]}
-            )
-            conversation: list[AnyMessage] = [
-                UserMessage(content="Where is main?"),
-                AssistantMessage(content="", tool_calls=[grep, read], reasoning="Look twice."),
-                ToolMessage(tool_call_id="call_b", name="read_file", content="def main(): ..."),
-                ToolMessage(
-                    tool_call_id="call_a",
-                    name="grep",
-                    content=[TextContent(text="a.py:1: def main")],
-                    success=False,
-                ),
-                AssistantMessage(content="main is in a.py."),
-            ]
-            async with opened(storage_factory) as storage:
-                assert await append_all(storage, session_id, conversation) == [1, 2, 3, 4, 5]
-                view = await storage.load(session_id)
-            assert [record.role for record in view.raw_tail] == [2, 3, 4, 4, 3]
-            assert tail_messages(view) == conversation
-            assert view.messages == conversation
-            restored = view.messages[1]
-            assert isinstance(restored, AssistantMessage)
-            assert restored.tool_calls == (grep, read)
-            assert restored.tool_calls[1].arguments == {"path": "a.py", "lines": [1, 9]}
-            projection = project(view.messages)
-            assert projection.kept == conversation
-            assert projection.dropped == []
-
-        asyncio.run(scenario())
+        session_id = new_uuid7()
+        grep = ToolCall(id="call_a", name="grep", arguments={"pattern": "def main"})
+        read = ToolCall(id="call_b", name="read_file", arguments={"path": "a.py", "lines": [1, 9]})
+        conversation: list[AnyMessage] = [
+            UserMessage(content="Where is main?"),
+            AssistantMessage(content="", tool_calls=[grep, read], reasoning="Look twice."),
+            ToolMessage(tool_call_id="call_b", name="read_file", content="def main(): ..."),
+            ToolMessage(
+                tool_call_id="call_a",
+                name="grep",
+                content=[TextContent(text="a.py:1: def main")],
+                success=False,
+            ),
+            AssistantMessage(content="main is in a.py."),
+        ]
+        async with opened(storage_factory) as storage:
+            assert await append_all(storage, session_id, conversation) == [1, 2, 3, 4, 5]
+            view = await storage.load(session_id)
+        assert [record.role for record in view.raw_tail] == [2, 3, 4, 4, 3]
+        assert tail_messages(view) == conversation
+        assert view.messages == conversation
+        restored = view.messages[1]
+        assert isinstance(restored, AssistantMessage)
+        assert restored.tool_calls == (grep, read)
+        assert restored.tool_calls[1].arguments == {"path": "a.py", "lines": [1, 9]}
+        projection = project(view.messages)
+        assert projection.kept == conversation
+        assert projection.dropped == []
 
     # --- snapshots --------------------------------------------------------------------------
 
-    def test_compaction_then_a_new_tail(self, storage_factory: StorageFactory) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            first, second, third = turn(1), turn(2), turn(3)
-            async with opened(storage_factory) as storage:
-                await append_all(storage, session_id, [*first, *second])
-                summary = checkpoint("The user asked question 1.")
-                snapshot = await storage.snapshot(session_id, summary, 3, expected_version=0)
-                assert (snapshot.version, snapshot.compacted_through_sequence) == (1, 3)
-                assert snapshot.session_id == session_id
-                assert snapshot.compacted_message == summary
-                assert await append_all(storage, session_id, third) == [7, 8, 9]
+    @scenario
+    async def test_compaction_then_a_new_tail(self, storage_factory: StorageFactory) -> None:
+        session_id = new_uuid7()
+        first, second, third = turn(1), turn(2), turn(3)
+        async with opened(storage_factory) as storage:
+            await append_all(storage, session_id, [*first, *second])
+            summary = checkpoint("The user asked question 1.")
+            snapshot = await storage.snapshot(session_id, summary, 3, expected_version=0)
+            assert (snapshot.version, snapshot.compacted_through_sequence) == (1, 3)
+            assert snapshot.session_id == session_id
+            assert snapshot.compacted_message == summary
+            assert await append_all(storage, session_id, third) == [7, 8, 9]
 
-                view = await storage.load(session_id)
-                assert view.snapshot is not None
-                assert (view.version, view.compacted_through_sequence) == (1, 3)
-                assert view.snapshot.compacted_message == summary
-                assert sequences(view) == [4, 5, 6, 7, 8, 9]
-                assert view.messages == [summary, second[1], second[2], third[1], third[2]]
+            view = await storage.load(session_id)
+            assert view.snapshot is not None
+            assert (view.version, view.compacted_through_sequence) == (1, 3)
+            assert view.snapshot.compacted_message == summary
+            assert sequences(view) == [4, 5, 6, 7, 8, 9]
+            assert view.messages == [summary, second[1], second[2], third[1], third[2]]
 
-                newer = checkpoint("Questions 1 and 2 were answered.")
-                snapshot = await storage.snapshot(session_id, newer, 6, expected_version=1)
-                assert (snapshot.version, snapshot.compacted_through_sequence) == (2, 6)
-                view = await storage.load(session_id)
-                assert view.version == 2
-                assert sequences(view) == [7, 8, 9]
-                assert view.messages == [newer, third[1], third[2]]
-                assert await storage.append(session_id, "later", UserMessage(content="more")) == 10
+            newer = checkpoint("Questions 1 and 2 were answered.")
+            snapshot = await storage.snapshot(session_id, newer, 6, expected_version=1)
+            assert (snapshot.version, snapshot.compacted_through_sequence) == (2, 6)
+            view = await storage.load(session_id)
+            assert view.version == 2
+            assert sequences(view) == [7, 8, 9]
+            assert view.messages == [newer, third[1], third[2]]
+            assert await storage.append(session_id, "later", UserMessage(content="more")) == 10
 
-        asyncio.run(scenario())
-
-    def test_stale_version_conflict_changes_nothing(self, storage_factory: StorageFactory) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            async with opened(storage_factory) as storage:
-                await append_all(storage, session_id, [*turn(1), *turn(2)])
-                kept = checkpoint("first")
-                await storage.snapshot(session_id, kept, 3, expected_version=0)
-                for stale in (0, 2, 7):
-                    with pytest.raises(SnapshotConflict):
-                        await storage.snapshot(session_id, checkpoint("late"), 6, stale)
-                view = await storage.load(session_id)
-                assert view.snapshot is not None
-                assert (view.version, view.compacted_through_sequence) == (1, 3)
-                assert view.snapshot.compacted_message == kept
-                assert sequences(view) == [4, 5, 6]
-                newer = await storage.snapshot(session_id, checkpoint("second"), 6, 1)
-                assert newer.version == 2
-
-        asyncio.run(scenario())
-
-    def test_out_of_range_or_non_advancing_boundaries_are_refused(
+    @scenario
+    async def test_stale_version_conflict_changes_nothing(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            async with opened(storage_factory) as storage:
-                await append_all(storage, session_id, turn(1))
-                for boundary in (0, -1, 4):
-                    with pytest.raises(InvalidBoundary):
-                        await storage.snapshot(session_id, checkpoint("x"), boundary, 0)
-                await storage.snapshot(session_id, checkpoint("x"), 2, 0)
-                for boundary in (1, 2):
-                    with pytest.raises(InvalidBoundary):
-                        await storage.snapshot(session_id, checkpoint("y"), boundary, 1)
-                view = await storage.load(session_id)
-                assert (view.version, view.compacted_through_sequence) == (1, 2)
+        session_id = new_uuid7()
+        async with opened(storage_factory) as storage:
+            await append_all(storage, session_id, [*turn(1), *turn(2)])
+            kept = checkpoint("first")
+            await storage.snapshot(session_id, kept, 3, expected_version=0)
+            for stale in (0, 2, 7):
+                with pytest.raises(SnapshotConflict):
+                    await storage.snapshot(session_id, checkpoint("late"), 6, stale)
+            view = await storage.load(session_id)
+            assert view.snapshot is not None
+            assert (view.version, view.compacted_through_sequence) == (1, 3)
+            assert view.snapshot.compacted_message == kept
+            assert sequences(view) == [4, 5, 6]
+            newer = await storage.snapshot(session_id, checkpoint("second"), 6, 1)
+            assert newer.version == 2
 
-        asyncio.run(scenario())
-
-    def test_boundary_is_inclusive_and_the_tail_starts_strictly_after_it(
+    @scenario
+    async def test_out_of_range_or_non_advancing_boundaries_are_refused(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            conversation: list[AnyMessage] = [
-                UserMessage(content="one"),
-                AssistantMessage(content="two"),
-                UserMessage(content="three"),
-                AssistantMessage(content="four"),
-                UserMessage(content="five"),
-            ]
-            async with opened(storage_factory) as storage:
-                await append_all(storage, session_id, conversation)
-                summary = checkpoint("one to three")
-                await storage.snapshot(session_id, summary, 3, expected_version=0)
-                view = await storage.load(session_id)
-                assert sequences(view) == [4, 5]
-                assert view.messages == [summary, conversation[3], conversation[4]]
-                everything = checkpoint("one to five")
-                await storage.snapshot(session_id, everything, 5, expected_version=1)
-                view = await storage.load(session_id)
-                assert view.raw_tail == []
-                assert view.messages == [everything]
+        session_id = new_uuid7()
+        async with opened(storage_factory) as storage:
+            await append_all(storage, session_id, turn(1))
+            for boundary in (0, -1, 4):
+                with pytest.raises(InvalidBoundary):
+                    await storage.snapshot(session_id, checkpoint("x"), boundary, 0)
+            await storage.snapshot(session_id, checkpoint("x"), 2, 0)
+            for boundary in (1, 2):
+                with pytest.raises(InvalidBoundary):
+                    await storage.snapshot(session_id, checkpoint("y"), boundary, 1)
+            view = await storage.load(session_id)
+            assert (view.version, view.compacted_through_sequence) == (1, 2)
 
-        asyncio.run(scenario())
+    @scenario
+    async def test_boundary_is_inclusive_and_the_tail_starts_strictly_after_it(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        session_id = new_uuid7()
+        conversation: list[AnyMessage] = [
+            UserMessage(content="one"),
+            AssistantMessage(content="two"),
+            UserMessage(content="three"),
+            AssistantMessage(content="four"),
+            UserMessage(content="five"),
+        ]
+        async with opened(storage_factory) as storage:
+            await append_all(storage, session_id, conversation)
+            summary = checkpoint("one to three")
+            await storage.snapshot(session_id, summary, 3, expected_version=0)
+            view = await storage.load(session_id)
+            assert sequences(view) == [4, 5]
+            assert view.messages == [summary, conversation[3], conversation[4]]
+            everything = checkpoint("one to five")
+            await storage.snapshot(session_id, everything, 5, expected_version=1)
+            view = await storage.load(session_id)
+            assert view.raw_tail == []
+            assert view.messages == [everything]
 
-    def test_snapshots_never_rewrite_raw_rows(self, storage_factory: StorageFactory) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            async with opened(storage_factory) as storage:
-                await append_all(storage, session_id, [*turn(1), *turn(2)])
-                before = (await storage.load(session_id)).raw_tail
-                assert [record.sequence for record in before] == [1, 2, 3, 4, 5, 6]
-                await storage.snapshot(session_id, checkpoint("turn one"), 3, 0)
-                after: list[RawMessageRecord] = (await storage.load(session_id)).raw_tail
-                assert after == before[3:]
-                # Compact everything: the rows stay, so numbering continues after them.
-                await storage.snapshot(session_id, checkpoint("both turns"), 6, 1)
-                assert await storage.append(session_id, "next", UserMessage(content="7")) == 7
-            async with opened(storage_factory) as storage:
-                view = await storage.load(session_id)
-                assert view.compacted_through_sequence == 6
-                assert sequences(view) == [7]
-
-        asyncio.run(scenario())
+    @scenario
+    async def test_snapshots_never_rewrite_raw_rows(self, storage_factory: StorageFactory) -> None:
+        session_id = new_uuid7()
+        async with opened(storage_factory) as storage:
+            await append_all(storage, session_id, [*turn(1), *turn(2)])
+            before = (await storage.load(session_id)).raw_tail
+            assert [record.sequence for record in before] == [1, 2, 3, 4, 5, 6]
+            await storage.snapshot(session_id, checkpoint("turn one"), 3, 0)
+            after: list[RawMessageRecord] = (await storage.load(session_id)).raw_tail
+            assert after == before[3:]
+            # Compact everything: the rows stay, so numbering continues after them.
+            await storage.snapshot(session_id, checkpoint("both turns"), 6, 1)
+            assert await storage.append(session_id, "next", UserMessage(content="7")) == 7
+        async with opened(storage_factory) as storage:
+            view = await storage.load(session_id)
+            assert view.compacted_through_sequence == 6
+            assert sequences(view) == [7]
 
     # --- what a record carries --------------------------------------------------------------
 
-    def test_roles_attributes_replay_blocks_timing_metadata_tags_and_usage_round_trip(
+    @scenario
+    async def test_roles_attributes_replay_blocks_timing_metadata_tags_and_usage_round_trip(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            start = datetime(2026, 3, 2, 9, 15, 0, 123456, tzinfo=UTC)
-            timing = MessageTiming(
-                started_at=start,
-                completed_at=start + timedelta(seconds=2, microseconds=5),
-                duration_ns=2_000_005_123,
-                reasoning_started_at=start,
-                reasoning_completed_at=start + timedelta(seconds=1),
-                reasoning_duration_ns=1_000_000_007,
-                content_started_at=start + timedelta(seconds=1),
-                content_completed_at=start + timedelta(seconds=2),
-                content_duration_ns=999_999_999,
-            )
-            usage = ModelUsage(
-                input_tokens=100,
-                output_tokens=25,
-                cache_read_tokens=80,
-                cache_write_tokens=10,
-                reasoning_tokens=5,
-            )
-            metadata = {
-                "café": "crème brûlée",
-                "list": [1, "two", True],
-                "nothing": None,
-                "ratio": 0.25,
-                "nested": {"b": 1, "a": [{}]},
+        session_id = new_uuid7()
+        start = datetime(2026, 3, 2, 9, 15, 0, 123456, tzinfo=UTC)
+        timing = MessageTiming(
+            started_at=start,
+            completed_at=start + timedelta(seconds=2, microseconds=5),
+            duration_ns=2_000_005_123,
+            reasoning_started_at=start,
+            reasoning_completed_at=start + timedelta(seconds=1),
+            reasoning_duration_ns=1_000_000_007,
+            content_started_at=start + timedelta(seconds=1),
+            content_completed_at=start + timedelta(seconds=2),
+            content_duration_ns=999_999_999,
+        )
+        usage = ModelUsage(
+            input_tokens=100,
+            output_tokens=25,
+            cache_read_tokens=80,
+            cache_write_tokens=10,
+            reasoning_tokens=5,
+        )
+        metadata = {
+            "café": "crème brûlée",
+            "list": [1, "two", True],
+            "nothing": None,
+            "ratio": 0.25,
+            "nested": {"b": 1, "a": [{}]},
+        }
+        tags = {"lang": "日本語", "priority": 2}
+        system = SystemMessage(content="Be brief.", attributes={"source": "base"})
+        user = UserMessage(
+            content=[
+                TextContent(text="What is in this image?\nOne line."),
+                ImageContent(
+                    source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png"),
+                    detail=ImageDetail.HIGH,
+                    alt_text="a red pixel",
+                ),
+                ImageContent(source=ImageUrlSource(url="https://example.com/cat.jpg")),
+            ],
+            attributes={"ui": {"draft": False}, "ids": [1, 2]},
+        )
+        note = UserMessage(content="context only", include_in_messages=False)
+        assistant = AssistantMessage(
+            content="A red pixel. ✓",
+            reasoning="It is one pixel.",
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            replay_blocks=[{"type": "thinking", "thinking": "hm", "signature": "c2ln=="}],
+            attributes={"latency_ms": 12.5},
+        )
+        agent = AgentMessage(content="Goal not met yet; continue.")
+        async with opened(storage_factory) as storage:
+            common: dict[str, Any] = {
+                "parent_session_id": "parent",
+                "metadata": metadata,
+                "tags": tags,
             }
-            tags = {"lang": "日本語", "priority": 2}
-            system = SystemMessage(content="Be brief.", attributes={"source": "base"})
-            user = UserMessage(
-                content=[
-                    TextContent(text="What is in this image?\nOne line."),
-                    ImageContent(
-                        source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png"),
-                        detail=ImageDetail.HIGH,
-                        alt_text="a red pixel",
-                    ),
-                    ImageContent(source=ImageUrlSource(url="https://example.com/cat.jpg")),
-                ],
-                attributes={"ui": {"draft": False}, "ids": [1, 2]},
+            await storage.append(session_id, "req", system, **common)
+            await storage.append(
+                session_id, "req", user, title="Pictures", agent_name="vision", **common
             )
-            note = UserMessage(content="context only", include_in_messages=False)
-            assistant = AssistantMessage(
-                content="A red pixel. ✓",
-                reasoning="It is one pixel.",
-                provider="anthropic",
-                model="claude-sonnet-4-5",
-                replay_blocks=[{"type": "thinking", "thinking": "hm", "signature": "c2ln=="}],
-                attributes={"latency_ms": 12.5},
-            )
-            agent = AgentMessage(content="Goal not met yet; continue.")
-            async with opened(storage_factory) as storage:
-                common: dict[str, Any] = {
-                    "parent_session_id": "parent",
-                    "metadata": metadata,
-                    "tags": tags,
-                }
-                await storage.append(session_id, "req", system, **common)
-                await storage.append(
-                    session_id, "req", user, title="Pictures", agent_name="vision", **common
-                )
-                await storage.append(session_id, "req", note, **common)
-                await storage.append(
-                    session_id, "req", assistant, timing=timing, usage=usage, **common
-                )
-                await storage.append(session_id, "req", agent, parent_session_id="parent")
-            async with opened(storage_factory) as storage:
-                view = await storage.load(session_id)
-            assert (view.parent_session_id, view.title, view.agent_name) == (
-                "parent",
-                "Pictures",
-                "vision",
-            )
-            assert [record.role for record in view.raw_tail] == [1, 2, 2, 3, 6]
-            assert tail_messages(view) == [system, user, note, assistant, agent]
-            assert view.messages == [user, assistant, agent]
-            records = {record.sequence: record for record in view.raw_tail}
-            image = records[2].message
-            assert isinstance(image, UserMessage) and not isinstance(image.content, str)
-            source = image.content[1]
-            assert isinstance(source, ImageContent)
-            assert isinstance(source.source, ImageBytesSource)
-            assert source.source.data == PNG_PIXEL
-            replayed = records[4].message
-            assert isinstance(replayed, AssistantMessage)
-            assert replayed.replay_blocks == (
-                {"type": "thinking", "thinking": "hm", "signature": "c2ln=="},
-            )
-            assert records[4].usage == usage
-            assert all(records[n].usage is None for n in (1, 2, 3, 5))
-            assert records[4].timing == timing
-            for number in (1, 2, 3, 5):
-                instant = records[number].timing
-                assert instant is not None
-                assert instant.started_at == instant.completed_at
-                assert instant.duration_ns == 0
-                assert instant.started_at.utcoffset() == timedelta(0)
-            for number in (1, 2, 3, 4):
-                assert records[number].metadata == metadata
-                assert records[number].tags == tags
-            assert (records[5].metadata, records[5].tags) == ({}, {})
+            await storage.append(session_id, "req", note, **common)
+            await storage.append(session_id, "req", assistant, timing=timing, usage=usage, **common)
+            await storage.append(session_id, "req", agent, parent_session_id="parent")
+        async with opened(storage_factory) as storage:
+            view = await storage.load(session_id)
+        assert (view.parent_session_id, view.title, view.agent_name) == (
+            "parent",
+            "Pictures",
+            "vision",
+        )
+        assert [record.role for record in view.raw_tail] == [1, 2, 2, 3, 6]
+        assert tail_messages(view) == [system, user, note, assistant, agent]
+        assert view.messages == [user, assistant, agent]
+        records = {record.sequence: record for record in view.raw_tail}
+        image = records[2].message
+        assert isinstance(image, UserMessage) and not isinstance(image.content, str)
+        source = image.content[1]
+        assert isinstance(source, ImageContent)
+        assert isinstance(source.source, ImageBytesSource)
+        assert source.source.data == PNG_PIXEL
+        replayed = records[4].message
+        assert isinstance(replayed, AssistantMessage)
+        assert replayed.replay_blocks == (
+            {"type": "thinking", "thinking": "hm", "signature": "c2ln=="},
+        )
+        assert records[4].usage == usage
+        assert all(records[n].usage is None for n in (1, 2, 3, 5))
+        assert records[4].timing == timing
+        for number in (1, 2, 3, 5):
+            instant = records[number].timing
+            assert instant is not None
+            assert instant.started_at == instant.completed_at
+            assert instant.duration_ns == 0
+            assert instant.started_at.utcoffset() == timedelta(0)
+        for number in (1, 2, 3, 4):
+            assert records[number].metadata == metadata
+            assert records[number].tags == tags
+        assert (records[5].metadata, records[5].tags) == ({}, {})
 
-        asyncio.run(scenario())
-
-    def test_the_same_request_id_twice_gives_two_rows(
+    @scenario
+    async def test_the_same_request_id_twice_gives_two_rows(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            message = UserMessage(content="say it twice")
-            async with opened(storage_factory) as storage:
-                assert await storage.append(session_id, "request-1", message) == 1
-                assert await storage.append(session_id, "request-1", message) == 2
-                view = await storage.load(session_id)
-            assert sequences(view) == [1, 2]
-            assert tail_messages(view) == [message, message]
-            assert [record.request_id for record in view.raw_tail] == ["request-1", "request-1"]
-            assert view.raw_tail[0].id != view.raw_tail[1].id
-
-        asyncio.run(scenario())
+        session_id = new_uuid7()
+        message = UserMessage(content="say it twice")
+        async with opened(storage_factory) as storage:
+            assert await storage.append(session_id, "request-1", message) == 1
+            assert await storage.append(session_id, "request-1", message) == 2
+            view = await storage.load(session_id)
+        assert sequences(view) == [1, 2]
+        assert tail_messages(view) == [message, message]
+        assert [record.request_id for record in view.raw_tail] == ["request-1", "request-1"]
+        assert view.raw_tail[0].id != view.raw_tail[1].id
 
     # --- durability and concurrency ---------------------------------------------------------
 
-    def test_database_reopen_restores_everything(self, storage_factory: StorageFactory) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            async with opened(storage_factory) as storage:
-                await append_all(storage, session_id, [*turn(1), *turn(2)])
-                await storage.snapshot(session_id, checkpoint("turn one"), 3, 0)
-                await append_all(storage, session_id, turn(3))
-                before = await storage.load(session_id)
-            async with opened(storage_factory) as storage:
-                after = await storage.load(session_id)
-                assert after.snapshot is not None and before.snapshot is not None
-                assert after.snapshot.id == before.snapshot.id
-                assert after.snapshot.compacted_message == before.snapshot.compacted_message
-                assert (after.version, after.compacted_through_sequence) == (1, 3)
-                assert after.raw_tail == before.raw_tail
-                assert after.messages == before.messages
-                assert await storage.append(session_id, "again", UserMessage(content="hi")) == 10
-
-        asyncio.run(scenario())
-
-    def test_concurrent_tasks_sharing_one_storage_append_contiguously(
+    @scenario
+    async def test_database_reopen_restores_everything(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
-            async with opened(storage_factory) as storage:
+        session_id = new_uuid7()
+        async with opened(storage_factory) as storage:
+            await append_all(storage, session_id, [*turn(1), *turn(2)])
+            await storage.snapshot(session_id, checkpoint("turn one"), 3, 0)
+            await append_all(storage, session_id, turn(3))
+            before = await storage.load(session_id)
+        async with opened(storage_factory) as storage:
+            after = await storage.load(session_id)
+            assert after.snapshot is not None and before.snapshot is not None
+            assert after.snapshot.id == before.snapshot.id
+            assert after.snapshot.compacted_message == before.snapshot.compacted_message
+            assert (after.version, after.compacted_through_sequence) == (1, 3)
+            assert after.raw_tail == before.raw_tail
+            assert after.messages == before.messages
+            assert await storage.append(session_id, "again", UserMessage(content="hi")) == 10
 
-                async def task(worker: int) -> list[int]:
-                    return await append_worker_messages(
-                        storage, session_id, f"task-{worker}", worker, APPENDS_PER_TASK
-                    )
-
-                results = await asyncio.gather(*(task(worker) for worker in range(TASKS)))
-                view = await storage.load(session_id)
-            self._assert_contiguous(view, results, TASKS, APPENDS_PER_TASK)
-
-        asyncio.run(scenario())
-
-    def test_concurrent_tasks_with_their_own_storages_append_contiguously(
+    @scenario
+    async def test_concurrent_tasks_sharing_one_storage_append_contiguously(
         self, storage_factory: StorageFactory
     ) -> None:
-        async def scenario() -> None:
-            session_id = new_uuid7()
+        session_id = new_uuid7()
+        async with opened(storage_factory) as storage:
 
             async def task(worker: int) -> list[int]:
-                async with opened(storage_factory) as storage:
-                    return await append_worker_messages(
-                        storage, session_id, f"task-{worker}", worker, APPENDS_PER_TASK
-                    )
+                return await append_worker_messages(
+                    storage, session_id, f"task-{worker}", worker, APPENDS_PER_TASK
+                )
 
             results = await asyncio.gather(*(task(worker) for worker in range(TASKS)))
-            async with opened(storage_factory) as storage:
-                view = await storage.load(session_id)
-            self._assert_contiguous(view, results, TASKS, APPENDS_PER_TASK)
+            view = await storage.load(session_id)
+        self._assert_contiguous(view, results, TASKS, APPENDS_PER_TASK)
 
-        asyncio.run(scenario())
+    @scenario
+    async def test_concurrent_tasks_with_their_own_storages_append_contiguously(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        session_id = new_uuid7()
+
+        async def task(worker: int) -> list[int]:
+            async with opened(storage_factory) as storage:
+                return await append_worker_messages(
+                    storage, session_id, f"task-{worker}", worker, APPENDS_PER_TASK
+                )
+
+        results = await asyncio.gather(*(task(worker) for worker in range(TASKS)))
+        async with opened(storage_factory) as storage:
+            view = await storage.load(session_id)
+        self._assert_contiguous(view, results, TASKS, APPENDS_PER_TASK)
 
     def test_concurrent_processes_append_contiguously(
         self, storage_factory: StorageFactory, process_factory: StorageFactory | None
