@@ -86,6 +86,20 @@ PNG_PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 )
 
+
+def sample_images() -> tuple[ImageContent, ImageContent]:
+    """An image of each source kind: ``PNG_PIXEL`` by bytes (high detail, with alt text) and a
+    URL (the ``unicode`` session's, and the storage contract suite's round trip)."""
+    return (
+        ImageContent(
+            source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png"),
+            detail=ImageDetail.HIGH,
+            alt_text="a single red pixel",
+        ),
+        ImageContent(source=ImageUrlSource(url="https://example.com/cat.jpg")),
+    )
+
+
 HOSTILE_TEXT = (
     "多行テキスト 中文 한국어\n"
     "line two with tab\there\r\nwindows line\n"
@@ -492,12 +506,7 @@ async def _unicode(w: _Writer) -> str:
     images = UserMessage(
         content=(
             TextContent(text="What is in these two images?\nAnswer in one line each."),
-            ImageContent(
-                source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png"),
-                detail=ImageDetail.HIGH,
-                alt_text="a single red pixel",
-            ),
-            ImageContent(source=ImageUrlSource(url="https://example.com/cat.jpg")),
+            *sample_images(),
         )
     )
     await w.add(run, images)

@@ -33,7 +33,7 @@ from typing import Any, ParamSpec
 import pytest
 
 from .audit import ClosableStorage
-from .demo import PNG_PIXEL
+from .demo import PNG_PIXEL, sample_images
 from .errors import InvalidBoundary, SnapshotConflict
 from .ids import new_uuid7
 from .models import (
@@ -44,8 +44,6 @@ from .models import (
     CompactedMessage,
     ImageBytesSource,
     ImageContent,
-    ImageDetail,
-    ImageUrlSource,
     MessageTiming,
     ModelUsage,
     RawMessageRecord,
@@ -430,12 +428,7 @@ class SessionStorageContract:
         user = UserMessage(
             content=[
                 TextContent(text="What is in this image?\nOne line."),
-                ImageContent(
-                    source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png"),
-                    detail=ImageDetail.HIGH,
-                    alt_text="a red pixel",
-                ),
-                ImageContent(source=ImageUrlSource(url="https://example.com/cat.jpg")),
+                *sample_images(),
             ],
             attributes={"ui": {"draft": False}, "ids": [1, 2]},
         )
