@@ -407,3 +407,27 @@ def test_search_holds_no_lock_while_its_output_waits_in_a_full_pipe(
         assert sum(s["hit_count"] for s in json.loads(first + out)) >= 5120
     else:
         assert (first + out).count(" of s") == 5120
+
+
+def test_search_warns_about_a_session_whose_id_no_text_can_name(tmp_path: Path) -> None:
+    """An id that is not UTF-8 reads back with U+FFFD, which names no row: its rows cannot be
+    searched, and search says so as delete does (``unaddressable``) instead of leaving it out
+    silently."""
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    plain = demo.sessions["plain"]
+    assert plain in [d["id"] for d in found(demo.path, "e", "--all")]
+    execute_sql(
+        demo.path,
+        "UPDATE agent_sessions SET id = CAST(x'41ff42' AS TEXT) WHERE id = ?",
+        "UPDATE raw_messages SET session_id = CAST(x'41ff42' AS TEXT) WHERE session_id = ?",
+        params=(plain,),
+    )
+    for args in (["--json"], []):
+        r = search(demo.path, "e", "--all", *args)
+        assert r.exit_code == 0, r.stderr
+        warning = [line for line in r.stderr.splitlines() if line.startswith("Warning: ")]
+        assert warning == [
+            "Warning: did not search 1 unaddressable session (its id is not UTF-8 text; no "
+            "text can name it): 'A\ufffdB' (`zett-sessions verify` reports its rows)"
+        ]
+        assert "A\ufffdB" not in r.stdout

@@ -132,10 +132,12 @@ def search_command(
         await _print(database, scoped, progress, out, fmt=fmt, ids_only=ids_only, null=null)
 
     run_with(state.reader(db), work)
-    from ..render.search import search_footer
+    from ..render.search import search_footer, unaddressable_warning
     from .cmd_list import warn_unknown_age
 
     warn_unknown_age(out, progress.unknown_age)
+    if progress.unaddressable:
+        out.warn(unaddressable_warning(progress.unaddressable))
     if fmt is SearchFormat.text and not ids_only:
         out.hint(search_footer(progress))
 

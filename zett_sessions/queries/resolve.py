@@ -9,6 +9,7 @@ from ..schema import Layout
 
 _CANDIDATE_LIMIT = 11
 UNREADABLE = "\ufffd"  # what lenient decoding puts where a stored id has bytes that are not UTF-8
+UNADDRESSABLE = "its id is not UTF-8 text; no text can name it"  # why such a session is left
 
 
 def _places(layout: Layout) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from ..models import MessageKind
+from ..queries.resolve import UNADDRESSABLE
 from ..search.models import Field, Hit, SearchProgress, SessionHits
 from ..timeutil import iso_utc
 from ..values import plural
@@ -117,6 +118,15 @@ def session_hits_json(found: SessionHits) -> dict[str, Any]:
         "hit_count": found.hit_count,
         "hits": [hit_json(hit) for hit in found.hits],
     }
+
+
+def unaddressable_warning(ids: list[str]) -> str:
+    """Why the sessions ``ids`` were not searched (``delete`` leaves them alone likewise)."""
+    named = ", ".join(repr(sid) for sid in ids[:5]) + (", …" if len(ids) > 5 else "")
+    return (
+        f"did not search {plural(len(ids), 'unaddressable session')} ({UNADDRESSABLE}): "
+        f"{named} (`zett-sessions verify` reports its rows)"
+    )
 
 
 def search_footer(progress: SearchProgress) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from ..backend import SessionDatabase
 from ..errors import SessionNotFound, UsageError
-from ..queries.resolve import id_spellings, resolve_session, session_exists
+from ..queries.resolve import UNADDRESSABLE, id_spellings, resolve_session, session_exists
 from ..queries.sessions import SessionFilter, iter_sessions, last_message_sql, unknown_age_sessions
 from ..rows import session_select, text_or_none
 from ..timeutil import parse_db_time, utc_now
@@ -47,7 +47,6 @@ RAW_ROW_OVERHEAD = 900
 SNAPSHOT_ROW_OVERHEAD = 300
 EXACT_BYTES_LIMIT = 100_000  # planned raw rows measured one by one; beyond, an average
 
-UNADDRESSABLE = "its id is not UTF-8 text; no text can name it"
 UNKNOWN_AGE = (
     "its last activity (updated_at) is not a time in the stored form, so its age is unknown "
     "(`zett-sessions verify` reports it)"

@@ -73,3 +73,4 @@ class SearchProgress:
     hits: int = 0  # hits in those sessions
     complete: bool = False  # every session in scope was examined
     unknown_age: tuple[str, ...] = field(default=())  # left out by an age filter (see list)
+    unaddressable: list[str] = field(default_factory=list)  # ids no text names: not searched

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..envelope import call_objects, parse_envelope, to_wire
 from ..errors import UnsupportedValue
 from ..models import MessageKind, UndecodableMessage
+from ..queries.resolve import UNREADABLE, session_exists
 from ..queries.sessions import (
     NEWEST_FIRST,
     SessionFilter,
@@ -83,7 +84,9 @@ async def search(
     while progress.examined < progress.in_scope and not _full(query, progress):
         window = scope[progress.examined : progress.examined + size]
         async with db.read():
-            found = await _scan(db, [str(row[0]) for row in window], query)
+            ids = [str(row[0]) for row in window]
+            progress.unaddressable += [i for i in ids if not await _addressable(db, i)]
+            found = await _scan(db, ids, query)
             listed = await list_sessions(db, SessionFilter(ids=tuple(found)), limit=None)
         progress.examined += len(window)
         held += [
@@ -117,6 +120,12 @@ def _time(value: object) -> datetime:
 def _activity(found: SessionHits) -> datetime:
     """When a session was last active, as ``list`` orders it (unknown times last)."""
     return found.session.last_activity or found.session.updated_at or _NO_TIME
+
+
+async def _addressable(db: SessionDatabase, session_id: str) -> bool:
+    """Whether a query can name ``session_id`` as read (not when lenient decoding replaced
+    bytes that are not UTF-8: its rows would never be read)."""
+    return UNREADABLE not in session_id or await session_exists(db, session_id)
 
 
 def _full(query: SearchQuery, progress: SearchProgress) -> bool:
