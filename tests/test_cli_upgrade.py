@@ -54,10 +54,11 @@ def legacy(tmp_path: Path) -> Path:
 
 def test_dry_run_shows_every_statement_and_changes_nothing(legacy: Path) -> None:
     before = digest(legacy)
-    r = upgrade(legacy, "--dry-run")
-    assert r.exit_code == 0, r.stderr
-    assert r.stderr == ""
-    assert "layout A1" in r.stdout and "Would upgrade to layout E: 7 statements" in r.stdout
+    for yes in ([], ["--yes"]):
+        r = upgrade(legacy, "--dry-run", *yes)
+        assert r.exit_code == 0, r.stderr
+        assert r.stderr == ""
+        assert "layout A1" in r.stdout and "Would upgrade to layout E: 7 statements" in r.stdout
     assert "ALTER TABLE raw_messages ADD COLUMN input_tokens INTEGER" in r.stdout
     assert r.stdout.rstrip().endswith("Dry run: nothing changed.")
     assert digest(legacy) == before
@@ -92,7 +93,7 @@ def test_without_yes_off_a_terminal_it_refuses_and_changes_nothing(legacy: Path)
     r = upgrade(legacy)
     assert r.exit_code == 5
     assert_one_error_line(r.stderr, "not upgrading without confirmation", "--yes")
-    assert "Upgrading to layout E" in r.stdout
+    assert "Would upgrade to layout E" in r.stdout and "Upgrading" not in r.stdout
     refused = upgrade(legacy, "--json")
     assert refused.exit_code == 5
     assert json.loads(refused.stdout)["status"] == "refused"
@@ -108,6 +109,7 @@ def test_it_asks_and_a_no_changes_nothing(
     r = upgrade(legacy, input=answer)
     assert r.exit_code == 0, r.stderr
     assert "Upgrade " in r.stderr and "[y/N]" in r.stderr and "Error" not in r.stderr
+    assert "Would upgrade to layout E" in r.stdout  # nothing is upgrading before the answer
     if upgraded:
         assert "Upgraded " in r.stdout and layout_of(legacy) == "E"
     else:
@@ -138,6 +140,7 @@ def test_a_missing_index_is_recreated_and_verify_says_how(tmp_path: Path) -> Non
     r = upgrade(db, "--yes")
     assert r.exit_code == 0, r.stderr
     assert "CREATE INDEX ix_agent_sessions_activity" in r.stdout
+    assert "Upgrading to layout E: 1 statement" in r.stdout  # --yes: it runs
     assert "new columns" not in r.stdout and "keep a copy" not in r.stdout
     assert f"Upgraded {db} layout E (1 statement)." in " ".join(r.stdout.split())
     assert "ix_agent_sessions_activity" in {name for name, _ in schema(db)}

@@ -48,7 +48,9 @@ def upgrade_command(
         outcome = upgrade_database(
             database_runner(state, db),
             dry_run=dry_run,
-            show=None if json_output else lambda plan: print_plan(out, plan, dry_run=dry_run),
+            show=None
+            if json_output
+            else lambda plan: print_plan(out, plan, sure=yes and not dry_run),
             confirm=confirm,
         )
     except Refused:
@@ -74,10 +76,11 @@ def ask(plan: UpgradePlan, *, yes: bool, json_output: bool) -> bool:
     return question(f"Upgrade {plan.database} to the newest layout?")
 
 
-def print_plan(out: Output, plan: UpgradePlan, *, dry_run: bool) -> None:
+def print_plan(out: Output, plan: UpgradePlan, *, sure: bool) -> None:
+    """The plan; it says what it would do unless ``sure`` to run (--yes, not --dry-run)."""
     from ..render.upgrade import plan_renderable
 
-    out.print(plan_renderable(plan, dry_run=dry_run))
+    out.print(plan_renderable(plan, dry_run=not sure))
 
 
 def render_outcome(out: Output, outcome: UpgradeOutcome, *, json_output: bool) -> None:
