@@ -66,6 +66,7 @@ from .models import (
     TextContent,
     ToolCall,
     ToolMessage,
+    UserContent,
     UserMessage,
 )
 from .persistence import RequestContext, SessionPersistence
@@ -219,6 +220,11 @@ def _usage(
     )
 
 
+def _result(call: ToolCall, content: UserContent, **extra: Any) -> ToolMessage:
+    """The result of ``call`` (its id and tool name), as the runtime records it."""
+    return ToolMessage(tool_call_id=call.id, name=call.name, content=content, **extra)
+
+
 def _assistant(content: str = "", *calls: ToolCall, **extra: Any) -> AssistantMessage:
     extra.setdefault("provider", "anthropic")
     extra.setdefault("model", "claude-sonnet-4-5")
@@ -262,29 +268,21 @@ async def _tools(w: _Writer) -> tuple[str, str]:
     run = await w.run(session_id, meta, {"ticket": "PERF-12"})
     await w.add(run, SystemMessage(content=CODING_PROMPT))
     await w.add(run, UserMessage(content="Which tests are slow?"))
+    durations = ToolCall(id="call_dur", name="shell", arguments={"command": "pytest --durations=5"})
+    config = ToolCall(id="call_cfg", name="read_file", arguments={"path": "pytest.ini"})
     await w.add(
         run,
-        _assistant(
-            "",
-            ToolCall(id="call_dur", name="shell", arguments={"command": "pytest --durations=5"}),
-            ToolCall(id="call_cfg", name="read_file", arguments={"path": "pytest.ini"}),
-        ),
+        _assistant("", durations, config),
         seconds=2.5,
         usage=_usage(2100, 90, cache_read=1800),
     )
     # Parallel calls: results arrive out of order, the batch is still complete.
+    await w.add(run, _result(config, "[pytest]\naddopts = -q"), seconds=0.02)
     await w.add(
         run,
-        ToolMessage(tool_call_id="call_cfg", name="read_file", content="[pytest]\naddopts = -q"),
-        seconds=0.02,
-    )
-    await w.add(
-        run,
-        ToolMessage(
-            tool_call_id="call_dur",
-            name="shell",
-            content="12.31s call tests/test_db.py::test_migrate\n"
-            "0.04s call tests/test_api.py::test_ok",
+        _result(
+            durations,
+            "12.31s call tests/test_db.py::test_migrate\n0.04s call tests/test_api.py::test_ok",
         ),
         seconds=14.8,
     )
@@ -306,11 +304,7 @@ async def _tools(w: _Writer) -> tuple[str, str]:
     child_id = await _child(w, session_id)
     await w.add(
         run,
-        ToolMessage(
-            tool_call_id="call_explore",
-            name="delegate",
-            content="The `db` fixture rebuilds the schema for every test (scope=function).",
-        ),
+        _result(call, "The `db` fixture rebuilds the schema for every test (scope=function)."),
         seconds=22.0,
     )
     await w.add(
@@ -334,10 +328,8 @@ async def _child(w: _Writer, parent: str) -> str:
     await w.add(run, _assistant("", call), seconds=1.2, usage=_usage(800, 30))
     await w.add(
         run,
-        ToolMessage(
-            tool_call_id="call_grep",
-            name="grep",
-            content="tests/conftest.py:14:@pytest.fixture\ntests/conftest.py:15:def db(tmp_path):",
+        _result(
+            call, "tests/conftest.py:14:@pytest.fixture\ntests/conftest.py:15:def db(tmp_path):"
         ),
         seconds=0.05,
     )
@@ -394,12 +386,7 @@ async def _cancelled(w: _Writer) -> str:
     call = ToolCall(id="call_slow", name="shell", arguments={"command": "pytest tests/integration"})
     await w.add(run, _assistant("", call), seconds=1.4, usage=_usage(1400, 30))
     # The user pressed Ctrl-C: the runtime appends a synthetic failed result (batch complete).
-    await w.add(
-        run,
-        ToolMessage(
-            tool_call_id="call_slow", name="shell", content=CANCELLED_RESULT, success=False
-        ),
-    )
+    await w.add(run, _result(call, CANCELLED_RESULT, success=False))
     w.persistence.cancel(run)
     run = await w.run(session_id, {"origin": "cli"}, None)
     await w.add(run, SystemMessage(content=CODING_PROMPT))
@@ -430,12 +417,7 @@ async def _crashed(w: _Writer) -> tuple[str, tuple[PlantedFault, ...]]:
     )
     await w.add(
         run,
-        ToolMessage(
-            tool_call_id="call_a",
-            name="shell",
-            content="3 failed, 41 passed in 2.31s",
-            success=False,
-        ),
+        _result(calls[0], "3 failed, 41 passed in 2.31s", success=False),
         seconds=2.3,
     )
     w.persistence.cancel(run)  # the process died here: call_b and call_c never got results
@@ -529,13 +511,12 @@ async def _unicode(w: _Writer) -> str:
     )
     await w.add(
         run,
-        ToolMessage(
-            tool_call_id="call_img",
-            name="view_image",
-            content=(
+        _result(
+            call,
+            [
                 TextContent(text="Loaded chart.png (1x1, image/png) \x1b]0;title\x07"),
                 ImageContent(source=ImageBytesSource(data=PNG_PIXEL, media_type="image/png")),
-            ),
+            ],
         ),
         seconds=0.01,
     )
