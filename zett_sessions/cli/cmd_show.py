@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,9 @@ from .options import (
     chosen_format,
     format_option,
 )
+
+if TYPE_CHECKING:
+    from ..transcript.render import TranscriptOptions
 
 
 class ShowFormat(StrEnum):
@@ -92,6 +95,22 @@ def transcript_format(output_format: str, json_output: bool) -> ShowFormat:
     return ShowFormat.json if json_output else chosen
 
 
+def transcript_options(
+    fmt: ShowFormat, *, full: bool, reasoning: bool, details: bool, utc: bool
+) -> TranscriptOptions:
+    """How show and tail render records.  Markdown is for sharing: whole bodies always
+    (``--full``: every repeated system prompt too)."""
+    from ..transcript.render import TranscriptOptions
+
+    return TranscriptOptions(
+        full=full or fmt is ShowFormat.markdown,
+        reasoning=reasoning,
+        details=details,
+        every_prompt=full,
+        utc=utc,
+    )
+
+
 @handle_errors
 def show_command(
     ctx: typer.Context,
@@ -131,7 +150,6 @@ def show_command(
     """
     from ..errors import UsageError
     from ..transcript.query import Selection
-    from ..transcript.render import TranscriptOptions
     from ..transcript.write import Format, Request, show
     from .state import app_state, run_with
 
@@ -151,13 +169,8 @@ def show_command(
             through=through,
             roles=role_kinds(roles),
         ),
-        options=TranscriptOptions(
-            # Markdown is for sharing: whole bodies always (--full: every repeated prompt too).
-            full=full or chosen is ShowFormat.markdown,
-            reasoning=reasoning,
-            details=details,
-            every_prompt=full,
-            utc=utc,
+        options=transcript_options(
+            chosen, full=full, reasoning=reasoning, details=details, utc=utc
         ),
         fmt=Format(chosen.value),
         context=context,

@@ -15,6 +15,7 @@ from .cmd_show import (
     one_session,
     role_kinds,
     transcript_format,
+    transcript_options,
 )
 from .errors import handle_errors
 from .options import (
@@ -99,7 +100,6 @@ def tail_command(
     from ..errors import UsageError
     from ..timeutil import parse_duration
     from ..transcript.query import Selection
-    from ..transcript.render import TranscriptOptions
     from ..transcript.write import Format, Request, tail
     from .state import app_state, run_with
 
@@ -111,13 +111,7 @@ def tail_command(
     request = Request(
         session=session,
         selection=Selection(last=lines, roles=role_kinds(roles)),
-        options=TranscriptOptions(
-            full=full or fmt is ShowFormat.markdown,  # as show's: whole bodies
-            reasoning=reasoning,
-            details=details,
-            every_prompt=full,
-            utc=utc,
-        ),
+        options=transcript_options(fmt, full=full, reasoning=reasoning, details=details, utc=utc),
         fmt=Format(fmt.value),
         latest=latest,
         follow=follow,
