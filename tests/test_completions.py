@@ -61,7 +61,9 @@ def test_session_id_completion_reads_prefixes_without_touching_the_file(tmp_path
     assert digest(db) == before
 
 
-@pytest.mark.parametrize("command", ["show", "rename", "delete"])
+@pytest.mark.parametrize(
+    "command", ["show", "tail", "rename", "delete", "verify", "snapshot-info", "search needle"]
+)
 def test_session_ids_complete_on_both_backends(databases: Databases, command: str) -> None:
     db = databases.sample()
     before = fingerprint(db)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from .complete import complete_session_id
 from .errors import Refused, handle_errors
 from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
@@ -22,6 +21,7 @@ from .options import (
     FullIdsOption,
     JsonOption,
     YesOption,
+    session_argument,
 )
 from .state import AppState, app_state, run_with
 
@@ -135,11 +135,8 @@ def delete_command(
     ctx: typer.Context,
     sessions: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="SESSION",
-            help="Session ids or unique prefixes; `-` reads exact ids from stdin, one per line.",
-            show_default=False,
-            autocompletion=complete_session_id,
+        session_argument(
+            "Session ids or unique prefixes; `-` reads exact ids from stdin, one per line."
         ),
     ] = None,
     filters: FilterOptions = NO_FILTERS,

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .cmd_show import RoleOption, role_kinds
-from .complete import complete_session_id
 from .errors import handle_errors
 from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
@@ -20,6 +19,7 @@ from .options import (
     LimitOption,
     chosen_format,
     format_option,
+    session_argument,
 )
 
 if TYPE_CHECKING:
@@ -50,12 +50,7 @@ def search_command(
     ],
     sessions: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="SESSION",
-            help="Only these sessions (ids or unique prefixes).",
-            show_default=False,
-            autocompletion=complete_session_id,
-        ),
+        session_argument("Only these sessions (ids or unique prefixes)."),
     ] = None,
     ignore_case: Annotated[
         bool, typer.Option("--ignore-case", "-i", help="Ignore case (Unicode, as Python's re).")

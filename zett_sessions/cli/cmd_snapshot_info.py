@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .errors import handle_errors
-from .options import FULL_HELP, DbOption, FullIdsOption, JsonOption
+from .options import FULL_HELP, DbOption, FullIdsOption, JsonOption, session_argument
 from .state import app_state, run_with
 
 if TYPE_CHECKING:
@@ -20,11 +20,7 @@ def snapshot_info_command(
     ctx: typer.Context,
     session: Annotated[
         str | None,
-        typer.Argument(
-            metavar="SESSION",
-            help="Session id or unique prefix (omit with --all).",
-            show_default=False,
-        ),
+        session_argument("Session id or unique prefix (omit with --all)."),
     ] = None,
     show_all: Annotated[
         bool,

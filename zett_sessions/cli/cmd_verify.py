@@ -15,6 +15,7 @@ from .options import (
     JsonOption,
     chosen_format,
     format_option,
+    session_argument,
 )
 from .state import app_state, run_with
 
@@ -42,11 +43,7 @@ def verify_command(
     ctx: typer.Context,
     sessions: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="SESSION",
-            help="Only these sessions (id or unique prefix); default: the whole database.",
-            show_default=False,
-        ),
+        session_argument("Only these sessions (id or unique prefix); default: the whole database."),
     ] = None,
     codes: Annotated[
         list[str] | None,

@@ -20,23 +20,19 @@ DbOption = Annotated[
         show_default=False,
     ),
 ]
-SessionArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="SESSION",
-        help="Session id or any unique prefix of it.",
-        show_default=False,
-        autocompletion=complete_session_id,
-    ),
-]
+
+
+def session_argument(help: str) -> Any:
+    """A ``SESSION`` argument (an id or a unique prefix of it; the shell completes the ids of
+    the database's sessions)."""
+    return typer.Argument(
+        metavar="SESSION", help=help, show_default=False, autocompletion=complete_session_id
+    )
+
+
+SessionArg = Annotated[str, session_argument("Session id or any unique prefix of it.")]
 LatestSessionArg = Annotated[
-    str | None,
-    typer.Argument(
-        metavar="SESSION",
-        help="Session id or any unique prefix of it (or use --latest).",
-        show_default=False,
-        autocompletion=complete_session_id,
-    ),
+    str | None, session_argument("Session id or any unique prefix of it (or use --latest).")
 ]
 LatestOption = Annotated[
     bool,
