@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .errors import handle_errors
-from .filters import NO_FILTERS, FilterOptions, filter_options
+from .filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
 from .options import (
     DEFAULT_LIMIT,
     AllOption,
@@ -52,9 +52,7 @@ class ListSort(StrEnum):
 
 
 @handle_errors
-@filter_options(
-    "agent", "session_type", "roots", "children_of", "since", "until", "older_than", "title"
-)
+@filter_options(*EVERY_FILTER)
 def list_command(
     ctx: typer.Context,
     filters: FilterOptions = NO_FILTERS,

@@ -9,7 +9,7 @@ import typer
 
 from .cmd_show import RoleOption, role_kinds
 from .errors import handle_errors
-from .filters import NO_FILTERS, FilterOptions, filter_options
+from .filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
 from .options import (
     DEFAULT_LIMIT,
     INT_MAX,
@@ -35,9 +35,7 @@ class SearchFormat(StrEnum):
 
 
 @handle_errors
-@filter_options(
-    "agent", "session_type", "roots", "children_of", "since", "until", "older_than", "title"
-)
+@filter_options(*EVERY_FILTER)
 def search_command(
     ctx: typer.Context,
     pattern: Annotated[

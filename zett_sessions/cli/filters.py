@@ -87,6 +87,7 @@ OPTIONS: dict[str, Any] = {
     "older_than": OlderThanOption,
     "title": TitleOption,
 }
+EVERY_FILTER = tuple(OPTIONS)  # list's and search's
 
 
 @dataclass(frozen=True)
