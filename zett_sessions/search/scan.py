@@ -19,7 +19,6 @@ writer would wait on the reader's shared lock).  Nothing is written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..envelope import call_objects, parse_envelope, to_wire
+from ..envelope.codec import dumps
 from ..errors import UnsupportedValue
 from ..models import MessageKind, UndecodableMessage
 from ..queries.resolve import UNREADABLE, session_exists
@@ -242,7 +242,7 @@ def _json_text(value: Any) -> str | None:
     """``value`` as the JSON text zett-agent stores (bytes as their marker again); ``None``
     for what JSON cannot hold (a NaN a foreign writer stored)."""
     try:
-        return json.dumps(to_wire(value), ensure_ascii=False, allow_nan=False)
+        return dumps(to_wire(value))
     except (UnsupportedValue, ValueError):
         return None
 
