@@ -75,8 +75,9 @@ async def search(
     yielded: no lock is held while the caller writes them (to a pipe, or a pager the user
     reads).  Use it as ``async with aclosing(search(...))``."""
     async with db.read():
-        sql, params = session_ids_sql(db, query.filters, "id, updated_at")
-        scope = await db.fetchall(f"{sql}{NEWEST_FIRST}", params)
+        sql, params = session_ids_sql(db, query.filters)
+        async with aclosing(db.stream(f"{sql}{NEWEST_FIRST}", params, LARGEST_SLICE)) as rows:
+            scope = [str(row[0]) async for row in rows]  # only ids: 42,011 take 4 MB
         progress.unknown_age = tuple(await unknown_age_sessions(db, query.filters))
     progress.in_scope = len(scope)
     held: list[SessionHits] = []  # found, waiting for sessions that may come before them
@@ -84,19 +85,19 @@ async def search(
     while progress.examined < progress.in_scope and not _full(query, progress):
         window = scope[progress.examined : progress.examined + size]
         async with db.read():
-            ids = [str(row[0]) for row in window]
-            progress.unaddressable += [i for i in ids if not await _addressable(db, i)]
-            found = await _scan(db, ids, query)
+            progress.unaddressable += [i for i in window if not await _addressable(db, i)]
+            found = await _scan(db, window, query)
             listed = await list_sessions(db, SessionFilter(ids=tuple(found)), limit=None)
+            # an unexamined session was last active at most at its updated_at, so at most at
+            # the last one examined: the sessions held at least as active as that go first
+            done = progress.examined + len(window) >= progress.in_scope
+            bound = _NO_TIME if done else await _updated_at(db, window[-1])
         progress.examined += len(window)
         held += [
             SessionHits(s, tuple(found[s.session_id][0]), found[s.session_id][1])
             for s in listed.sessions
         ]
         held.sort(key=_activity, reverse=True)  # stable: ties stay in the listing's order
-        # an unexamined session was last active at most at its updated_at, so at most at
-        # the last one read: the sessions held at least as active as that go first
-        bound = _NO_TIME if progress.examined >= progress.in_scope else _time(window[-1][1])
         while held and _activity(held[0]) >= bound and not _full(query, progress):
             hits = held.pop(0)
             progress.sessions += 1
@@ -113,8 +114,10 @@ async def search(
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 
-def _time(value: object) -> datetime:
-    return parse_db_time(value) or _NO_TIME
+async def _updated_at(db: SessionDatabase, session_id: str) -> datetime:
+    """The ``updated_at`` of ``session_id`` (unknown, or gone since: the earliest time)."""
+    sql, params = session_ids_sql(db, SessionFilter(ids=(session_id,)), "updated_at")
+    return parse_db_time(await db.scalar(sql, params)) or _NO_TIME
 
 
 def _activity(found: SessionHits) -> datetime:
