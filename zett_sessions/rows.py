@@ -20,6 +20,7 @@ from .envelope import decode_checkpoint, decode_envelope
 from .models import ContextSnapshot, RawMessageRecord, SessionSummary
 from .schema import RAW_COLUMNS, SESSION_COLUMNS, TIMING_COLUMNS, TOKEN_COLUMNS, Layout
 from .timeutil import parse_db_time
+from .values import int_or_none
 from .values import text_or_none as text_or_none  # re-exported: the row readers' helper
 
 M = TypeVar("M", bound=BaseModel)
@@ -45,10 +46,6 @@ def session_select(layout: Layout, alias: str = "") -> str:
 
 def snapshot_select(layout: Layout, alias: str = "") -> str:
     return layout.select_list("session_snapshots", SNAPSHOT_COLUMNS, alias)
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _construct_is_plain(cls: type[BaseModel]) -> bool:
@@ -122,13 +119,13 @@ def _timing(row: sqlite3.Row, defects: list[str], times: _Times) -> dict[str, An
     return {
         "started_at": started,
         "completed_at": completed,
-        "duration_ns": _int_or_none(row["duration_ns"]) or 0,
+        "duration_ns": int_or_none(row["duration_ns"]) or 0,
         "reasoning_started_at": times(row["reasoning_started_at"]),
         "reasoning_completed_at": times(row["reasoning_completed_at"]),
-        "reasoning_duration_ns": _int_or_none(row["reasoning_duration_ns"]),
+        "reasoning_duration_ns": int_or_none(row["reasoning_duration_ns"]),
         "content_started_at": times(row["content_started_at"]),
         "content_completed_at": times(row["content_completed_at"]),
-        "content_duration_ns": _int_or_none(row["content_duration_ns"]),
+        "content_duration_ns": int_or_none(row["content_duration_ns"]),
     }
 
 
@@ -153,15 +150,15 @@ def record_from_row(row: sqlite3.Row) -> RawMessageRecord:
             "id": str(row["id"]),
             "session_id": str(row["session_id"]),
             "request_id": str(row["request_id"]),
-            "sequence": _int_or_none(row["sequence"]) or 0,
+            "sequence": int_or_none(row["sequence"]) or 0,
             "message": message,
             "metadata": metadata,
             "tags": tags,
             **_timing(row, defects, times),
-            **{name: _int_or_none(row[name]) for name in TOKEN_COLUMNS},
+            **{name: int_or_none(row[name]) for name in TOKEN_COLUMNS},
             "created_at": created,
             "updated_at": times(row["updated_at"]),
-            "role": _int_or_none(row["role"]) or 0,
+            "role": int_or_none(row["role"]) or 0,
             "content": text_or_none(content) or "",
             "tool_name": text_or_none(row["tool_name"]),
             "defects": tuple(defects),
@@ -172,7 +169,7 @@ def record_from_row(row: sqlite3.Row) -> RawMessageRecord:
 def summary_from_row(row: sqlite3.Row, message_count: int | None = None) -> SessionSummary:
     """Build a summary from a row selected with ``session_select`` (+ ``message_count``)."""
     count = message_count if message_count is not None else row["message_count"]
-    session_type = _int_or_none(row["session_type"])
+    session_type = int_or_none(row["session_type"])
     return SessionSummary.model_construct(
         session_id=str(row["id"]),
         parent_session_id=text_or_none(row["parent_session_id"]),
@@ -189,9 +186,9 @@ def snapshot_from_row(row: sqlite3.Row) -> ContextSnapshot:
     return ContextSnapshot.model_construct(
         id=str(row["id"]),
         session_id=str(row["session_id"]),
-        version=_int_or_none(row["version"]) or 0,
+        version=int_or_none(row["version"]) or 0,
         compacted_message=decode_checkpoint(row["message_json"]),
-        compacted_through_sequence=_int_or_none(row["compacted_through_sequence"]) or 0,
+        compacted_through_sequence=int_or_none(row["compacted_through_sequence"]) or 0,
         created_at=parse_db_time(row["created_at"]),
         updated_at=parse_db_time(row["updated_at"]),
     )

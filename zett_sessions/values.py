@@ -32,6 +32,12 @@ def text_or_none(value: Any) -> str | None:
     return str(value)
 
 
+def int_or_none(value: Any) -> int | None:
+    """An INTEGER column (or JSON number) as ``int`` when it holds one, else ``None``: a damaged
+    row may hold NULL, text or a float there, and a ``bool`` is no integer here."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def whole_number(value: Any) -> int:
     """An SQL ``total()`` (or a hand-edited count) as an int: 0 for NULL or a non-finite float."""
     if isinstance(value, float):

@@ -22,7 +22,7 @@ from ..dialect import Queryable
 from ..errors import DatabaseDamaged
 from ..schema import SESSION_COLUMNS
 from ..timeutil import parse_db_time
-from ..values import text_or_none, whole_number
+from ..values import int_or_none, text_or_none, whole_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,11 +237,10 @@ _A0_SQL = (
 
 def _listing(row: Any) -> SessionListing:
     """Leniently, like ``rows.summary_from_row``: a damaged value never fails the listing."""
-    kind = row["session_type"]
     return SessionListing(
         str(row["id"]),
         text_or_none(row["parent_session_id"]),
-        kind if isinstance(kind, int) and not isinstance(kind, bool) else 0,
+        int_or_none(row["session_type"]) or 0,
         text_or_none(row["title"]),
         text_or_none(row["agent_name"]),
         parse_db_time(row["created_at"]),

@@ -31,6 +31,7 @@ from ..render.jsonout import kind_name, message_json
 from ..render.sanitize import JSON_UNSAFE
 from ..schema import CONTEXT_COLUMNS, RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import iso_utc, parse_db_time
+from ..values import int_or_none
 from .large_values import left_out, row_ref
 from .query import RowItem
 
@@ -59,10 +60,6 @@ def escape_terminal(text: str) -> str:
 
 def _string(value: object) -> str:
     return encode_basestring(value) if isinstance(value, str) else "null"
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _number(value: int | None) -> str:
@@ -213,7 +210,7 @@ def _timing_text(values: Sequence[Any], defects: list[str]) -> str:
         if value is None:
             head += key + "null"
         elif is_ns:
-            head += key + _number(_int(value))
+            head += key + _number(int_or_none(value))
         else:
             head += key + (_stamp(value) or _time(value)[0])
     return head + "}"
@@ -349,7 +346,7 @@ _ROLE_TEXT = {code: encode_basestring(kind_name(code)) for code in range(1, 7)}
 
 
 def _role_text(role: object) -> str:
-    return encode_basestring(kind_name(_int(role) or 0))
+    return encode_basestring(kind_name(int_or_none(role) or 0))
 
 
 def record_json_text(item: RowItem) -> str:

@@ -40,7 +40,7 @@ from ..projection import Dropped, project
 from ..rows import session_select, snapshot_from_row, snapshot_select, summary_from_row
 from ..schema import RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
-from ..values import text_or_none, whole_number
+from ..values import int_or_none, text_or_none, whole_number
 from .annotate import Annotator, Entry, is_head
 from .large_values import CompletedRow, has_large, row_select, rows_sql, with_message
 
@@ -100,8 +100,7 @@ class RowItem:
             return int(self.message.kind)
         if self.message.kind is not None:
             return self.message.kind
-        role = self.values[_ROLE]
-        return role if isinstance(role, int) and not isinstance(role, bool) else 0
+        return int_or_none(self.values[_ROLE]) or 0
 
 
 _SEQUENCE = RAW_COLUMNS.index("sequence")

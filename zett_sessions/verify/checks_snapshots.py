@@ -12,6 +12,7 @@ from typing import Any
 
 from ..envelope import decode_checkpoint
 from ..models import CompactedMessage, UndecodableMessage, blocks_text
+from ..values import int_or_none
 from .checks_rows import add_row_times
 from .findings import RowFindings
 from .models import Finding
@@ -28,8 +29,7 @@ class SnapshotState:
 
     @property
     def int_boundary(self) -> int | None:
-        value = self.boundary
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return int_or_none(self.boundary)
 
 
 def latest_snapshot(snapshots: list[sqlite3.Row]) -> SnapshotState | None:
@@ -93,7 +93,6 @@ def snapshot_findings(
                 )
             )
         expected = version + 1 if isinstance(version, int) else expected
-        is_int = isinstance(boundary, int) and not isinstance(boundary, bool)
         if not orphaned:  # else there is no log for the boundary to point into: reported above
             findings += _boundary_findings(session_id, version, boundary, previous, highest)
         previous = boundary
@@ -105,7 +104,7 @@ def snapshot_findings(
                         "snapshot_payload_invalid",
                         f"snapshot v{version}: {problem}",
                         session_id=session_id,
-                        sequence=boundary if is_int else None,
+                        sequence=int_or_none(boundary),
                         version=version,
                         reason=problem,
                         latest=row is snapshots[-1],
@@ -122,14 +121,13 @@ def _boundary_findings(
     session_id: str, version: Any, boundary: Any, previous: Any, highest: int
 ) -> list[Finding]:
     """A snapshot boundary outside the log (1..``highest``) or not after the ``previous``."""
-    is_int = isinstance(boundary, int) and not isinstance(boundary, bool)
-    if not is_int or not 1 <= boundary <= highest:
+    if int_or_none(boundary) is None or not 1 <= boundary <= highest:
         return [
             Finding.of(
                 "snapshot_boundary_out_of_range",
                 f"snapshot v{version} ends at sequence {boundary!r}, outside 1..{highest}",
                 session_id=session_id,
-                sequence=boundary if is_int else None,
+                sequence=int_or_none(boundary),
                 version=version,
                 boundary=boundary,
                 highest_sequence=highest,

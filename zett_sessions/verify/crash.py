@@ -10,10 +10,11 @@ from ..envelope import decode_envelope
 from ..envelope.sql import CTX_MESSAGE
 from ..models import AssistantMessage, MessageKind
 from ..timeutil import parse_db_time
+from ..values import int_or_none
 from .checks_batches import BatchVerdict, Entry
 from .checks_rows import fetch_rows
 from .checks_snapshots import SnapshotState
-from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview, as_sequence
+from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview
 from .reader import Reader
 from .scan import CREATED_AT, CTX, KIND, ROWID, SEQUENCE
 
@@ -91,7 +92,7 @@ def crash_summary(
                 call_id=call_id,
                 name=name,
                 arguments_preview=_preview(arguments.get((row[ROWID], call_id), {})),
-                sequence=as_sequence(row[SEQUENCE]),
+                sequence=int_or_none(row[SEQUENCE]),
                 issued_at=issued,
                 age_seconds=(now - issued).total_seconds() if issued else None,
             )
@@ -99,7 +100,7 @@ def crash_summary(
     resumed = verdict.resumed
     dropped = [
         DroppedMessage(
-            sequence=as_sequence(drop.item.sequence),
+            sequence=int_or_none(drop.item.sequence),
             kind=_kind(drop.item),
             reason=drop.reason,
             detail=drop.detail,

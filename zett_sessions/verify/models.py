@@ -16,18 +16,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from ..values import text_or_none
+from ..values import int_or_none, text_or_none
 from .codes import CODES, Severity
 
 SCHEMA_VERSION = 1
 
 # A session id as text even when a damaged row holds a BLOB (shown with U+FFFD for bad bytes).
 SessionIdText = Annotated[str, BeforeValidator(text_or_none)]
-
-
-def as_sequence(value: object) -> int | None:
-    """``value`` if it is a usable sequence number (an integer), else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class Finding(BaseModel):
@@ -55,9 +50,9 @@ class Finding(BaseModel):
         A damaged row may hold a sequence that is no integer (text, REAL, NULL): the finding
         then has no ``sequence`` and ``details["sequence_value"]`` shows what the row holds.
         """
-        if sequence is not None and as_sequence(sequence) is None:
+        if sequence is not None and int_or_none(sequence) is None:
             details["sequence_value"] = repr(sequence)
-        sequence = as_sequence(sequence)
+        sequence = int_or_none(sequence)
         return cls(
             code=code,
             severity=CODES[code].severity,
