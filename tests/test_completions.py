@@ -62,7 +62,17 @@ def test_session_id_completion_reads_prefixes_without_touching_the_file(tmp_path
 
 
 @pytest.mark.parametrize(
-    "command", ["show", "tail", "rename", "delete", "verify", "snapshot-info", "search needle"]
+    "command",
+    [
+        "show",
+        "tail",
+        "rename",
+        "delete",
+        "verify",
+        "snapshot-info",
+        "search needle",
+        *(f"{command} --children-of" for command in ("list", "search needle", "usage", "verify")),
+    ],
 )
 def test_session_ids_complete_on_both_backends(databases: Databases, command: str) -> None:
     db = databases.sample()

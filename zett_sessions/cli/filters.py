@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import typer
 
+from .complete import complete_session_id
 from .options import INT_MAX
 
 if TYPE_CHECKING:
@@ -73,7 +74,12 @@ UntilOption = Annotated[
 ]
 ChildrenOfOption = Annotated[
     str | None,
-    typer.Option("--children-of", metavar="SESSION", help="Only children of this session."),
+    typer.Option(
+        "--children-of",
+        metavar="SESSION",
+        help="Only children of this session.",
+        autocompletion=complete_session_id,
+    ),
 ]
 
 # Each filter's parameter name (a field of ``FilterOptions``) → its declaration.
