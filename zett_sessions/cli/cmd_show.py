@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .errors import handle_errors
+from .option_group import option_group
 from .options import (
     INT_MAX,
     DbOption,
@@ -70,7 +73,7 @@ DetailsOption = Annotated[
 ]
 
 
-def role_kinds(roles: list[Role] | None) -> frozenset[int]:
+def role_kinds(roles: Sequence[Role] | None) -> frozenset[int]:
     """The message kinds ``--role`` names (empty: every kind)."""
     from ..transcript.query import ROLE_KINDS
 
@@ -95,32 +98,57 @@ def transcript_format(output_format: str, json_output: bool) -> ShowFormat:
     return ShowFormat.json if json_output else chosen
 
 
-def transcript_options(
-    fmt: ShowFormat, *, full: bool, reasoning: bool, details: bool, utc: bool
-) -> TranscriptOptions:
-    """How show and tail render records.  Markdown is for sharing: whole bodies always
-    (``--full``: every repeated system prompt too)."""
-    from ..transcript.render import TranscriptOptions
+@dataclass(frozen=True)
+class ViewOptions:
+    """How show and tail render a transcript: the same options (``--role``, ``--reasoning``,
+    ``--details``, ``--full``, ``--utc``, declared once in ``VIEW_OPTIONS``), the same
+    meaning."""
 
-    return TranscriptOptions(
-        full=full or fmt is ShowFormat.markdown,
-        reasoning=reasoning,
-        details=details,
-        every_prompt=full,
-        utc=utc,
-    )
+    roles: Sequence[Role] | None = None
+    reasoning: bool = False
+    details: bool = False
+    full: bool = False
+    utc: bool = False
+
+    def role_kinds(self) -> frozenset[int]:
+        """The message kinds ``--role`` names (empty: every kind)."""
+        return role_kinds(self.roles)
+
+    def transcript_options(self, fmt: ShowFormat) -> TranscriptOptions:
+        """How records are rendered in ``fmt``.  Markdown is for sharing: whole bodies always
+        (``--full``: every repeated system prompt too)."""
+        from ..transcript.render import TranscriptOptions
+
+        return TranscriptOptions(
+            full=self.full or fmt is ShowFormat.markdown,
+            reasoning=self.reasoning,
+            details=self.details,
+            every_prompt=self.full,
+            utc=self.utc,
+        )
+
+
+PLAIN_VIEW = ViewOptions()
+VIEW_OPTIONS = {
+    "roles": RoleOption,
+    "reasoning": ReasoningOption,
+    "details": DetailsOption,
+    "full": FullOption,
+    "utc": UtcOption,
+}
+# Gives show and tail the options of ``VIEW_OPTIONS`` in place of their ``view`` parameter.
+view_options = option_group("view", ViewOptions, VIEW_OPTIONS)
 
 
 @handle_errors
+@view_options
 def show_command(
     ctx: typer.Context,
     session: LatestSessionArg = None,
     latest: LatestOption = False,
     first: FromOption = None,
     through: ThroughOption = None,
-    roles: RoleOption = None,
-    reasoning: ReasoningOption = False,
-    details: DetailsOption = False,
+    view: ViewOptions = PLAIN_VIEW,
     context: Annotated[
         bool,
         typer.Option(
@@ -129,8 +157,6 @@ def show_command(
             "what the projection dropped.",
         ),
     ] = False,
-    full: FullOption = False,
-    utc: UtcOption = False,
     output_format: Annotated[
         str, format_option(ShowFormat, "text (default), markdown (shareable) or json.")
     ] = "text",
@@ -157,7 +183,7 @@ def show_command(
     one_session(session, latest)
     if first is not None and through is not None and through < first:
         raise UsageError(f"--through {through} is before --from {first}")
-    if context and (first is not None or through is not None or roles):
+    if context and (first is not None or through is not None or view.roles):
         raise UsageError("--context shows the whole resume context; drop --from/--through/--role")
     if context and chosen is ShowFormat.markdown:
         raise UsageError("--context has no markdown format; use text or --json")
@@ -167,11 +193,9 @@ def show_command(
         selection=Selection(
             first=first,
             through=through,
-            roles=role_kinds(roles),
+            roles=view.role_kinds(),
         ),
-        options=transcript_options(
-            chosen, full=full, reasoning=reasoning, details=details, utc=utc
-        ),
+        options=view.transcript_options(chosen),
         fmt=Format(chosen.value),
         context=context,
         latest=latest,

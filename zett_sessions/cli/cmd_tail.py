@@ -7,21 +7,17 @@ from typing import Annotated
 import typer
 
 from .cmd_show import (
-    DetailsOption,
-    ReasoningOption,
-    RoleOption,
+    PLAIN_VIEW,
     ShowFormat,
-    UtcOption,
+    ViewOptions,
     one_session,
-    role_kinds,
     transcript_format,
-    transcript_options,
+    view_options,
 )
 from .errors import handle_errors
 from .options import (
     INT_MAX,
     DbOption,
-    FullOption,
     JsonOption,
     LatestOption,
     LatestSessionArg,
@@ -32,6 +28,7 @@ DEFAULT_COUNT = 10
 
 
 @handle_errors
+@view_options
 def tail_command(
     ctx: typer.Context,
     session: LatestSessionArg = None,
@@ -73,11 +70,7 @@ def tail_command(
             "tool calls wait for results.",
         ),
     ] = None,
-    roles: RoleOption = None,
-    reasoning: ReasoningOption = False,
-    details: DetailsOption = False,
-    full: FullOption = False,
-    utc: UtcOption = False,
+    view: ViewOptions = PLAIN_VIEW,
     output_format: Annotated[
         str,
         format_option(
@@ -110,8 +103,8 @@ def tail_command(
     state = app_state(ctx)
     request = Request(
         session=session,
-        selection=Selection(last=lines, roles=role_kinds(roles)),
-        options=transcript_options(fmt, full=full, reasoning=reasoning, details=details, utc=utc),
+        selection=Selection(last=lines, roles=view.role_kinds()),
+        options=view.transcript_options(fmt),
         fmt=Format(fmt.value),
         latest=latest,
         follow=follow,

@@ -11,8 +11,6 @@ opened); ``FilterOptions.narrow`` then resolves ``--children-of`` against the da
 from __future__ import annotations
 
 import copy
-import functools
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 import typer
 
 from .complete import complete_session_id
+from .option_group import option_group
 from .options import INT_MAX
 
 if TYPE_CHECKING:
@@ -154,31 +153,7 @@ def filter_options(
         reworded.help = text
         declared[name] = Annotated[kind, reworded]
 
-    def decorate(command: Callable[..., R]) -> Callable[..., R]:
-        signature = inspect.signature(command, eval_str=True)
-        placeholder = signature.parameters["filters"]
-        parameters: list[inspect.Parameter] = []
-        for parameter in signature.parameters.values():
-            if parameter is not placeholder:
-                parameters.append(parameter)
-                continue
-            parameters += [
-                parameter.replace(name=name, annotation=kind, default=getattr(NO_FILTERS, name))
-                for name, kind in declared.items()
-            ]
-
-        @functools.wraps(command)
-        def with_filters(*args: Any, **kwargs: Any) -> R:
-            given = {name: kwargs.pop(name) for name in declared if name in kwargs}
-            return command(*args, filters=FilterOptions(**given), **kwargs)
-
-        with_filters.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-        with_filters.__annotations__ = {p.name: p.annotation for p in parameters} | {
-            "return": signature.return_annotation
-        }
-        return with_filters
-
-    return decorate
+    return option_group("filters", FilterOptions, declared)
 
 
 def non_blank(value: str | None, option: str) -> str | None:
