@@ -337,3 +337,40 @@ def test_each_filtering_command_takes_its_filters_and_refuses_a_blank_one_before
         assert r.exit_code == 2, (option, r.output)
         assert_one_error_line(r.stderr, "empty" if option in {"--agent", "--title"} else "")
     assert list(tmp_path.iterdir()) == []
+
+
+# --- --json with --format: one rule (options.chosen_output) ---------------------------------
+
+SESSION_ARGUMENT = {"search": ["x"], "show": [NEWEST_IDS["plain"]], "tail": [NEWEST_IDS["plain"]]}
+NOT_JSON = {
+    "list": ["text", "table", "jsonl", "csv"],
+    "search": ["text", "jsonl"],
+    "usage": ["text", "csv"],
+    "verify": ["human", "jsonl"],
+    "show": ["text", "markdown"],
+    "tail": ["TEXT", "markdown"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(NOT_JSON))
+def test_json_with_another_format_is_refused_before_opening_and_with_format_json_is_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "missing.sqlite3"
+    for other in NOT_JSON[command]:
+        for flags in (["--json", "--format", other], ["--format", other, "--json"]):
+            r = run_cli(["--db", str(missing), command, *SESSION_ARGUMENT.get(command, []), *flags])
+            assert r.exit_code == 2, (flags, r.output)
+            assert r.stdout == ""
+            assert_one_error_line(r.stderr, f"--json and --format {other} cannot be combined")
+    assert list(tmp_path.iterdir()) == []
+    args = ["--db", str(copy_sample(tmp_path)), command, *SESSION_ARGUMENT.get(command, [])]
+    for flags in (["--json", "--format", "json"], ["--format", "JSON", "--json"]):
+        both = run_cli([*args, *flags])
+        assert both.exit_code in ((0, 4) if command == "verify" else (0,)), both.output
+        json_only = run_cli([*args, "--json"])
+        assert (both.exit_code, type(json.loads(both.stdout))) == (
+            json_only.exit_code,
+            type(json.loads(json_only.stdout)),
+        )

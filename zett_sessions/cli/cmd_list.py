@@ -22,6 +22,7 @@ from .options import (
     LimitOption,
     OffsetOption,
     chosen_format,
+    chosen_output,
     format_option,
 )
 from .state import AppState, app_state, run_with
@@ -93,8 +94,8 @@ def list_command(
         ),
     ] = False,
     output_format: Annotated[
-        str, format_option(ListFormat, "text (default), json, jsonl (a line each) or csv.")
-    ] = "text",
+        str | None, format_option(ListFormat, "text (default), json, jsonl (a line each) or csv.")
+    ] = None,
     json_output: JsonOption = False,
     full_ids: FullIdsOption = False,
     full: FullOption = False,
@@ -111,7 +112,7 @@ def list_command(
     from ..timeutil import utc_now
 
     state = app_state(ctx)
-    fmt = ListFormat.json if json_output else chosen_format(output_format, ListFormat)
+    fmt = chosen_output(output_format, json_output, ListFormat)
     order = chosen_format(sort, ListSort, name="--sort")
     if problems and order is not ListSort.activity:
         raise UsageError("--problems lists newest activity first; drop --sort")

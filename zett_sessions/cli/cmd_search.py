@@ -17,7 +17,7 @@ from .options import (
     DbOption,
     JsonOption,
     LimitOption,
-    chosen_format,
+    chosen_output,
     format_option,
     session_argument,
 )
@@ -85,8 +85,8 @@ def search_command(
         typer.Option("--null", "-0", help="Like -l, each id ended by a NUL byte, exactly."),
     ] = False,
     output_format: Annotated[
-        str, format_option(SearchFormat, "text (default), json or jsonl (a session a line).")
-    ] = "text",
+        str | None, format_option(SearchFormat, "text (default), json or jsonl (a session a line).")
+    ] = None,
     json_output: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -103,7 +103,7 @@ def search_command(
     from ..timeutil import utc_now
     from .state import app_state, run_with
 
-    fmt = SearchFormat.json if json_output else chosen_format(output_format, SearchFormat)
+    fmt = chosen_output(output_format, json_output, SearchFormat)
     ids_only = ids_only or null
     compiled = Pattern.parse(pattern, regex=regex, ignore_case=ignore_case)
     chosen = filters.parse(utc_now())

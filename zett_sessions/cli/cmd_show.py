@@ -18,7 +18,7 @@ from .options import (
     JsonOption,
     LatestOption,
     LatestSessionArg,
-    chosen_format,
+    chosen_output,
     format_option,
 )
 
@@ -88,16 +88,6 @@ def one_session(session: str | None, latest: bool) -> None:
         raise UsageError("give either a SESSION or --latest")
 
 
-def transcript_format(output_format: str, json_output: bool) -> ShowFormat:
-    """``--format`` of show and tail, with ``--json``; markdown and --json exclude each other."""
-    from ..errors import UsageError
-
-    chosen = chosen_format(output_format, ShowFormat)
-    if json_output and chosen is ShowFormat.markdown:
-        raise UsageError("--json and --format markdown cannot be combined")
-    return ShowFormat.json if json_output else chosen
-
-
 @dataclass(frozen=True)
 class ViewOptions:
     """How show and tail render a transcript: the same options (``--role``, ``--reasoning``,
@@ -158,8 +148,8 @@ def show_command(
         ),
     ] = False,
     output_format: Annotated[
-        str, format_option(ShowFormat, "text (default), markdown (shareable) or json.")
-    ] = "text",
+        str | None, format_option(ShowFormat, "text (default), markdown (shareable) or json.")
+    ] = None,
     json_output: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -179,7 +169,7 @@ def show_command(
     from ..transcript.write import Format, Request, show
     from .state import app_state, run_with
 
-    chosen = transcript_format(output_format, json_output)
+    chosen = chosen_output(output_format, json_output, ShowFormat)
     one_session(session, latest)
     if first is not None and through is not None and through < first:
         raise UsageError(f"--through {through} is before --from {first}")

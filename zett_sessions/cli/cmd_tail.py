@@ -11,7 +11,6 @@ from .cmd_show import (
     ShowFormat,
     ViewOptions,
     one_session,
-    transcript_format,
     view_options,
 )
 from .errors import handle_errors
@@ -21,6 +20,7 @@ from .options import (
     JsonOption,
     LatestOption,
     LatestSessionArg,
+    chosen_output,
     format_option,
 )
 
@@ -72,11 +72,11 @@ def tail_command(
     ] = None,
     view: ViewOptions = PLAIN_VIEW,
     output_format: Annotated[
-        str,
+        str | None,
         format_option(
             ShowFormat, "text (default), markdown or json (NDJSON, a record a line, with -f)."
         ),
-    ] = "text",
+    ] = None,
     json_output: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -96,7 +96,7 @@ def tail_command(
     from ..transcript.write import Format, Request, tail
     from .state import app_state, run_with
 
-    fmt = transcript_format(output_format, json_output)
+    fmt = chosen_output(output_format, json_output, ShowFormat)
     one_session(session, latest)
     if stale_after is not None and not follow:
         raise UsageError("--stale-after only applies with --follow")

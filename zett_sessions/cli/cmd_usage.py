@@ -15,7 +15,7 @@ from .options import (
     DbOption,
     FullOption,
     JsonOption,
-    chosen_format,
+    chosen_output,
     format_option,
 )
 from .state import app_state, run_with
@@ -82,8 +82,8 @@ def usage_command(
         bool, typer.Option("--utc", help="Days, weeks and months in UTC, not local time.")
     ] = False,
     output_format: Annotated[
-        str, format_option(UsageFormat, "text (default, a table with bars), json or csv.")
-    ] = "text",
+        str | None, format_option(UsageFormat, "text (default, a table with bars), json or csv.")
+    ] = None,
     json_output: JsonOption = False,
     full: FullOption = False,
     db: DbOption = None,
@@ -100,7 +100,7 @@ def usage_command(
     from ..usage.query import UsageRequest
 
     state = app_state(ctx)
-    fmt = UsageFormat.json if json_output else chosen_format(output_format, UsageFormat)
+    fmt = chosen_output(output_format, json_output, UsageFormat)
     request = UsageRequest(
         filters=filters.parse(utc_now()),  # bad values: exit 2 before opening
         group_by=_group(by),

@@ -13,7 +13,7 @@ from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
     DbOption,
     JsonOption,
-    chosen_format,
+    chosen_output,
     format_option,
     session_argument,
 )
@@ -78,11 +78,11 @@ def verify_command(
         ),
     ] = False,
     output_format: Annotated[
-        str,
+        str | None,
         format_option(
             VerifyFormat, "text (default), json (one document) or jsonl (a finding a line)."
         ),
-    ] = "text",
+    ] = None,
     json_output: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -110,7 +110,7 @@ def verify_command(
             "lists them)"
         )
     state = app_state(ctx)
-    fmt = VerifyFormat.json if json_output else chosen_format(output_format, VerifyFormat)
+    fmt = chosen_output(output_format, json_output, VerifyFormat)
     if list_codes:
         return print_codes(state.output(), fmt)
     chosen = filters.parse(utc_now())

@@ -115,3 +115,17 @@ def chosen_format(value: str, formats: type[F], *, name: str = "--format") -> F:
     from ..errors import UsageError
 
     raise UsageError(f"{name} {value!r} is not one of {known}")
+
+
+def chosen_output(value: str | None, json_output: bool, formats: type[F]) -> F:
+    """The format ``--format`` (``value``, ``None`` when not given) and ``--json`` choose, of
+    ``formats`` (which has ``text`` and ``json``): ``--json`` is ``--format json``, neither is
+    ``text``; ``--json`` with another ``--format`` is exit 2 (neither silently wins)."""
+    if value is None:
+        return formats("json" if json_output else "text")
+    chosen = chosen_format(value, formats)
+    if json_output and chosen.value != "json":
+        from ..errors import UsageError
+
+        raise UsageError(f"--json and --format {value} cannot be combined")
+    return chosen
