@@ -580,6 +580,57 @@ def copy_raw_rows_sql(
     return f"INSERT INTO raw_messages ({columns}) SELECT {values} FROM raw_messages{where}"
 
 
+def journal_sessions(path: Path, sessions: Sequence[SeedSession], doublings: int) -> Path:
+    """``seed_sessions`` in a rollback-journal file (``journal_mode = DELETE``: zett-agent's
+    older layouts), every session's rows doubled ``doublings`` times (copies of the 2 rows a
+    ``SeedSession`` has by default at the next sequences: 1 to ``2 << doublings``)."""
+    import sqlite3
+
+    db = seed_sessions(path, sessions)
+    for k in range(doublings):
+        execute_sql(db, copy_raw_rows_sql(new_id=f"id || '-{k}'", sequence=f"sequence + {2 << k}"))
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")
+    return db
+
+
+def output_beside_an_append(
+    db: Path, args: Sequence[str], session_id: str, sequence: int, *, busy_timeout: float
+) -> str:
+    """The whole stdout of ``python -m zett_sessions --db DB ARGS…`` (which must exit 0) while
+    an agent appends: once its first line is read (the output has begun and nothing more is
+    drained, so the pipe fills up), a writer waiting at most ``busy_timeout`` for a lock copies
+    row 1 of ``session_id`` to id ``appended`` at ``sequence`` (``BEGIN IMMEDIATE``, ``INSERT``,
+    ``COMMIT``).  In a rollback-journal file a command still holding a read lock makes that
+    COMMIT fail with "database is locked"."""
+    import sqlite3
+
+    with subprocess.Popen(
+        [sys.executable, "-m", "zett_sessions", "--db", str(db), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        try:
+            first = process.stdout.readline()  # handshake: the output has begun, none drained
+            assert first, process.stderr.read()
+            connection = sqlite3.connect(db, isolation_level=None, timeout=busy_timeout)
+            with contextlib.closing(connection) as writer:
+                writer.execute("BEGIN IMMEDIATE")
+                where = f" WHERE session_id = '{session_id}' AND sequence = 1"
+                copy = copy_raw_rows_sql(where, new_id="'appended'", sequence="?")
+                writer.execute(copy, [sequence])
+                writer.execute("COMMIT")
+            out = process.stdout.read()  # the rest (communicate would miss what readline read)
+            assert process.wait(SAFETY_NET) == 0, process.stderr.read()
+        finally:
+            if process.poll() is None:
+                process.kill()
+    return first + out
+
+
 # --- storage scenarios (compat and storage tests) -------------------------------------------
 
 from collections.abc import Awaitable, Callable  # noqa: E402

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
-import subprocess
-import sys
-from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,14 +15,14 @@ from support import (
     HOSTILE_STRINGS,
     LEGACY,
     LEGACY_IDS,
-    SAFETY_NET,
     SeedSession,
     assert_one_error_line,
-    copy_raw_rows_sql,
     copy_sample,
     digest,
     execute_sql,
     full_scans,
+    journal_sessions,
+    output_beside_an_append,
     run_cli,
     sample_with_layout,
     seed_sessions,
@@ -373,40 +369,15 @@ def test_search_holds_no_lock_while_its_output_waits_in_a_full_pipe(
     """In a rollback-journal file (zett-agent's older layouts) a reader's shared lock keeps a
     writer from committing.  A search whose output the reader of its pipe (or ``less``) has
     not taken yet must hold none: an agent appending meanwhile commits at once."""
-    db = seed_sessions(
-        tmp_path / "journal.sqlite3",
-        [SeedSession(f"s{n:02d}", age=timedelta(hours=n)) for n in range(20)],
-    )
-    for k in range(7):  # 2 rows a session, doubled 7 times: 5120 hits, far more than a pipe holds
-        execute_sql(db, copy_raw_rows_sql(new_id=f"id || '-{k}'", sequence=f"sequence + {2 << k}"))
-    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
-        conn.execute("PRAGMA journal_mode = DELETE")
-    args = ["--db", str(db), "search", " of s", "--all", "--format", fmt]
-    with subprocess.Popen(
-        [sys.executable, "-m", "zett_sessions", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-    ) as process:
-        assert process.stdout is not None and process.stderr is not None
-        try:
-            first = process.stdout.readline()  # handshake: the output has begun, none drained
-            assert first, process.stderr.read()
-            with closing(sqlite3.connect(db, isolation_level=None, timeout=0.1)) as writer:
-                writer.execute("BEGIN IMMEDIATE")
-                where = " WHERE session_id = 's00' AND sequence = 1"
-                writer.execute(copy_raw_rows_sql(where, new_id="'appended'", sequence="1000"))
-                writer.execute("COMMIT")
-            out = process.stdout.read()  # the rest (communicate would miss what readline read)
-            assert process.wait(SAFETY_NET) == 0, process.stderr.read()
-        finally:
-            if process.poll() is None:
-                process.kill()
+    # 2 rows a session, doubled 7 times: 5120 hits, far more than a pipe holds
+    sessions = [SeedSession(f"s{n:02d}", age=timedelta(hours=n)) for n in range(20)]
+    db = journal_sessions(tmp_path / "journal.sqlite3", sessions, 7)
+    args = ["search", " of s", "--all", "--format", fmt]
+    out = output_beside_an_append(db, args, "s00", 1000, busy_timeout=0.1)
     if fmt == "json":
-        assert sum(s["hit_count"] for s in json.loads(first + out)) >= 5120
+        assert sum(s["hit_count"] for s in json.loads(out)) >= 5120
     else:
-        assert (first + out).count(" of s") == 5120
+        assert out.count(" of s") == 5120
 
 
 def test_search_warns_about_a_session_whose_id_no_text_can_name(tmp_path: Path) -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,12 +25,17 @@ from support import (
     NEWEST_IDS,
     ONE_MB_LINE,
     SAFETY_NET,
+    SeedSession,
     TerminalProcess,
     append_messages,
+    assert_one_error_line,
     cli_process,
+    copy_raw_rows_sql,
     copy_sample,
     digest,
     execute_sql,
+    journal_sessions,
+    output_beside_an_append,
     run_cli,
     sample_with_layout,
     with_storage,
@@ -805,9 +814,6 @@ def test_show_help_has_an_example() -> None:
 
 
 def test_show_into_a_closed_pipe_exits_0_quietly(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     db = tmp_path / "hostile.sqlite3"
     session_id = write_hostile_session(db)
     process = subprocess.Popen(
@@ -822,3 +828,115 @@ def test_show_into_a_closed_pipe_exits_0_quietly(tmp_path: Path) -> None:
         err = process.stderr.read()
     assert process.wait(timeout=SAFETY_NET) == 0, err
     assert err == b""
+
+
+# --- reading in chunks: no lock held while output waits -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["show", "s"], ["show", "s", "--json"], ["tail", "s", "-n", "100000"]],
+    ids=["show", "show-json", "tail"],
+)
+def test_show_holds_no_lock_while_its_output_waits_in_a_full_pipe(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """In a rollback-journal file a reader's shared lock keeps a writer from committing.  A
+    ``show`` (or ``tail`` without ``-f``) whose output the reader of its pipe (or ``less``) has
+    not taken yet must hold none: an agent appending meanwhile commits at once.  The row it
+    appends is not shown: the transcript ends where the log ended when the header was read."""
+    # 2 rows ("question 0 of s", "answer 1 of s") doubled 11 times: several chunks, far more
+    # output than a pipe holds
+    rows = 4096
+    db = journal_sessions(tmp_path / "journal.sqlite3", [SeedSession("s")], 11)
+    # A busy timeout far shorter than the wait for a reader who never reads on, long enough for
+    # one chunk's read to end should the writer meet one.
+    out = output_beside_an_append(db, command, "s", rows + 1, busy_timeout=2)
+    if "--json" in command:
+        document = json.loads(out)
+        ids = [record["id"] for record in document["records"]]
+        assert len(ids) == len(set(ids)) == document["session"]["message_count"] == rows
+        assert "appended" not in ids
+    else:
+        assert out.count("question 0 of s") == rows // 2
+        assert f"#{rows + 1} " not in out
+
+
+def _ids_in_log_order(db: Path, session_id: str) -> list[str]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        found = conn.execute(
+            "SELECT id FROM raw_messages WHERE session_id = ? AND sequence >= 0 "
+            "ORDER BY sequence, rowid",
+            (session_id,),
+        )
+        return [row[0] for row in found]
+
+
+def test_rows_sharing_a_sequence_are_each_shown_once_across_chunk_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A damaged file (its unique index gone) may hold several rows with one sequence; read in
+    chunks of two rows, a group of three straddles a chunk boundary and each row still comes
+    exactly once, in the log's order (sequence, then rowid)."""
+    from zett_sessions.transcript import query
+
+    db = copy_sample(tmp_path)
+    session = NEWEST_IDS["tools"]
+    execute_sql(db, "DROP INDEX ux_raw_session_sequence")
+    for copy in ("a", "b"):
+        where = f" WHERE session_id = '{session}' AND sequence IN (2, 3, 5)"
+        execute_sql(db, copy_raw_rows_sql(where, new_id=f"'{copy}-' || id"))
+    expected = _ids_in_log_order(db, session)
+    assert len(expected) == len(set(expected)) > 6
+    monkeypatch.setattr(query, "CHUNK_ROWS", 2)
+    for command in (["show", session, "--json"], ["show", session, "--json", "--role", "user"]):
+        r = run_cli(["--db", str(db), *command])
+        assert r.exit_code == 0, r.stderr
+        shown = [record["id"] for record in json.loads(r.stdout)["records"]]
+        assert shown == [i for i in expected if i in set(shown)]
+        if "--role" not in command:
+            assert shown == expected
+    r = run_cli(["--db", str(db), "tail", session, "-n", "1000", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert [record["id"] for record in json.loads(r.stdout)] == expected
+    r = run_cli(["--db", str(db), "show", session])
+    assert r.exit_code == 0, r.stderr
+    assert len([t for t in titles(r.stdout) if t.startswith("#")]) == len(expected)
+
+
+@pytest.mark.parametrize("fmt", [[], ["--json"], ["--json", "--role", "user"]])
+def test_a_session_deleted_between_two_chunks_ends_show_with_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: list[str]
+) -> None:
+    """The session is deleted once the first chunk is read: ``show`` ends with exit 3 and one
+    ``Error:`` line saying so, never a traceback nor a transcript that silently stops short."""
+    from zett_sessions.transcript import query
+
+    db = copy_sample(tmp_path)
+    session = NEWEST_IDS["tools"]
+    chunk = query._chunk
+    chunks = 0
+
+    async def then_delete(*args: Any, **kwargs: Any) -> Any:
+        nonlocal chunks
+        chunks += 1
+        if chunks == 2:  # handshake: the first chunk was read and handed on
+            execute_sql(
+                db,
+                *(
+                    f"DELETE FROM {table} WHERE {column} = '{session}'"
+                    for table, column in (
+                        ("raw_messages", "session_id"),
+                        ("session_snapshots", "session_id"),
+                        ("agent_sessions", "id"),
+                    )
+                ),
+            )
+        return await chunk(*args, **kwargs)
+
+    monkeypatch.setattr(query, "CHUNK_ROWS", 2)
+    monkeypatch.setattr(query, "_chunk", then_delete)
+    r = run_cli(["--db", str(db), "show", session, *fmt])
+    assert r.exit_code == 3, (r.stdout, r.stderr)
+    assert_one_error_line(r.stderr, session, "was deleted while it was being read")
+    assert chunks == 2

@@ -4,10 +4,11 @@ Queries are written once, with ``?`` placeholders; a backend's connection layer 
 when its driver wants ``$1``, ``$2``… (``postgres.dialect.numbered``).  What cannot be written
 once is here: how a list of ids is one parameter (or a table), how a time is passed, what
 ``--title``'s substring match is, how a value's storage class is tested (SQLite's columns hold
-any type; PostgreSQL's only their own), sums, byte lengths, the row key, row locks, substring
-tests, the envelope checks SQLite's JSON functions make, and what ``usage`` groups by (a quarter
-hour, keys of an envelope's ``data``).  ``Database.dialect`` (SQLite) and
-``PgDatabase.dialect`` (PostgreSQL) name theirs; commands never branch on the backend.
+any type; PostgreSQL's only their own), sums, byte lengths, the row key, the raw log's order and
+the key its appends grow, row locks, substring tests, the envelope checks SQLite's JSON
+functions make, and what ``usage`` groups by (a quarter hour, keys of an envelope's ``data``).
+``Database.dialect`` (SQLite) and ``PgDatabase.dialect`` (PostgreSQL) name theirs; commands
+never branch on the backend.
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ class Dialect:
             if not layout.has_column("raw_messages", name):
                 return name
         raise AssertionError("raw_messages names all three rowid aliases")  # pragma: no cover
+
+    def log_order(self, layout: Layout) -> str:
+        """The order of a session's raw log, one row after another: by sequence, then by rowid
+        (a damaged file may hold two rows with one sequence; the ``(session_id, sequence)``
+        index keeps them in rowid order, so no sort is needed)."""
+        return f"sequence, {self.row_ref(layout)}"
+
+    def appended_key(self, layout: Layout) -> str:
+        """A column of ``raw_messages`` that every row appended later exceeds: the rowid (an
+        insert takes one above the largest)."""
+        return self.row_ref(layout)
 
     def type_name(self, column: str) -> str:
         """SQLite's storage class name of the value (``'text'``, ``'null'``, …)."""
@@ -135,6 +147,12 @@ class PostgresDialect(Dialect):
 
     def row_ref(self, layout: Layout) -> str:
         return "id"
+
+    def log_order(self, layout: Layout) -> str:
+        return "sequence"  # unique in a session (``ux_raw_session_sequence``)
+
+    def appended_key(self, layout: Layout) -> str:
+        return "sequence"  # allocated in order; the ids are not
 
     def type_name(self, column: str) -> str:
         return f"CASE WHEN {column} IS NULL THEN 'null' ELSE 'text' END"

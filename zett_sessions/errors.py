@@ -101,6 +101,18 @@ class SessionNotFound(ZettSessionsError):
         self.session_id = session_id
 
 
+class SessionDeleted(SessionNotFound):
+    """The session was deleted while a command read it in parts (``show``, ``tail``): what was
+    written before stops short."""
+
+    def __init__(self, session_id: str | None) -> None:
+        named = f"session {session_id!r}" if session_id is not None else "the session"
+        ZettSessionsError.__init__(
+            self, f"{named} was deleted while it was being read; the output above is incomplete"
+        )
+        self.session_id = session_id or ""
+
+
 class UnaddressableSession(SessionNotFound):
     """A damaged session id that is not UTF-8 text: it can be listed (with U+FFFD for the bad
     bytes) but no text names it, so it cannot be shown, renamed or deleted by id."""

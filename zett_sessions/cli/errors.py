@@ -74,6 +74,7 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
         e.DatabaseError: (error, ""),
         e.AmbiguousSessionId: (ExitCode.NOT_FOUND, " (type more characters of the id)"),
         e.UnaddressableSession: (ExitCode.NOT_FOUND, ""),
+        e.SessionDeleted: (ExitCode.NOT_FOUND, ""),
         e.SessionNotFound: (ExitCode.NOT_FOUND, " (see `zett-sessions list`)"),
         e.UsageError: (ExitCode.USAGE, ""),
         e.ValidationError: (ExitCode.USAGE, ""),

@@ -13,8 +13,10 @@ without loading the value), and the reader fetches the ones it needs on their ow
   BLOB, so no piece and no copy of the whole value is ever held in Python.
 
 Each large column is named once in ``rows_sql``: every mention of a column makes SQLite load
-(copy) the value again.  The row also carries its ``rowid`` (``ROW_REF``) to find the value again
-inside the same read transaction.
+(copy) the value again.  The row also carries its ``rowid`` (``ROW_REF``) to find the value
+again, in the same read transaction or a later one: a raw row never changes once written, so
+only its session's deletion can take it away meanwhile, and that raises ``SessionDeleted``
+(``show`` reads a session in chunks, each in a short transaction of its own).
 
 On PostgreSQL (the dialect's hooks) the length comes from ``octet_length`` (for a compressed
 TOAST value, without decompressing it), the row is found again by its primary key, and the
@@ -30,6 +32,7 @@ from typing import Any
 
 from ..backend import SessionDatabase
 from ..dialect import Queryable
+from ..errors import SessionDeleted
 from ..schema import RAW_COLUMNS
 from ..values import lenient_text, text_or_none
 
@@ -74,17 +77,20 @@ def row_select(db: Queryable) -> str:
     return ", ".join([*columns, *types, f"{_rowid(db)} AS {ROW_REF}"])
 
 
-def rows_sql(db: Queryable, where: str, extra: str = "") -> str:
-    """The rows of ``raw_messages`` matching ``where``, in sequence order (``row_select``).
+def rows_sql(db: Queryable, where: str, extra: str = "", *, limited: bool = False) -> str:
+    """The rows of ``raw_messages`` matching ``where``, in the log's order (``row_select``;
+    ``Dialect.log_order``); ``limited``: at most as many as a last parameter says.
 
     ``extra`` adds columns computed from those values (e.g. ``classify.CODE``).  The rows come
     from a subquery that SQLite runs as a co-routine (``OFFSET 0`` keeps it from being merged
     into the outer query), so the large columns are still named once per row however often
     ``extra`` mentions them.
     """
+    dialect = db.dialect
+    limit = "LIMIT ?" if limited else dialect.all_rows
     inner = (
         f"SELECT {row_select(db)} FROM raw_messages WHERE {where} "
-        f"ORDER BY sequence {db.dialect.all_rows} OFFSET 0"
+        f"ORDER BY {dialect.log_order(db.layout)} {limit} OFFSET 0"
     )
     return f"SELECT *{extra} FROM ({inner}) AS selected"
 
@@ -116,8 +122,8 @@ async def full_text(db: SessionDatabase, column: str, ref: Any) -> str:
     """The whole value of ``column`` in the row ``ref``, decoded as every TEXT value is."""
     where = f"FROM raw_messages WHERE {_rowid(db)} = ?"
     if not await _utf8(db):
-        return text_or_none(await db.scalar(f"SELECT {column} {where}", (ref,))) or ""
-    data = await db.scalar(f"SELECT {db.dialect.stored_bytes(column)} {where}", (ref,))
+        return text_or_none(_kept(await db.scalar(f"SELECT {column} {where}", (ref,)))) or ""
+    data = _kept(await db.scalar(f"SELECT {db.dialect.stored_bytes(column)} {where}", (ref,)))
     await _let_go(db)
     return lenient_text(data) if isinstance(data, bytes) else ""
 
@@ -135,16 +141,24 @@ async def text_chunks(db: SessionDatabase, column: str, ref: Any) -> AsyncIterat
         yield await full_text(db, column, ref)
         return
     dialect = db.dialect
-    size = await db.scalar(f"SELECT {dialect.byte_length(column)} {where}", (ref,))
+    size = _kept(await db.scalar(f"SELECT {dialect.byte_length(column)} {where}", (ref,)))
     if not isinstance(size, int):
         return
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     step = max(CHUNK, -(-size // PIECES))
     piece = f"SELECT substr({dialect.stored_bytes(column)}, ?, ?) {where}"
-    for start in range(1, size + 1, step):
-        data = await db.scalar(piece, (start, step, ref))
+    for start in range(1, size + 1, step):  # each piece a statement: no lock while it is written
+        data = _kept(await db.scalar(piece, (start, step, ref)))
         yield decoder.decode(data if isinstance(data, bytes) else b"", final=start + step > size)
     await _let_go(db)
+
+
+def _kept(value: Any) -> Any:
+    """A large value read again: never ``NULL`` (it was text when its row was read), unless
+    the row is gone, its session deleted since."""
+    if value is None:
+        raise SessionDeleted(None)
+    return value
 
 
 class CompletedRow:

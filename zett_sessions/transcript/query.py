@@ -3,10 +3,15 @@
 The header (session row, parent, children, latest snapshot, counts, token and time totals) comes
 from indexed aggregate queries; the totals, which sum a column of every row of the session, can
 be left out of it and read after the transcript (``read_totals``), so the first screen of a long
-session does not wait for them.  The log is read with ``Database.stream`` in sequence order
-inside the caller's read transaction and turned into items one row at a time by a function the
-caller picks (full ``RawMessageRecord``s for people, a lighter row + decoded message for the
-JSON fast path), so a 20k-message session never sits in memory.
+session does not wait for them.  The log is read in the log's order (sequence, then rowid) a
+chunk at a time (``log_rows``), each chunk whole in a short read transaction of its own that
+ends before any of it is handed on: no lock is held while the caller writes (to a pager or a
+full pipe, where a rollback-journal writer would wait on a reader's shared lock).  Reading stops
+at the row that was last when the header was read (``LogEnd``), so the header's counts, the
+records and the totals describe the same log while an agent appends.  Rows are turned into
+items one at a time by a function the caller picks (full ``RawMessageRecord``s for people, a
+lighter row + decoded message for the JSON fast path), so a 20k-message session never sits in
+memory.
 
 Around the items the stream places the facts a reader needs in place: the projection's flag on
 each record (``annotate.Annotator``: orphan result, incomplete batch, undecodable), the call a
@@ -29,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..backend import SessionDatabase
 from ..envelope import decode_envelope, light_message, parse_envelope, strict_json
 from ..envelope.codec import decode_data
+from ..errors import SessionDeleted
 from ..models import (
     ContextSnapshot,
     Message,
@@ -42,7 +48,7 @@ from ..schema import RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time
 from ..values import int_or_none, text_or_none, whole_number
 from .annotate import Annotator, Entry, is_head
-from .large_values import CompletedRow, has_large, row_select, rows_sql, with_message
+from .large_values import CompletedRow, has_large, row_ref, row_select, rows_sql, with_message
 
 ROLE_KINDS: dict[str, int] = {
     "system": MessageKind.SYSTEM,
@@ -105,6 +111,7 @@ class RowItem:
 
 _SEQUENCE = RAW_COLUMNS.index("sequence")
 _ROLE = RAW_COLUMNS.index("role")
+_CONTENT = RAW_COLUMNS.index("content")
 _MESSAGE_JSON = RAW_COLUMNS.index("message_json")
 
 
@@ -294,8 +301,8 @@ async def latest_snapshot(db: SessionDatabase, session_id: str) -> ContextSnapsh
     return snapshot_from_row(row) if row is not None else None
 
 
-async def read_totals(db: SessionDatabase, session_id: str) -> Totals:
-    """Token and time totals over every raw row of ``session_id``."""
+async def read_totals(db: SessionDatabase, session_id: str, log: LogEnd | None = None) -> Totals:
+    """Token and time totals over every raw row of ``session_id`` (``log``: those it holds)."""
     layout = db.layout
     # total(), not sum(): sum() of hand-edited huge integers fails the whole query with
     # "integer overflow"; total() is a float that is turned back into an int below.
@@ -311,10 +318,15 @@ async def read_totals(db: SessionDatabase, session_id: str) -> Totals:
         if timed
         else "NULL, NULL, NULL, NULL"
     )
+    within, params = (
+        (f" AND {db.dialect.appended_key(layout)} <= ?", (session_id, log.key))
+        if log is not None
+        else ("", (session_id,))
+    )
     row = await db.fetchone(
         f"SELECT {', '.join(tokens)}, {with_usage}, {durations} "
-        "FROM raw_messages WHERE session_id = ?",
-        (session_id,),
+        f"FROM raw_messages WHERE session_id = ?{within}",
+        params,
     )
     assert row is not None
     values = [whole_number(v) for v in tuple(row)[:8]]
@@ -330,6 +342,117 @@ async def read_totals(db: SessionDatabase, session_id: str) -> Totals:
         first_started_at=parse_db_time(row[8]),
         last_completed_at=parse_db_time(row[9]),
     )
+
+
+# --- the log, a chunk per read transaction -------------------------------------------------
+
+# Rows one read transaction takes at most: the first chunk ``FIRST_CHUNK`` (the first screen
+# waits for it), then twice the last, up to ``CHUNK_ROWS``; a chunk also ends once it holds
+# ``CHUNK_CHARS`` characters of content and envelopes (values over ``large_values.LARGE`` are
+# left out of rows), so memory stays near one chunk.  Measured on a 30,000-message session:
+# docs/performance.md.
+CHUNK_ROWS = 2048
+FIRST_CHUNK = 512
+CHUNK_CHARS = 4 << 20
+_AFTER_CHUNK = 1  # past ``--through``, until an open tool batch closes: no row more
+
+
+@dataclass(frozen=True, slots=True)
+class LogEnd:
+    """Where a session's raw log ended when it was looked at: ``key`` is the largest
+    ``Dialect.appended_key`` of its rows (``None``: it had none).  Rows appended later are
+    above it, so a read that stops there sees the log as the header counted it."""
+
+    session_id: str
+    key: Any
+
+
+async def log_end(db: SessionDatabase, session_id: str) -> LogEnd:
+    """The session's ``LogEnd`` now (one indexed aggregate; read it beside the header)."""
+    key = db.dialect.appended_key(db.layout)
+    found = await db.scalar(
+        f"SELECT max({key}) FROM raw_messages WHERE session_id = ?", (session_id,)
+    )
+    return LogEnd(session_id, found)
+
+
+async def log_rows(
+    db: SessionDatabase,
+    log: LogEnd,
+    where: str,
+    params: Sequence[Any],
+    *,
+    extra: str = "",
+    chunk_rows: int | None = None,
+) -> AsyncGenerator[Any, None]:
+    """The session's rows (``rows_sql``, with ``extra``) up to ``log`` that match ``where``,
+    in the log's order; call outside a read transaction.  ``chunk_rows``: every chunk that
+    many rows (default: growing ones, see ``CHUNK_ROWS``).
+
+    Each chunk is read whole in a read transaction of its own, ended before any of its rows
+    is yielded, so the caller may take its time (a pager, a full pipe) with no lock held.  The
+    next chunk starts after the last row read (its sequence, then its rowid: a damaged file's
+    rows with one sequence are neither skipped nor read twice).  The rows up to ``log`` never
+    change (the raw log is append-only); if the session is deleted between two chunks,
+    ``SessionDeleted`` is raised rather than the log ending early.
+    """
+    if log.key is None:
+        return
+    layout = db.layout
+    ref = db.dialect.row_ref(layout)
+    bounded = f"session_id = ? AND {db.dialect.appended_key(layout)} <= ? AND {where}"
+    within = (log.session_id, log.key, *params)
+    size = chunk_rows or min(FIRST_CHUNK, CHUNK_ROWS)
+    sql = rows_sql(db, bounded, extra, limited=True)
+    chunk, full = await _chunk(db, log, sql, (*within, size))
+    following = rows_sql(
+        db, f"{bounded} AND sequence >= ? AND (sequence > ? OR {ref} > ?)", extra, limited=True
+    )
+    while True:
+        for row in chunk:
+            yield row
+        if not full:
+            return
+        sequence, after = chunk[-1][_SEQUENCE], row_ref(chunk[-1])
+        chunk = []  # not held beside the next one
+        size = chunk_rows or min(2 * size, CHUNK_ROWS)
+        chunk, full = await _chunk(db, log, following, (*within, sequence, sequence, after, size))
+
+
+async def _chunk(
+    db: SessionDatabase, log: LogEnd, sql: str, params: Sequence[Any]
+) -> tuple[list[Any], bool]:
+    """The rows of one chunk (``sql`` limited to ``params[-1]`` rows, fewer once they hold
+    ``CHUNK_CHARS``), and whether more may follow.  The session is checked to still hold the row
+    ``log`` ends at, in the same transaction."""
+    rows: list[Any] = []
+    chars = 0
+    async with db.read():
+        async with aclosing(db.stream(sql, params, heavy=has_large)) as stream:
+            async for row in stream:
+                rows.append(row)
+                chars += _chars(row[_CONTENT]) + _chars(row[_MESSAGE_JSON])
+                if chars >= CHUNK_CHARS:
+                    break
+        await require_log(db, log)
+    return rows, len(rows) == params[-1] or chars >= CHUNK_CHARS
+
+
+def _chars(value: Any) -> int:
+    return len(value) if isinstance(value, str) else 0
+
+
+async def require_log(db: SessionDatabase, log: LogEnd) -> None:
+    """Raise ``SessionDeleted`` unless the session still holds the row ``log`` ends at."""
+    if log.key is None:
+        return
+    key = db.dialect.appended_key(db.layout)
+    found = await db.scalar(
+        f"SELECT 1 FROM raw_messages WHERE session_id = ? AND {key} = ?",
+        (log.session_id, log.key),
+    )
+    if found is None:
+        raise SessionDeleted(log.session_id)
 
 
 # --- the stream ----------------------------------------------------------------------------
@@ -412,7 +535,7 @@ async def start_sequence(db: SessionDatabase, session_id: str, first: int) -> in
 
 
 async def first_of_last(
-    db: SessionDatabase, session_id: str, count: int, roles: frozenset[int] = frozenset()
+    db: SessionDatabase, log: LogEnd, count: int, roles: frozenset[int] = frozenset()
 ) -> int | None:
     """Sequence of the first of the last ``count`` records (``None``: an empty log); with
     ``roles``, of the last ``count`` records of those roles (the ``role`` column holds the kind).
@@ -422,22 +545,27 @@ async def first_of_last(
     """
     # Only integer sequences count: a damaged row's NULL or text sequence is still streamed (it
     # sorts first or last), but it cannot be a place to start from.
-    valid = f"session_id = ? AND {db.dialect.integer('sequence')}"
+    if log.key is None:
+        return None
+    dialect = db.dialect
+    valid = (
+        f"session_id = ? AND {dialect.appended_key(db.layout)} <= ? "
+        f"AND {dialect.integer('sequence')}"
+    )
+    within = (log.session_id, log.key)
     if count <= 0:
-        last = await db.scalar(
-            f"SELECT max(sequence) FROM raw_messages WHERE {valid}", (session_id,)
-        )
+        last = await db.scalar(f"SELECT max(sequence) FROM raw_messages WHERE {valid}", within)
         return int(last) + 1 if last is not None else None
     kinds = sorted(roles)
     of_roles = f" AND role IN ({', '.join('?' * len(kinds))})" if kinds else ""
     row = await db.fetchone(
         f"SELECT sequence FROM raw_messages WHERE {valid}{of_roles} "
         "ORDER BY sequence DESC LIMIT 1 OFFSET ?",
-        (session_id, *kinds, count - 1),
+        (*within, *kinds, count - 1),
     )
     if row is not None:
         return int(row["sequence"])
-    first = await db.scalar(f"SELECT min(sequence) FROM raw_messages WHERE {valid}", (session_id,))
+    first = await db.scalar(f"SELECT min(sequence) FROM raw_messages WHERE {valid}", within)
     return int(first) if first is not None else None
 
 
@@ -450,22 +578,24 @@ async def stream_transcript(
     *,
     boundary: Boundary | None = None,
     live: bool = False,
+    log: LogEnd | None = None,
 ) -> AsyncGenerator[Entry[ItemT] | Boundary, None]:
-    """Shown records (with flags and calls) and the boundary marker, in sequence order.
+    """Shown records (with flags and calls) and the boundary marker, in the log's order.
 
-    Call inside ``db.read()``.  ``state`` is updated as the stream goes.  At the end of the log
-    an open segment is closed (an unanswered batch is flagged, as ``project`` would) unless
-    ``live``: then its items are released unflagged and ``state`` can be handed to ``follow``,
-    which keeps watching the same session.
+    The log is read up to ``log`` (default: its end now) a chunk per read transaction
+    (``log_rows``): no transaction is held while the caller handles what is yielded.
+    ``state`` is updated as the stream goes.  At the end of the log an open segment is closed
+    (an unanswered batch is flagged, as ``project`` would) unless ``live``: then its items are
+    released unflagged and ``state`` can be handed to ``follow``, which keeps watching the same
+    session.
     """
-    resolved = await _resolved(db, session_id, selection)
-    if resolved is None:
+    prepared = await _prepared(db, session_id, selection, log)
+    if prepared is None:
         return
-    selection = resolved
-    start = await start_sequence(db, session_id, selection.first or 0)  # 0: from the start
+    log, selection, start = prepared
     marker = boundary if boundary is not None and _within(boundary, selection) else None
     annotator = state.annotator
-    async with aclosing(_rows(db, session_id, start, selection.through, annotator)) as rows:
+    async with aclosing(_rows(db, log, start, selection.through, annotator)) as rows:
         async for row in rows:
             item = build(await with_message(db, row))
             sequence = item.sequence
@@ -492,12 +622,27 @@ async def stream_transcript(
         yield marker
 
 
-async def _resolved(db: SessionDatabase, session_id: str, selection: Selection) -> Selection | None:
+async def _prepared(
+    db: SessionDatabase, session_id: str, selection: Selection, log: LogEnd | None
+) -> tuple[LogEnd, Selection, int] | None:
+    """Where the log ends, the selection resolved (``_resolved``) and the sequence to start
+    reading at (``start_sequence``), in one short read (``None``: nothing to show)."""
+    async with db.read():
+        if log is None:
+            log = await log_end(db, session_id)
+        resolved = await _resolved(db, log, selection)
+        if resolved is None:
+            return None
+        start = await start_sequence(db, session_id, resolved.first or 0)  # 0: from the start
+    return log, resolved, start
+
+
+async def _resolved(db: SessionDatabase, log: LogEnd, selection: Selection) -> Selection | None:
     """``selection`` with its last *n* turned into the sequence they start at (``None``: no
     record of its roles)."""
     if selection.last is None:
         return selection
-    first = await first_of_last(db, session_id, selection.last, selection.roles)
+    first = await first_of_last(db, log, selection.last, selection.roles)
     return None if first is None else Selection(first, selection.through, selection.roles)
 
 
@@ -510,27 +655,21 @@ def _within(boundary: Boundary, selection: Selection) -> bool:
 
 
 async def _rows(
-    db: SessionDatabase, session_id: str, start: int, through: int | None, annotator: Annotator[Any]
+    db: SessionDatabase, log: LogEnd, start: int, through: int | None, annotator: Annotator[Any]
 ) -> AsyncGenerator[Any, None]:
     """The rows from ``start`` through ``through`` (a range bounded in SQL, through the
-    ``(session_id, sequence)`` index), then the rows after it one at a time, only while a tool
-    batch open at ``through`` waits for what closes it (its flags need them)."""
-    where = "session_id = ? AND sequence >= ?"
-    params: tuple[Any, ...] = (session_id, start)
-    if through is None:
-        sql = rows_sql(db, where)
-    else:
-        sql, params = (
-            rows_sql(db, f"{where} AND sequence <= ?"),
-            (session_id, start, through),
-        )
-    async with aclosing(db.stream(sql, params, heavy=has_large)) as rows:
+    ``(session_id, sequence)`` index), then the rows after it one at a time (a read each), only
+    while a tool batch open at ``through`` waits for what closes it (its flags need them)."""
+    where, params = "sequence >= ?", [start]
+    if through is not None:
+        where, params = f"{where} AND sequence <= ?", [start, through]
+    async with aclosing(log_rows(db, log, where, params)) as rows:
         async for row in rows:
             yield row
     if through is None or not annotator.holding:
         return
-    sql = rows_sql(db, "session_id = ? AND sequence > ?")
-    async with aclosing(db.stream(sql, (session_id, through), 1, heavy=has_large)) as rows:
+    after = log_rows(db, log, "sequence > ?", (through,), chunk_rows=_AFTER_CHUNK)
+    async with aclosing(after) as rows:
         async for row in rows:
             yield row  # the caller feeds it to the annotator before this goes on
             if not annotator.holding:

@@ -23,11 +23,11 @@ from ..envelope import element_text
 from ..envelope.sql import EXCLUDED, HEAD, RESULT
 from ..render.jsonout import kind_name
 from ..schema import RAW_COLUMNS
-from .classify import needs_python, records_sql
+from .classify import code_column, needs_python
 from .flagscan import FlagScan
 from .jsonrows import CONTENT, MESSAGE, SEQUENCE, RecordWriter
 from .large_values import EXTRA_COLUMNS, has_large, with_message
-from .query import row_item
+from .query import LogEnd, log_end, log_rows, row_item
 from .render import dropped_json
 from .write import write_record
 
@@ -38,12 +38,18 @@ _CODE = len(RAW_COLUMNS) + len(EXTRA_COLUMNS)
 _BLOCK = 256  # records per write
 
 
-async def write_session_records(db: SessionDatabase, session_id: str, *, indent: str) -> FlagScan:
-    """Write ``"records": [...]`` of every row of ``session_id``; call inside ``db.read()``.
+async def write_session_records(
+    db: SessionDatabase, session_id: str, *, indent: str, log: LogEnd | None = None
+) -> FlagScan:
+    """Write ``"records": [...]`` of every row of ``session_id`` up to ``log`` (default: its
+    end now), read a chunk per read transaction (``query.log_rows``).
 
     The array opens with ``indent + '"records": ['`` and closes with ``indent + '],'``, one
     record per line, as ``write.write_json_records`` lays it out.
     """
+    if log is None:
+        async with db.read():
+            log = await log_end(db, session_id)
     write = sys.stdout.write
     writer = RecordWriter()
     scan = FlagScan()
@@ -60,8 +66,8 @@ async def write_session_records(db: SessionDatabase, session_id: str, *, indent:
             count += len(block)
             block.clear()
 
-    sql = records_sql(db)
-    async with aclosing(db.stream(sql, (session_id, 0), heavy=has_large)) as rows:
+    chunks = log_rows(db, log, "sequence >= ?", (0,), extra=code_column(db))
+    async with aclosing(chunks) as rows:
         async for row in rows:
             code = row[_CODE]
             message = row[MESSAGE]

@@ -1,10 +1,13 @@
 """Writing a transcript while it is read: the glue ``show`` and ``tail`` share.
 
-Nothing is collected first: each record is rendered and written as the query stream yields it,
-inside one read transaction (``show``, the history part of ``tail``) or one short transaction
-per poll (``tail -f``).  Human output goes through ``Output.paged()``; JSON documents are written
-piece by piece and still form one valid document (``show --json``, ``tail --json``) or one
-record per line (``tail -f --json``).
+Nothing is collected first but one chunk of rows: the header is read in one read transaction,
+which also notes where the log ends (``query.LogEnd``); the log is then read up to there a
+chunk per short read transaction, each ended before its records are rendered and written
+(``query.log_rows``), and ``tail -f`` reads one short transaction per poll.  No lock is held
+while output waits in a pager or a full pipe, and a session deleted meanwhile ends the output
+with ``SessionDeleted`` (exit 3), never a silently short transcript.  Human output goes through
+``Output.paged()``; JSON documents are written piece by piece and still form one valid document
+(``show --json``, ``tail --json``) or one record per line (``tail -f --json``).
 """
 
 from __future__ import annotations
@@ -30,13 +33,17 @@ from .annotate import Annotator
 from .follow import Gone, Stale, follow, latest_session
 from .query import (
     Boundary,
+    LogEnd,
+    ResumeContext,
     Selection,
     TranscriptState,
     annotator_for,
     latest_boundary,
+    log_end,
     read_context,
     read_header,
     read_totals,
+    require_log,
     row_item,
     stream_transcript,
 )
@@ -140,20 +147,26 @@ def return_freed_memory() -> None:
 
 
 async def show(db: SessionDatabase, request: Request, out: Output) -> None:
-    """``show``: resolve, read the header, then stream the transcript in the chosen format."""
+    """``show``: resolve, read the header (and where the log ends) in one read transaction,
+    then stream the transcript up to there in the chosen format, a chunk per transaction."""
     return_freed_memory()
     text = not request.context and request.fmt is Format.text
     async with db.read():
         session_id = await _session(db, request, out)
         header = await read_header(db, session_id, totals=not text)  # text: after the log
-        if request.context:
-            await _show_context(db, session_id, header, request, out)
-        elif request.fmt is Format.json:
-            await _show_json(db, session_id, header, request, out)
-        elif request.fmt is Format.markdown:
-            await _show_markdown(db, session_id, header, request, out)
-        else:
-            await _show_text(db, session_id, header, request, out)
+        log = await log_end(db, session_id)
+        context = None
+        if request.context:  # what one model request carries: read whole, with the header
+            build = row_item if request.fmt is Format.json else record_from_row
+            context = await read_context(db, session_id, build, header.snapshot)
+    if context is not None:
+        await _show_context(db, header, context, request, out)
+    elif request.fmt is Format.json:
+        await _show_json(db, log, header, request, out)
+    elif request.fmt is Format.markdown:
+        await _show_markdown(db, log, header, request, out)
+    else:
+        await _show_text(db, log, header, request, out)
 
 
 def _records(
@@ -165,23 +178,29 @@ def _records(
     boundary: Boundary | None,
     *,
     live: bool = False,
+    log: LogEnd | None = None,
 ) -> AsyncGenerator[Any, None]:
     return stream_transcript(
-        db, session_id, request.selection, build, state, boundary=boundary, live=live
+        db, session_id, request.selection, build, state, boundary=boundary, live=live, log=log
     )
 
 
 async def _show_text(
-    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase, log: LogEnd, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
+    session_id = log.session_id
     with out.paged() as console:
         write_renderable(console, header_table(header, local=request.options.local))
         console.file.write("\n")
-        stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
+        boundary = _boundary(header)
+        stream = _records(db, session_id, request, record_from_row, state, boundary, log=log)
         await print_entries(console, stream, renderer_for(request.options, console))
         console.file.write("\n")
-        write_renderable(console, totals_table(await read_totals(db, session_id)))
+        async with db.read():  # the totals of the rows shown, the session still there
+            await require_log(db, log)
+            totals = await read_totals(db, session_id, log)
+        write_renderable(console, totals_table(totals))
     if state.shown == 0:
         out.hint("No records match." if header.session.message_count else "No messages yet.")
 
@@ -227,13 +246,14 @@ def write_renderable(console: Console, renderable: RenderableType, **options: An
 
 
 async def _show_markdown(
-    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase, log: LogEnd, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
     from .markdown import header_markdown
 
     out.line(header_markdown(header, local=request.options.local))
     state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
-    stream = _records(db, session_id, request, record_from_row, state, _boundary(header))
+    boundary = _boundary(header)
+    stream = _records(db, log.session_id, request, record_from_row, state, boundary, log=log)
     await write_markdown_entries(stream, request.options, PromptRepeats())
 
 
@@ -265,8 +285,9 @@ def write_markdown_entry(
 
 
 async def _show_json(
-    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase, log: LogEnd, header: TranscriptHeader, request: Request, out: Output
 ) -> None:
+    session_id = log.session_id
     snapshot = snapshot_json(header.snapshot) if header.snapshot else None
     out.line("{")
     out.line(f'  "session": {dumps(header_json(header), indent=None)},')
@@ -274,12 +295,12 @@ async def _show_json(
     if request.selection == Selection():  # the whole session: records straight from the query
         from .records_json import flags_document, write_session_records
 
-        scan = await write_session_records(db, session_id, indent="  ")
+        scan = await write_session_records(db, session_id, indent="  ", log=log)
         out.line(f'  "flags": {dumps(flags_document(scan), indent=None)}')
         out.line("}")
         return
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
-    stream = _records(db, session_id, request, row_item, state, None)
+    stream = _records(db, session_id, request, row_item, state, None, log=log)
     await write_json_records(db, stream, indent="    ", opening='  "records": [', closing="  ],")
     out.line(f'  "flags": {dumps(flags_json(state), indent=None)}')
     out.line("}")
@@ -341,12 +362,15 @@ async def write_record(db: SessionDatabase, parts: list[Any]) -> None:
 
 
 async def _show_context(
-    db: SessionDatabase, session_id: str, header: TranscriptHeader, request: Request, out: Output
+    db: SessionDatabase,
+    header: TranscriptHeader,
+    context: ResumeContext[Any],
+    request: Request,
+    out: Output,
 ) -> None:
     from .jsonrows import RecordWriter
 
     if request.fmt is Format.json:
-        context = await read_context(db, session_id, row_item, header.snapshot)
         snapshot = snapshot_json(context.snapshot) if context.snapshot else None
         out.line("{")
         out.line(f'  "session": {dumps(header_json(header), indent=None)},')
@@ -364,7 +388,7 @@ async def _show_context(
         out.line(f'  "excluded_sequences": {dumps(excluded, indent=None)}')
         out.line("}")
         return
-    resume = await read_context(db, session_id, record_from_row, header.snapshot)
+    resume: ResumeContext[RawMessageRecord] = context
     renderer = renderer_for(request.options, out.out)
     pairing: Annotator[RawMessageRecord] = annotator_for(hold=True)  # kept batches: calls only
     entries = [entry for record in resume.kept for entry in pairing.feed(record)]
@@ -399,18 +423,19 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     async with db.read():
         session_id = await _session(db, request, out)
         boundary = await latest_boundary(db, session_id)
-        stream = _records(db, session_id, request, build, state, boundary, live=request.follow)
-        if json_mode and not request.follow:
-            await write_json_records(db, stream, indent="  ", opening="[", closing="]")
-        elif json_mode:
-            await _write_ndjson(db, stream)
-        elif request.fmt is Format.markdown:
-            await write_markdown_entries(stream, request.options, prompts)
-        elif request.follow:
-            await print_entries(out.out, stream, renderer)
-        else:
-            with out.paged() as console:
-                await print_entries(console, stream, renderer)
+        log = await log_end(db, session_id)
+    stream = _records(db, session_id, request, build, state, boundary, live=request.follow, log=log)
+    if json_mode and not request.follow:
+        await write_json_records(db, stream, indent="  ", opening="[", closing="]")
+    elif json_mode:
+        await _write_ndjson(db, stream)
+    elif request.fmt is Format.markdown:
+        await write_markdown_entries(stream, request.options, prompts)
+    elif request.follow:
+        await print_entries(out.out, stream, renderer)
+    else:
+        with out.paged() as console:
+            await print_entries(console, stream, renderer)
     if request.follow:
         out.hint(f"Following {session_id} (Ctrl-C to stop)…")
         await _follow(db, session_id, build, state, request, out, renderer, prompts)
