@@ -339,7 +339,7 @@ def test_each_filtering_command_takes_its_filters_and_refuses_a_blank_one_before
     assert list(tmp_path.iterdir()) == []
 
 
-# --- --json with --format: one rule (options.chosen_output) ---------------------------------
+# --- --json with --format: one rule (options.OutputOptions) ----------------------------------
 
 SESSION_ARGUMENT = {"search": ["x"], "show": [NEWEST_IDS["plain"]], "tail": [NEWEST_IDS["plain"]]}
 NOT_JSON = {

@@ -14,16 +14,17 @@ from .errors import handle_errors
 from .filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
 from .options import (
     DEFAULT_LIMIT,
+    DEFAULT_OUTPUT,
     AllOption,
     DbOption,
     FullIdsOption,
     FullOption,
-    JsonOption,
     LimitOption,
     OffsetOption,
+    OutputOptions,
     chosen_format,
-    chosen_output,
     format_option,
+    output_options,
 )
 from .state import AppState, app_state, run_with
 
@@ -53,6 +54,7 @@ class ListSort(StrEnum):
 
 
 @handle_errors
+@output_options(ListFormat, "text (default), json, jsonl (a line each) or csv.")
 @filter_options(*EVERY_FILTER)
 def list_command(
     ctx: typer.Context,
@@ -93,10 +95,7 @@ def list_command(
             "page is full.",
         ),
     ] = False,
-    output_format: Annotated[
-        str | None, format_option(ListFormat, "text (default), json, jsonl (a line each) or csv.")
-    ] = None,
-    json_output: JsonOption = False,
+    output: OutputOptions = DEFAULT_OUTPUT,
     full_ids: FullIdsOption = False,
     full: FullOption = False,
     db: DbOption = None,
@@ -112,7 +111,7 @@ def list_command(
     from ..timeutil import utc_now
 
     state = app_state(ctx)
-    fmt = chosen_output(output_format, json_output, ListFormat)
+    fmt = output.chosen(ListFormat)
     order = chosen_format(sort, ListSort, name="--sort")
     if problems and order is not ListSort.activity:
         raise UsageError("--problems lists newest activity first; drop --sort")

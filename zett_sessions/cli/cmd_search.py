@@ -12,13 +12,13 @@ from .errors import handle_errors
 from .filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
 from .options import (
     DEFAULT_LIMIT,
+    DEFAULT_OUTPUT,
     INT_MAX,
     AllOption,
     DbOption,
-    JsonOption,
     LimitOption,
-    chosen_output,
-    format_option,
+    OutputOptions,
+    output_options,
     session_argument,
 )
 
@@ -35,6 +35,7 @@ class SearchFormat(StrEnum):
 
 
 @handle_errors
+@output_options(SearchFormat, "text (default), json or jsonl (a session a line).")
 @filter_options(*EVERY_FILTER)
 def search_command(
     ctx: typer.Context,
@@ -84,10 +85,7 @@ def search_command(
         bool,
         typer.Option("--null", "-0", help="Like -l, each id ended by a NUL byte, exactly."),
     ] = False,
-    output_format: Annotated[
-        str | None, format_option(SearchFormat, "text (default), json or jsonl (a session a line).")
-    ] = None,
-    json_output: JsonOption = False,
+    output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
 ) -> None:
     """Find where something was said or done: message text, tool names, tool arguments and
@@ -103,7 +101,7 @@ def search_command(
     from ..timeutil import utc_now
     from .state import app_state, run_with
 
-    fmt = chosen_output(output_format, json_output, SearchFormat)
+    fmt = output.chosen(SearchFormat)
     ids_only = ids_only or null
     compiled = Pattern.parse(pattern, regex=regex, ignore_case=ignore_case)
     chosen = filters.parse(utc_now())

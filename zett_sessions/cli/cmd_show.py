@@ -12,14 +12,14 @@ import typer
 from .errors import handle_errors
 from .option_group import option_group
 from .options import (
+    DEFAULT_OUTPUT,
     INT_MAX,
     DbOption,
     FullOption,
-    JsonOption,
     LatestOption,
     LatestSessionArg,
-    chosen_output,
-    format_option,
+    OutputOptions,
+    output_options,
 )
 
 if TYPE_CHECKING:
@@ -131,6 +131,7 @@ view_options = option_group("view", ViewOptions, VIEW_OPTIONS)
 
 
 @handle_errors
+@output_options(ShowFormat, "text (default), markdown (shareable) or json.")
 @view_options
 def show_command(
     ctx: typer.Context,
@@ -147,10 +148,7 @@ def show_command(
             "what the projection dropped.",
         ),
     ] = False,
-    output_format: Annotated[
-        str | None, format_option(ShowFormat, "text (default), markdown (shareable) or json.")
-    ] = None,
-    json_output: JsonOption = False,
+    output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
 ) -> None:
     """Show a session: its header, then every raw message in sequence order.
@@ -169,7 +167,7 @@ def show_command(
     from ..transcript.write import Format, Request, show
     from .state import app_state, run_with
 
-    chosen = chosen_output(output_format, json_output, ShowFormat)
+    chosen = output.chosen(ShowFormat)
     one_session(session, latest)
     if first is not None and through is not None and through < first:
         raise UsageError(f"--through {through} is before --from {first}")

@@ -15,19 +15,20 @@ from .cmd_show import (
 )
 from .errors import handle_errors
 from .options import (
+    DEFAULT_OUTPUT,
     INT_MAX,
     DbOption,
-    JsonOption,
     LatestOption,
     LatestSessionArg,
-    chosen_output,
-    format_option,
+    OutputOptions,
+    output_options,
 )
 
 DEFAULT_COUNT = 10
 
 
 @handle_errors
+@output_options(ShowFormat, "text (default), markdown or json (NDJSON, a record a line, with -f).")
 @view_options
 def tail_command(
     ctx: typer.Context,
@@ -71,13 +72,7 @@ def tail_command(
         ),
     ] = None,
     view: ViewOptions = PLAIN_VIEW,
-    output_format: Annotated[
-        str | None,
-        format_option(
-            ShowFormat, "text (default), markdown or json (NDJSON, a record a line, with -f)."
-        ),
-    ] = None,
-    json_output: JsonOption = False,
+    output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
 ) -> None:
     """Show the last records of a session, rendered like show; -f keeps following it.
@@ -96,7 +91,7 @@ def tail_command(
     from ..transcript.write import Format, Request, tail
     from .state import app_state, run_with
 
-    fmt = chosen_output(output_format, json_output, ShowFormat)
+    fmt = output.chosen(ShowFormat)
     one_session(session, latest)
     if stale_after is not None and not follow:
         raise UsageError("--stale-after only applies with --follow")

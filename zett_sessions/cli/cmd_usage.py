@@ -12,11 +12,11 @@ from ..usage import GroupBy
 from .errors import handle_errors
 from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
+    DEFAULT_OUTPUT,
     DbOption,
     FullOption,
-    JsonOption,
-    chosen_output,
-    format_option,
+    OutputOptions,
+    output_options,
 )
 from .state import app_state, run_with
 
@@ -41,6 +41,7 @@ def _complete_group(incomplete: str) -> list[str]:
 
 
 @handle_errors
+@output_options(UsageFormat, "text (default, a table with bars), json or csv.")
 @filter_options(
     "agent",
     "session_type",
@@ -81,10 +82,7 @@ def usage_command(
     utc: Annotated[
         bool, typer.Option("--utc", help="Days, weeks and months in UTC, not local time.")
     ] = False,
-    output_format: Annotated[
-        str | None, format_option(UsageFormat, "text (default, a table with bars), json or csv.")
-    ] = None,
-    json_output: JsonOption = False,
+    output: OutputOptions = DEFAULT_OUTPUT,
     full: FullOption = False,
     db: DbOption = None,
 ) -> None:
@@ -100,7 +98,7 @@ def usage_command(
     from ..usage.query import UsageRequest
 
     state = app_state(ctx)
-    fmt = chosen_output(output_format, json_output, UsageFormat)
+    fmt = output.chosen(UsageFormat)
     request = UsageRequest(
         filters=filters.parse(utc_now()),  # bad values: exit 2 before opening
         group_by=_group(by),

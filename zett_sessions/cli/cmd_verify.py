@@ -11,10 +11,10 @@ from .errors import handle_errors
 from .exit_codes import ExitCode
 from .filters import NO_FILTERS, FilterOptions, filter_options
 from .options import (
+    DEFAULT_OUTPUT,
     DbOption,
-    JsonOption,
-    chosen_output,
-    format_option,
+    OutputOptions,
+    output_options,
     session_argument,
 )
 from .state import app_state, run_with
@@ -38,6 +38,7 @@ class SeverityLevel(StrEnum):
 
 
 @handle_errors
+@output_options(VerifyFormat, "text (default), json (one document) or jsonl (a finding a line).")
 @filter_options("agent", "session_type", "roots", "children_of", "since", "until")
 def verify_command(
     ctx: typer.Context,
@@ -77,13 +78,7 @@ def verify_command(
             help="Print every finding code with its severity, meaning and what to do; no check.",
         ),
     ] = False,
-    output_format: Annotated[
-        str | None,
-        format_option(
-            VerifyFormat, "text (default), json (one document) or jsonl (a finding a line)."
-        ),
-    ] = None,
-    json_output: JsonOption = False,
+    output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
 ) -> None:
     """Check a session database for damage without changing a byte; exit 4 on errors.
@@ -110,7 +105,7 @@ def verify_command(
             "lists them)"
         )
     state = app_state(ctx)
-    fmt = chosen_output(output_format, json_output, VerifyFormat)
+    fmt = output.chosen(VerifyFormat)
     if list_codes:
         return print_codes(state.output(), fmt)
     chosen = filters.parse(utc_now())

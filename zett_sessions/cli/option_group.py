@@ -4,8 +4,9 @@
 ``declared`` (a parameter name, a field of ``group``, → its ``Annotated`` declaration) where
 the command's ``placeholder`` parameter stands, in that order (so ``--help`` lists them
 there), with ``group()``'s field values as their defaults, and calls the command with
-``placeholder=group(**their values)``.  The session filters (``filters.filter_options``) and
-the transcript view of show and tail (``cmd_show.view_options``) are such groups.
+``placeholder=group(**their values)``.  The session filters (``filters.filter_options``), the
+transcript view of show and tail (``cmd_show.view_options``) and ``--format`` with ``--json``
+(``options.output_options``) are such groups.
 """
 
 from __future__ import annotations

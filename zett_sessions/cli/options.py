@@ -1,14 +1,18 @@
 """Parameters shared by several commands, declared once as ``Annotated`` aliases (the session
-filters of ``list`` and the commands that share them: ``filters``)."""
+filters of ``list`` and the commands that share them: ``filters``), and ``--format`` with
+``--json`` as one group (``output_options``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from .complete import complete_session_id
+from .option_group import option_group
 
 DbOption = Annotated[
     str | None,
@@ -84,6 +88,7 @@ DryRunOption = Annotated[
 # (verify's) are hidden second spellings, accepted everywhere.
 FORMAT_ALIASES = {"table": "text", "human": "text"}
 F = TypeVar("F", bound=StrEnum)
+R = TypeVar("R")
 
 
 def format_option(formats: type[StrEnum], help: str, *, name: str = "--format") -> Any:
@@ -117,15 +122,38 @@ def chosen_format(value: str, formats: type[F], *, name: str = "--format") -> F:
     raise UsageError(f"{name} {value!r} is not one of {known}")
 
 
-def chosen_output(value: str | None, json_output: bool, formats: type[F]) -> F:
-    """The format ``--format`` (``value``, ``None`` when not given) and ``--json`` choose, of
-    ``formats`` (which has ``text`` and ``json``): ``--json`` is ``--format json``, neither is
-    ``text``; ``--json`` with another ``--format`` is exit 2 (neither silently wins)."""
-    if value is None:
-        return formats("json" if json_output else "text")
-    chosen = chosen_format(value, formats)
-    if json_output and chosen.value != "json":
-        from ..errors import UsageError
+@dataclass(frozen=True)
+class OutputOptions:
+    """``--format`` (``None``: not given) and ``--json`` as given: one choice of format, made by
+    ``chosen``."""
 
-        raise UsageError(f"--json and --format {value} cannot be combined")
-    return chosen
+    output_format: str | None = None
+    json_output: bool = False
+
+    def chosen(self, formats: type[F]) -> F:
+        """The format of ``formats`` (which has ``text`` and ``json``) the two options pick:
+        ``--json`` is ``--format json``, neither is ``text``; ``--json`` with another
+        ``--format`` is exit 2 (neither silently wins)."""
+        if self.output_format is None:
+            return formats("json" if self.json_output else "text")
+        chosen = chosen_format(self.output_format, formats)
+        if self.json_output and chosen.value != "json":
+            from ..errors import UsageError
+
+            raise UsageError(f"--json and --format {self.output_format} cannot be combined")
+        return chosen
+
+
+DEFAULT_OUTPUT = OutputOptions()
+
+
+def output_options(
+    formats: type[StrEnum], help: str
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Give a command ``--format`` (of ``formats``, worded ``help``) and ``--json`` in place of
+    its ``output`` parameter; it is called with ``output=`` their values (``OutputOptions``)."""
+    declared = {
+        "output_format": Annotated[str | None, format_option(formats, help)],
+        "json_output": JsonOption,
+    }
+    return option_group("output", OutputOptions, declared)
