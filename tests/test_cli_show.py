@@ -921,17 +921,7 @@ def test_a_session_deleted_between_two_chunks_ends_show_with_one_error_line(
         nonlocal chunks
         chunks += 1
         if chunks == 2:  # handshake: the first chunk was read and handed on
-            execute_sql(
-                db,
-                *(
-                    f"DELETE FROM {table} WHERE {column} = '{session}'"
-                    for table, column in (
-                        ("raw_messages", "session_id"),
-                        ("session_snapshots", "session_id"),
-                        ("agent_sessions", "id"),
-                    )
-                ),
-            )
+            _delete_session(db, session)
         return await chunk(*args, **kwargs)
 
     monkeypatch.setattr(query, "CHUNK_ROWS", 2)
@@ -940,3 +930,39 @@ def test_a_session_deleted_between_two_chunks_ends_show_with_one_error_line(
     assert r.exit_code == 3, (r.stdout, r.stderr)
     assert_one_error_line(r.stderr, session, "was deleted while it was being read")
     assert chunks == 2
+
+
+def _delete_session(db: Path, session: str) -> None:
+    execute_sql(
+        db,
+        *(
+            f"DELETE FROM {table} WHERE {column} = '{session}'"
+            for table, column in (
+                ("raw_messages", "session_id"),
+                ("session_snapshots", "session_id"),
+                ("agent_sessions", "id"),
+            )
+        ),
+    )
+
+
+@pytest.mark.parametrize("args", [["--json"], ["--json", "--role", "user"], []])
+def test_a_session_deleted_before_tail_finds_where_to_start_ends_with_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """The session is deleted after ``tail`` noted where its log ends and before it looks for
+    the last records: exit 3 and one ``Error:`` line, never ``[]`` (an empty log) and exit 0."""
+    from zett_sessions.transcript import query
+
+    db = copy_sample(tmp_path)
+    session = NEWEST_IDS["tools"]
+    first_of_last = query.first_of_last
+
+    async def deleted_first(*args: Any, **kwargs: Any) -> Any:
+        _delete_session(db, session)
+        return await first_of_last(*args, **kwargs)
+
+    monkeypatch.setattr(query, "first_of_last", deleted_first)
+    r = run_cli(["--db", str(db), "tail", session, "-n", "2", *args])
+    assert r.exit_code == 3, (r.stdout, r.stderr)
+    assert_one_error_line(r.stderr, session, "was deleted while it was being read")

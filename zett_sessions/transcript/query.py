@@ -631,7 +631,8 @@ async def _prepared(
         if log is None:
             log = await log_end(db, session_id)
         resolved = await _resolved(db, log, selection)
-        if resolved is None:
+        if resolved is None:  # no record, or (deleted since ``log`` was noted) no session
+            await require_log(db, log)
             return None
         start = await start_sequence(db, session_id, resolved.first or 0)  # 0: from the start
     return log, resolved, start
