@@ -38,6 +38,7 @@ from support import (
     output_beside_an_append,
     run_cli,
     sample_with_layout,
+    traced_sql,
     with_storage,
     write_hostile_session,
 )
@@ -966,3 +967,32 @@ def test_a_session_deleted_before_tail_finds_where_to_start_ends_with_one_error_
     r = run_cli(["--db", str(db), "tail", session, "-n", "2", *args])
     assert r.exit_code == 3, (r.stdout, r.stderr)
     assert_one_error_line(r.stderr, session, "was deleted while it was being read")
+
+
+@pytest.mark.parametrize("analyzed", [False, True])
+def test_the_log_end_bound_leaves_the_reads_on_the_sequence_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, analyzed: bool
+) -> None:
+    """The bound at the noted log end (``Dialect.logged``) never picks the index: the reads
+    that want the log's order (the last records of a role, a chunk, the chunks after it) walk
+    ``ux_raw_session_sequence`` and sort nothing, and no read scans the table, also where
+    ANALYZE has given the planner statistics."""
+    from zett_sessions.transcript import query
+
+    monkeypatch.setattr(query, "CHUNK_ROWS", 2)  # the chunks after the first are read too
+    db = copy_sample(tmp_path)
+    if analyzed:
+        execute_sql(db, "ANALYZE")
+    session = NEWEST_IDS["tools"]
+    with traced_sql() as statements:
+        for args in (["tail", "-n", "2", "--role", "user"], ["tail", "-n", "0"], ["show"]):
+            r = run_cli(["--db", str(db), args[0], session, "--json", *args[1:]])
+            assert r.exit_code == 0, r.stderr
+    bounded = [sql for _, sql in statements if "rowid <=" in sql]
+    assert len(bounded) >= 4 and any("rowid >" in sql for sql in bounded)
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        for sql in bounded:
+            plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert "TEMP B-TREE" not in plan and "SCAN raw_messages" not in plan, (plan, sql)
+            if "ORDER BY sequence" in sql or "(sequence)" in sql:
+                assert "ux_raw_session_sequence" in plan, (plan, sql)

@@ -53,6 +53,14 @@ class Dialect:
         insert takes one above the largest)."""
         return self.row_ref(layout)
 
+    def logged(self, layout: Layout) -> str:
+        """The test that a row of ``raw_messages`` was in the log when its ``appended_key``
+        was ``?`` (``query.LogEnd``).  The unary ``+`` keeps SQLite from choosing an index for
+        it: a rowid range would steer the planner to ``ix_raw_messages_session_id``, whose
+        rows come in rowid order and must be sorted (a whole session) for the log's order,
+        where ``ux_raw_session_sequence`` gives it as it is read."""
+        return f"+{self.appended_key(layout)} <= ?"
+
     def type_name(self, column: str) -> str:
         """SQLite's storage class name of the value (``'text'``, ``'null'``, …)."""
         return f"typeof({column})"
@@ -153,6 +161,9 @@ class PostgresDialect(Dialect):
 
     def appended_key(self, layout: Layout) -> str:
         return "sequence"  # allocated in order; the ids are not
+
+    def logged(self, layout: Layout) -> str:
+        return "sequence <= ?"  # a bound of the (session_id, sequence) index's range
 
     def type_name(self, column: str) -> str:
         return f"CASE WHEN {column} IS NULL THEN 'null' ELSE 'text' END"

@@ -319,7 +319,7 @@ async def read_totals(db: SessionDatabase, session_id: str, log: LogEnd | None =
         else "NULL, NULL, NULL, NULL"
     )
     within, params = (
-        (f" AND {db.dialect.appended_key(layout)} <= ?", (session_id, log.key))
+        (f" AND {db.dialect.logged(layout)}", (session_id, log.key))
         if log is not None
         else ("", (session_id,))
     )
@@ -400,7 +400,7 @@ async def log_rows(
         return
     layout = db.layout
     ref = db.dialect.row_ref(layout)
-    bounded = f"session_id = ? AND {db.dialect.appended_key(layout)} <= ? AND {where}"
+    bounded = f"session_id = ? AND {db.dialect.logged(layout)} AND {where}"
     within = (log.session_id, log.key, *params)
     size = chunk_rows or min(FIRST_CHUNK, CHUNK_ROWS)
     sql = rows_sql(db, bounded, extra, limited=True)
@@ -548,10 +548,7 @@ async def first_of_last(
     if log.key is None:
         return None
     dialect = db.dialect
-    valid = (
-        f"session_id = ? AND {dialect.appended_key(db.layout)} <= ? "
-        f"AND {dialect.integer('sequence')}"
-    )
+    valid = f"session_id = ? AND {dialect.logged(db.layout)} AND {dialect.integer('sequence')}"
     within = (log.session_id, log.key)
     if count <= 0:
         last = await db.scalar(f"SELECT max(sequence) FROM raw_messages WHERE {valid}", within)
