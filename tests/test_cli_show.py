@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -911,26 +912,34 @@ def test_a_session_deleted_between_two_chunks_ends_show_with_one_error_line(
 ) -> None:
     """The session is deleted once the first chunk is read: ``show`` ends with exit 3 and one
     ``Error:`` line saying so, never a traceback nor a transcript that silently stops short."""
-    from zett_sessions.transcript import query
-
     db = copy_sample(tmp_path)
     session = NEWEST_IDS["tools"]
-    chunk = query._chunk
-    chunks = 0
-
-    async def then_delete(*args: Any, **kwargs: Any) -> Any:
-        nonlocal chunks
-        chunks += 1
-        if chunks == 2:  # handshake: the first chunk was read and handed on
-            _delete_session(db, session)
-        return await chunk(*args, **kwargs)
-
-    monkeypatch.setattr(query, "CHUNK_ROWS", 2)
-    monkeypatch.setattr(query, "_chunk", then_delete)
+    chunks = _before_the_second_chunk(monkeypatch, lambda: _delete_session(db, session))
     r = run_cli(["--db", str(db), "show", session, *fmt])
     assert r.exit_code == 3, (r.stdout, r.stderr)
     assert_one_error_line(r.stderr, session, "was deleted while it was being read")
-    assert chunks == 2
+    assert chunks == [1, 2]
+
+
+def _before_the_second_chunk(
+    monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]
+) -> list[int]:
+    """Chunks of two rows, and ``action`` run once the first was read and handed on (the
+    handshake), before the second is read; the list returned grows by one per chunk."""
+    from zett_sessions.transcript import query
+
+    chunk = query._chunk
+    chunks: list[int] = []
+
+    async def then_act(*args: Any, **kwargs: Any) -> Any:
+        chunks.append(len(chunks) + 1)
+        if len(chunks) == 2:
+            action()
+        return await chunk(*args, **kwargs)
+
+    monkeypatch.setattr(query, "CHUNK_ROWS", 2)
+    monkeypatch.setattr(query, "_chunk", then_act)
+    return chunks
 
 
 def _delete_session(db: Path, session: str) -> None:
@@ -996,3 +1005,21 @@ def test_the_log_end_bound_leaves_the_reads_on_the_sequence_index(
             assert "TEMP B-TREE" not in plan and "SCAN raw_messages" not in plan, (plan, sql)
             if "ORDER BY sequence" in sql or "(sequence)" in sql:
                 assert "ux_raw_session_sequence" in plan, (plan, sql)
+
+
+def test_rows_renumbered_between_two_chunks_are_not_called_a_deletion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VACUUM may give ``raw_messages``' rows new rowids (the table has no INTEGER PRIMARY
+    KEY); between two chunks the row the log ended at is then gone by rowid while the session
+    is not.  ``show`` stops short (exit 3, one ``Error:`` line) but says the session changed,
+    not that it was deleted."""
+    db = copy_sample(tmp_path)
+    session = NEWEST_IDS["tools"]
+    renumber = "UPDATE raw_messages SET rowid = rowid + 100000"
+    chunks = _before_the_second_chunk(monkeypatch, lambda: execute_sql(db, renumber))
+    r = run_cli(["--db", str(db), "show", session, "--json"])
+    assert r.exit_code == 3, (r.stdout, r.stderr)
+    line = assert_one_error_line(r.stderr, session, "changed while it was being read", "VACUUM")
+    assert "deleted while" not in line
+    assert chunks == [1, 2]

@@ -113,6 +113,22 @@ class SessionDeleted(SessionNotFound):
         self.session_id = session_id or ""
 
 
+class SessionRewritten(SessionDeleted):
+    """The row a command's read in parts stops at is gone but the session still has rows: its
+    rows were renumbered (``VACUUM`` may give the rows of a table without an ``INTEGER PRIMARY
+    KEY`` new rowids) or it was deleted and started again.  Either way the rows read so far
+    cannot be told from the rest by rowid any more; the output stops short, as on deletion."""
+
+    def __init__(self, session_id: str) -> None:
+        ZettSessionsError.__init__(
+            self,
+            f"session {session_id!r} changed while it was being read (its rows were renumbered, "
+            "as VACUUM may do, or it was deleted and started again); the output above is "
+            "incomplete (run the command again)",
+        )
+        self.session_id = session_id
+
+
 class UnaddressableSession(SessionNotFound):
     """A damaged session id that is not UTF-8 text: it can be listed (with U+FFFD for the bad
     bytes) but no text names it, so it cannot be shown, renamed or deleted by id."""

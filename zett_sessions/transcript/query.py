@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..backend import SessionDatabase
 from ..envelope import decode_envelope, light_message, parse_envelope, strict_json
 from ..envelope.codec import decode_data
-from ..errors import SessionDeleted
+from ..errors import SessionDeleted, SessionRewritten
 from ..models import (
     ContextSnapshot,
     Message,
@@ -443,7 +443,8 @@ def _chars(value: Any) -> int:
 
 
 async def require_log(db: SessionDatabase, log: LogEnd) -> None:
-    """Raise ``SessionDeleted`` unless the session still holds the row ``log`` ends at."""
+    """Raise ``SessionDeleted`` unless the session still holds the row ``log`` ends at
+    (``SessionRewritten`` if it holds other rows)."""
     if log.key is None:
         return
     key = db.dialect.appended_key(db.layout)
@@ -451,8 +452,13 @@ async def require_log(db: SessionDatabase, log: LogEnd) -> None:
         f"SELECT 1 FROM raw_messages WHERE session_id = ? AND {key} = ?",
         (log.session_id, log.key),
     )
-    if found is None:
-        raise SessionDeleted(log.session_id)
+    if found is not None:
+        return
+    # Gone by its rowid is not yet deleted (VACUUM may renumber rows): the session is asked.
+    left = await db.scalar(
+        "SELECT 1 FROM raw_messages WHERE session_id = ? LIMIT 1", (log.session_id,)
+    )
+    raise (SessionDeleted if left is None else SessionRewritten)(log.session_id)
 
 
 # --- the stream ----------------------------------------------------------------------------
