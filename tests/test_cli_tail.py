@@ -662,8 +662,8 @@ def test_sigterm_unwinds_like_ctrl_c_with_exit_143(databases: Databases) -> None
         follower.wait_for(lambda out: "#3" in out, "the history")
         follower.process.send_signal(signal.SIGTERM)
         code, _, err = follower.finish()
-    assert code == 143
-    assert "Traceback" not in err and "Error" not in err
+    assert code == 143, err
+    assert "Traceback" not in err and "Error" not in err, err
 
 
 # --- --role and --format, like show (issue 17, item 4); --latest names its session (item 12) --

@@ -1,13 +1,20 @@
 """SIGTERM (``kill PID``) unwinds like Ctrl-C, and is never lost.
 
-The handler raises ``SystemExit(128 + signum)`` where the signal lands, as before: that also
-ends work that blocks the event loop.  But Python runs a signal handler between any two
-bytecodes, also inside a weakref callback or ``__del__`` the garbage collector is running,
-where an exception is printed as "ignored" and dropped: ``tail -f`` then went on following
-forever.  So while a command's async work runs, the handler also cancels its main task through
-the loop, as asyncio's own Ctrl-C handler does; if the ``SystemExit`` was dropped, the task
-unwinds at its next ``await`` (a transaction rolls back, verify's child processes are killed)
-and the command still exits 143.
+Python runs a signal handler between any two bytecodes, so an exception the handler raises
+comes out of whatever Python code it interrupted.  Outside async work that is what we want
+(``SystemExit(128 + signum)`` at once).  While a command's async work runs, the interrupted code
+may be a library callback that is not written for it: inside asyncpg's protocol (its socket
+``write``) the exit left the query sent but its statement unrecorded and was swallowed there; the
+rows arriving then were decoded against no statement (a segmentation fault) or the connection
+waited forever.  And inside a weakref callback or ``__del__`` the garbage collector runs, the
+exception is printed as "ignored" and dropped.  So while async work runs, the handler only
+cancels its main task through the loop, as asyncio's own Ctrl-C handler does: the task unwinds
+at its next ``await`` (a transaction rolls back, verify's child processes are killed) and the
+command exits 143.  A second SIGTERM exits where it lands, as a second Ctrl-C does.
+
+Work that blocks the loop (a write to a full pipe, a synchronous wait) never reaches an
+``await``: if the loop has not taken the cancellation within ``BLOCKED_LOOP_SECONDS``, an alarm
+raises the exit where the work is blocked, as the handler itself used to.
 """
 
 from __future__ import annotations
@@ -19,6 +26,10 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+# How long the loop may take to start the cancellation before the exit is raised where the
+# work blocks it.  A loop that runs takes it within milliseconds, also on a loaded machine.
+BLOCKED_LOOP_SECONDS = 2.0
+
 # Set while ``run_async`` runs: cancels its main task, False when there is none to cancel.
 _cancel_running: Callable[[int], bool] | None = None
 
@@ -29,49 +40,77 @@ def install() -> None:
 
 
 def terminated(signum: int, frame: object) -> None:
-    """The SIGTERM handler: exit, and cancel the running command's task in case the exit is
-    dropped where the signal landed."""
+    """The SIGTERM handler: cancel the running command's task, or exit where it lands when no
+    task is running (or this is the second signal)."""
     cancel = _cancel_running
-    if cancel is not None:
-        cancel(signum)
+    if cancel is not None and cancel(signum):
+        return
     raise SystemExit(128 + signum)
 
 
+class _Termination:
+    """The SIGTERM received while one ``run_async`` runs, and the cancellation it started."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.task: asyncio.Task[Any] | None = None
+        self.signum: int | None = None
+        self.started = False  # the loop ran the cancellation
+        self.alarm_handler: Any = None  # SIGALRM's handler before ``cancel`` armed the alarm
+
+    def cancel(self, signum: int) -> bool:
+        """Schedule the task's cancellation and arm the alarm; False when there is no task
+        to cancel (any more) or it was done already."""
+        if self.signum is not None or self.task is None or self.task.done():
+            return False
+        self.signum = signum
+        self.loop.call_soon_threadsafe(self._start_cancelling)
+        self.alarm_handler = signal.signal(signal.SIGALRM, self._blocked)  # (main thread)
+        signal.setitimer(signal.ITIMER_REAL, BLOCKED_LOOP_SECONDS)
+        return True
+
+    def _start_cancelling(self) -> None:
+        self.started = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def _blocked(self, alarm: int, frame: object) -> None:
+        if self.signum is not None and not self.started:
+            raise SystemExit(128 + self.signum)
+
+    def disarm(self) -> None:
+        if self.alarm_handler is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.alarm_handler)
+            self.alarm_handler = None
+
+
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coroutine)``, with SIGTERM also cancelling it; exits ``128 + signum``.
+    """``asyncio.run(coroutine)``, with SIGTERM cancelling it; exits ``128 + signum``.
 
     The cancellation is scheduled on the loop (``call_soon_threadsafe`` is safe from a signal
     handler and wakes a loop waiting in ``select``), so it reaches the task at a point where
     the task can unwind, whatever Python code the handler interrupted.
     """
     global _cancel_running
-    received: list[int] = []
-    task: asyncio.Task[T] | None = None
-
-    async def main() -> T:
-        nonlocal task
-        task = asyncio.current_task()
-        return await coroutine
 
     with asyncio.Runner() as runner:
-        loop = runner.get_loop()
+        termination = _Termination(runner.get_loop())
 
-        def cancel(signum: int) -> bool:
-            if received or task is None or task.done():
-                return False
-            received.append(signum)
-            loop.call_soon_threadsafe(task.cancel)
-            return True
+        async def main() -> T:
+            termination.task = asyncio.current_task()
+            return await coroutine
 
-        _cancel_running = cancel
+        _cancel_running = termination.cancel
         try:
             result = runner.run(main())
         except asyncio.CancelledError:
-            if received:
-                raise SystemExit(128 + received[0]) from None
+            if termination.signum is not None:
+                raise SystemExit(128 + termination.signum) from None
             raise
         finally:
             _cancel_running = None
-    if received:  # the work swallowed the cancellation and finished: still a SIGTERM's exit
-        raise SystemExit(128 + received[0])
+            termination.disarm()
+    if termination.signum is not None:  # the work swallowed the cancellation and finished
+        raise SystemExit(128 + termination.signum)
     return result
