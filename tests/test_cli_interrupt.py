@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 import time
 import weakref
 
@@ -156,3 +157,79 @@ def test_a_sigterm_landing_inside_asyncpg_ends_the_work_without_crashing_it(pg_d
     assert child.returncode == 128 + signal.SIGTERM, child
     assert child.stdout == "", child
     assert child.stderr == "", child
+
+
+# A signal the kernel hands to a thread other than the main one (any thread that does not block
+# it may get a process's signal): Python's C handler notes it there, but only the main thread
+# runs Python handlers, and it sleeps in the loop's select() with no timer to wake it.  The
+# thread below sends the signal to itself once the main thread has entered select() (the
+# handshake: an Event set on the way in, then, where /proc names the wait, that wait).
+SIGNAL_IN_ANOTHER_THREAD = r"""
+import asyncio, selectors, signal, sys, threading
+from zett_sessions.cli import interrupt
+
+signum = int(sys.argv[1])
+interrupt.install()
+main_tid = threading.get_native_id()
+selecting = threading.Event()
+
+
+class Selector(selectors.DefaultSelector):
+    def select(self, timeout=None):
+        if timeout is None:
+            selecting.set()
+        return super().select(timeout)
+
+
+class Policy(asyncio.DefaultEventLoopPolicy):
+    def new_event_loop(self):
+        return asyncio.SelectorEventLoop(Selector())
+
+
+def asleep_in_select() -> bool:
+    try:
+        with open(f"/proc/self/task/{main_tid}/wchan") as wchan:
+            where = wchan.read()
+    except OSError:
+        return True  # not observable here: the Event alone
+    return where in ("", "0") or "poll" in where
+
+
+def signal_this_thread() -> None:
+    selecting.wait()
+    while not asleep_in_select():
+        pass
+    signal.pthread_kill(threading.get_ident(), signum)
+
+
+async def work() -> None:
+    threading.Thread(target=signal_this_thread, daemon=True).start()
+    await asyncio.get_running_loop().create_future()  # only a signal ends this
+
+
+asyncio.set_event_loop_policy(Policy())
+try:
+    interrupt.run_async(work())
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="no pthread_kill")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_another_thread_receives_still_reaches_the_waiting_loop(signum: int) -> None:
+    """Seen once in a full suite run: Ctrl-C of a command whose SQLite open() waits forever in
+    aiosqlite's thread (a FIFO at the path) went unanswered, because the kernel gave the signal
+    to that thread.  Every signal now also wakes the loop (a wakeup fd it reads), so the main
+    thread runs the handler."""
+    import subprocess
+
+    child = subprocess.run(
+        [sys.executable, "-c", SIGNAL_IN_ANOTHER_THREAD, str(int(signum))],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_NET,
+        check=False,
+    )
+    assert child.returncode == 128 + signum, child
+    assert "Traceback" not in child.stderr, child

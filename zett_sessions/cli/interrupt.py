@@ -20,8 +20,11 @@ raises the exit where the work is blocked, as the handler itself used to.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Callable, Coroutine
+import socket
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -94,7 +97,7 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     """
     global _cancel_running
 
-    with asyncio.Runner() as runner:
+    with asyncio.Runner() as runner, _signals_wake(runner.get_loop()):
         termination = _Termination(runner.get_loop())
 
         async def main() -> T:
@@ -114,3 +117,36 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     if termination.signum is not None:  # the work swallowed the cancellation and finished
         raise SystemExit(128 + termination.signum)
     return result
+
+
+@contextlib.contextmanager
+def _signals_wake(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Every signal also wakes ``loop``, so that the main thread runs its Python handler.
+
+    The kernel may hand a process's signal to any thread that does not block it, such as
+    aiosqlite's worker waiting in SQLite's ``open()``.  Python's C handler then only notes it,
+    and only the main thread runs Python handlers: asleep in the loop's ``select()`` with no
+    timer due, it never would (Ctrl-C and SIGTERM went unanswered).  A wakeup fd the loop reads
+    makes the C handler wake it, from whichever thread it runs in.  (asyncio sets one only for
+    ``add_signal_handler``, which ``asyncio.Runner``'s Ctrl-C handling does not use.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set the wakeup fd, and only it runs handlers
+        return
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            reader.recv(4096)
+
+    loop.add_reader(reader.fileno(), drain)
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
