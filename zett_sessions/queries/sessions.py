@@ -45,6 +45,12 @@ class SessionListing:
     # (which sets updated_at too) does not fake.  ``None``: not a time.
     last_activity: datetime | None = None
 
+    @property
+    def activity(self) -> datetime:
+        """When it was last active, as ``list`` orders it: ``updated_at`` where the last
+        message's time cannot be read, ``NO_TIME`` (sorting last) where neither can."""
+        return self.last_activity or self.updated_at or NO_TIME
+
 
 @dataclass(frozen=True, slots=True)
 class SessionPage:
@@ -301,12 +307,12 @@ async def list_sessions(
     )
 
 
-_NO_TIME = datetime.min.replace(tzinfo=UTC)
+NO_TIME = datetime.min.replace(tzinfo=UTC)  # an unknown time, earlier than every known one
 
 
 def _activity(row: Any) -> datetime:
     """A row's last activity (``updated_at`` where that is not a time; unknown ones last)."""
-    return parse_db_time(row["last_activity"]) or parse_db_time(row["updated_at"]) or _NO_TIME
+    return parse_db_time(row["last_activity"]) or parse_db_time(row["updated_at"]) or NO_TIME
 
 
 async def _by_activity(

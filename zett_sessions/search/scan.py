@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..envelope import call_objects, parse_envelope, to_wire
@@ -32,6 +32,7 @@ from ..models import MessageKind, UndecodableMessage
 from ..queries.resolve import UNREADABLE, session_exists
 from ..queries.sessions import (
     NEWEST_FIRST,
+    NO_TIME,
     SessionFilter,
     list_sessions,
     next_slice,
@@ -91,14 +92,15 @@ async def search(
             # an unexamined session was last active at most at its updated_at, so at most at
             # the last one examined: the sessions held at least as active as that go first
             done = progress.examined + len(window) >= progress.in_scope
-            bound = _NO_TIME if done else await _updated_at(db, window[-1])
+            bound = NO_TIME if done else await _updated_at(db, window[-1])
         progress.examined += len(window)
         held += [
             SessionHits(s, tuple(found[s.session_id][0]), found[s.session_id][1])
             for s in listed.sessions
         ]
-        held.sort(key=_activity, reverse=True)  # stable: ties stay in the listing's order
-        while held and _activity(held[0]) >= bound and not _full(query, progress):
+        # stable: ties stay in the listing's order
+        held.sort(key=lambda found: found.session.activity, reverse=True)
+        while held and held[0].session.activity >= bound and not _full(query, progress):
             hits = held.pop(0)
             progress.sessions += 1
             progress.hits += hits.hit_count
@@ -111,18 +113,10 @@ async def search(
     progress.complete = progress.examined >= progress.in_scope and not held
 
 
-_NO_TIME = datetime.min.replace(tzinfo=UTC)
-
-
 async def _updated_at(db: SessionDatabase, session_id: str) -> datetime:
     """The ``updated_at`` of ``session_id`` (unknown, or gone since: the earliest time)."""
     sql, params = session_ids_sql(db, SessionFilter(ids=(session_id,)), "updated_at")
-    return parse_db_time(await db.scalar(sql, params)) or _NO_TIME
-
-
-def _activity(found: SessionHits) -> datetime:
-    """When a session was last active, as ``list`` orders it (unknown times last)."""
-    return found.session.last_activity or found.session.updated_at or _NO_TIME
+    return parse_db_time(await db.scalar(sql, params)) or NO_TIME
 
 
 async def _addressable(db: SessionDatabase, session_id: str) -> bool:
