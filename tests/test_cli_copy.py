@@ -262,3 +262,31 @@ def test_rows_without_a_session_row_at_the_destination_are_not_taken_for_the_ses
             "but no session row)",
         }
     ]
+
+
+def test_a_nul_in_a_session_id_refuses_that_session_and_copies_the_rest(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    source = tmp_path / "nul-id.sqlite3"
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(source) as storage:
+            await storage.append("ok", "r", UserMessage(content="fine"))
+            await storage.append("a\x00b", "r", UserMessage(content="x"))
+
+    asyncio.run(write())
+    result, report = copy(str(source), pg_dsn)
+    assert result.exit_code == ExitCode.REFUSED, result.stderr
+    assert report["copied"] == ["ok"]
+    assert report["refused"] == [
+        {
+            "session_id": "a\x00b",
+            "reason": "session row: id holds a NUL character (U+0000), which PostgreSQL "
+            "text cannot hold",
+        }
+    ]
+    into_file = str(tmp_path / "copy.sqlite3")
+    for expected in ("copied", "identical"):  # SQLite holds it: copied, then found the same
+        result, report = copy(str(source), into_file)
+        assert result.exit_code == 0, result.stderr
+        assert sorted(report[expected]) == ["a\x00b", "ok"]

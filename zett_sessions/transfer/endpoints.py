@@ -11,17 +11,15 @@ decided here, so the copy flow never asks which backend it has.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from ..errors import UnsupportedLayout
+from ..postgres.dialect import NUL
 from ..queries.sessions import SessionFilter
 from ..rows import SNAPSHOT_COLUMNS, raw_select, snapshot_select
 from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
 from .rows import CannotCopy, Row, SessionRows, session_rows, sqlite_values
-
-if TYPE_CHECKING:
-    from ..dialect import Dialect
 
 SOURCE, DESTINATION = "source", "destination"
 
@@ -112,32 +110,47 @@ class SQLiteEndpoint:
             )
         return [str(row["id"]) for row in rows]
 
+    async def _fetch(
+        self, ids: Sequence[str], queries: Callable[[str], list[Query]]
+    ) -> list[list[Any]]:
+        """The rows of each of ``queries`` for the sessions of ``ids``.  Ids go as one JSON
+        array (the dialect's ``in_ids``), but ``json_each`` cuts a string short at U+0000, so
+        an id holding one is matched by ``= ?`` on its own: otherwise its session would be
+        silently left out (or another one taken for it)."""
+        plain = [session_id for session_id in ids if NUL not in session_id]
+        matches: list[tuple[str, Any]] = [
+            (self.db.dialect.in_ids, self.db.dialect.ids_param(plain))
+        ]
+        matches += [("= ?", session_id) for session_id in ids if NUL in session_id]
+        results: list[list[Any]] = [[] for _ in queries("")]
+        for match, param in matches:
+            for rows, (sql, uses) in zip(results, queries(match), strict=True):
+                rows.extend(await self.db.fetchall(sql, (param,) * uses))
+        return results
+
     async def existing(self, ids: Sequence[str]) -> set[str]:
         if self.db is None or not ids:
             return set()
-        sql, params = _existing(self.db.dialect, ids, TABLES)
         async with self.db.read():
-            rows = await self.db.fetchall(sql, params)
+            [rows] = await self._fetch(ids, lambda match: [_existing(match, TABLES)])
         return {str(row[0]) for row in rows}
 
     async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]:
         """The sessions among ``ids`` that have any rows, whole (three queries in all)."""
         if self.db is None or not ids:
             return {}
-        param = (self.db.dialect.ids_param(ids),)
+        layout = self.db.layout
         async with self.db.read():
-            heads, raw, snapshots = [
-                await self.db.fetchall(sql, param)
-                for sql in _whole_sessions(self.db.layout, self.db.dialect)
-            ]
+            heads, raw, snapshots = await self._fetch(
+                ids, lambda match: _whole_sessions(layout, match)
+            )
         return _assemble(heads, raw, snapshots)
 
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         if self.db is None or not ids:
             return {}
-        param = (self.db.dialect.ids_param(ids),)
         async with self.db.read():
-            raw, snaps = [await self.db.fetchall(sql, param) for sql in _counts(self.db.dialect)]
+            raw, snaps = await self._fetch(ids, _counts)
         return _merge_counts(ids, raw, snaps)
 
     def admit(self, session: SessionRows) -> SessionRows:
@@ -158,7 +171,7 @@ class SQLiteEndpoint:
                 )
 
     async def _existing_in_transaction(self, ids: Sequence[str]) -> set[str]:
-        rows = await self.db.fetchall(*_existing(self.db.dialect, ids, TABLES[:2]))
+        [rows] = await self._fetch(ids, lambda match: [_existing(match, TABLES[:2])])
         return {str(row[0]) for row in rows}
 
 
@@ -210,32 +223,36 @@ class PostgresEndpoint:
         )
         return [row["id"] for row in rows]
 
+    def _for(self, ids: Sequence[str], queries: list[Query]) -> list[tuple[str, Sequence[Any]]]:
+        """``queries`` with their parameters for the sessions of ``ids`` PostgreSQL can hold:
+        an id with U+0000 names no session here (``admit`` refuses it), and sent as a
+        parameter it would fail the whole query, not only its session."""
+        param = self.db.dialect.ids_param(sid for sid in ids if NUL not in sid)
+        return [(sql, [param] * uses) for sql, uses in queries]
+
     async def existing(self, ids: Sequence[str]) -> set[str]:
         if self.empty or not ids:
             return set()
-        [rows] = await self._fetch(_existing(self.db.dialect, ids, TABLES))
+        [rows] = await self._fetch(*self._for(ids, [_existing(self.db.dialect.in_ids, TABLES)]))
         return {row[0] for row in rows}
 
     async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]:
         """The sessions among ``ids`` that have any rows, whole (one read transaction)."""
         if self.empty or not ids:
             return {}
-        param = [self.db.dialect.ids_param(ids)]
-        heads, raw, snapshots = await self._fetch(
-            *((sql, param) for sql in _whole_sessions(self.db.layout, self.db.dialect))
-        )
+        queries = _whole_sessions(self.db.layout, self.db.dialect.in_ids)
+        heads, raw, snapshots = await self._fetch(*self._for(ids, queries))
         return _assemble(heads, raw, snapshots)
 
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         if self.empty or not ids:
             return {}
-        param = [self.db.dialect.ids_param(ids)]
-        raw, snaps = await self._fetch(*((sql, param) for sql in _counts(self.db.dialect)))
+        raw, snaps = await self._fetch(*self._for(ids, _counts(self.db.dialect.in_ids)))
         return _merge_counts(ids, raw, snaps)
 
     def admit(self, session: SessionRows) -> SessionRows:
         """The session as PostgreSQL stores it (``postgres.dialect``'s rules for U+0000)."""
-        from ..postgres.dialect import NUL, derived_text
+        from ..postgres.dialect import derived_text
 
         def fix(table: str, row: Row, where: str) -> Row:
             values = []
@@ -264,7 +281,7 @@ class PostgresEndpoint:
         ids = [session.session_id for session in sessions]
 
         async def write(connection: Any) -> None:
-            sql, params = _existing(self.db.dialect, ids, TABLES[:2])
+            [(sql, params)] = self._for(ids, [_existing(self.db.dialect.in_ids, TABLES[:2])])
             appeared = await connection.fetch(numbered(sql), *params)
             if appeared:
                 raise SessionsAppeared(", ".join(sorted(row[0] for row in appeared)[:5]))
@@ -280,35 +297,36 @@ class PostgresEndpoint:
 # --- shared --------------------------------------------------------------------------------
 
 
-def _of_sessions(table: str, what: str, dialect: Dialect, rest: str = "") -> str:
-    """``SELECT what FROM table`` for the sessions of one ids parameter (the dialect's)."""
-    return f"SELECT {what} FROM {table} WHERE {SESSION_KEY[table]} {dialect.in_ids}{rest}"
+# A query for some sessions: its SQL and how many times it takes the one parameter naming them.
+Query = tuple[str, int]
 
 
-def _existing(
-    dialect: Dialect, ids: Sequence[str], tables: Sequence[str]
-) -> tuple[str, tuple[Any, ...]]:
-    """The ids among ``ids`` with a row in any of ``tables`` (and the query's parameters)."""
-    sql = " UNION ".join(_of_sessions(table, SESSION_KEY[table], dialect) for table in tables)
-    return sql, (dialect.ids_param(ids),) * len(tables)
+def _of_sessions(table: str, what: str, match: str, rest: str = "") -> str:
+    """``SELECT what FROM table`` for the sessions ``match`` (a condition on the session key
+    with one parameter, e.g. the dialect's ``in_ids``) selects."""
+    return f"SELECT {what} FROM {table} WHERE {SESSION_KEY[table]} {match}{rest}"
 
 
-def _whole_sessions(layout: Layout, dialect: Dialect) -> tuple[str, str, str]:
-    """The session rows, raw rows and snapshots of the sessions of one ids parameter."""
+def _existing(match: str, tables: Sequence[str]) -> Query:
+    """The ids ``match`` selects that have a row in any of ``tables``."""
+    sql = " UNION ".join(_of_sessions(table, SESSION_KEY[table], match) for table in tables)
+    return sql, len(tables)
+
+
+def _whole_sessions(layout: Layout, match: str) -> list[Query]:
+    """The session rows, raw rows and snapshots of the sessions ``match`` selects."""
     sessions = layout.select_list("agent_sessions", SESSION_COLUMNS, defaults={"session_type": "0"})
-    return (
-        _of_sessions("agent_sessions", sessions, dialect),
-        _of_sessions("raw_messages", raw_select(layout), dialect, " ORDER BY session_id, sequence"),
-        _of_sessions(
-            "session_snapshots", snapshot_select(layout), dialect, " ORDER BY session_id, version"
-        ),
+    raw = _of_sessions("raw_messages", raw_select(layout), match, " ORDER BY session_id, sequence")
+    snapshots = _of_sessions(
+        "session_snapshots", snapshot_select(layout), match, " ORDER BY session_id, version"
     )
+    return [(_of_sessions("agent_sessions", sessions, match), 1), (raw, 1), (snapshots, 1)]
 
 
-def _counts(dialect: Dialect) -> list[str]:
-    """Raw rows, then snapshots, per session of one ids parameter."""
+def _counts(match: str) -> list[Query]:
+    """Raw rows, then snapshots, per session ``match`` selects."""
     return [
-        _of_sessions(table, "session_id, count(*)", dialect, " GROUP BY session_id")
+        (_of_sessions(table, "session_id, count(*)", match, " GROUP BY session_id"), 1)
         for table in TABLES[1:]
     ]
 
