@@ -697,6 +697,32 @@ def test_a_fifo_as_archive_is_refused_before_anything_is_read(tmp_path: Path) ->
     assert digest(db) == before
 
 
+def test_a_dangling_symlink_as_archive_is_one_error_and_deletes_nothing(tmp_path: Path) -> None:
+    """The exclusive create finds the link and the read open finds no file behind it; the
+    opener used to start over on the path for ever, at full CPU."""
+    db = copy_sample(tmp_path, LEGACY, "sessions.sqlite3")
+    before = digest(db)
+    link = tmp_path / "archive.sqlite3"
+    link.symlink_to(tmp_path / "nowhere" / "x.sqlite3")
+    r = cli_process(
+        db,
+        "delete",
+        SESSION,
+        "--yes",
+        "--skip-active",
+        "0",
+        "--archive-to",
+        str(link),
+        timeout=SAFETY_NET,
+    )
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert_one_error_line(
+        r.stderr, f"--archive-to {link} is a symbolic link to", "another --archive-to"
+    )
+    assert digest(db) == before
+    assert sorted(os.listdir(tmp_path)) == ["archive.sqlite3", "sessions.sqlite3"]
+
+
 # A FIFO put at the path after ``existing_file`` looked (a race with someone who can write the
 # directory): the child treats its check as passed, then opens.  ``NOWAL`` also skips the last
 # look before SQLite's open, so that SQLite itself waits in open() for a writer that never comes.

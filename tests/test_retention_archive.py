@@ -31,7 +31,7 @@ from support import (
     table_rows,
 )
 from zett_sessions.errors import NotASessionDatabase, UsageError
-from zett_sessions.retention import DeleteResult, RetentionPolicy, RetentionRefused
+from zett_sessions.retention import DeleteResult, RetentionPolicy, RetentionRefused, archive_file
 from zett_sessions.retention import archive as archive_module
 from zett_sessions.retention.archive import check_archive_path
 from zett_sessions.retention.archive_file import ArchiveMoved
@@ -169,6 +169,26 @@ def test_an_archive_removed_by_someone_else_during_the_copy_deletes_nothing(
     monkeypatch.setattr(archive_module, "_copy", copy_then_lose_the_file)
     with pytest.raises(ArchiveMoved, match="nothing was deleted"):
         plan_and_run(db, RetentionPolicy(ids=("young",)), archive)
+    assert everything(db) == source
+
+
+def test_an_archive_path_that_keeps_changing_is_given_up_on(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each start of the archive opener needs someone to change the path again; a path that
+    never settles ends in an error after a bounded number of starts, deleting nothing."""
+    source = everything(db)
+    opens = 0
+
+    def vanished(path: Path) -> None:  # the file is gone between the two opens, every time
+        nonlocal opens
+        opens += 1
+        assert opens <= 100 * archive_file.MAX_STARTS, "the opener starts over without bound"
+
+    monkeypatch.setattr(archive_file, "_open", vanished)
+    with pytest.raises(ArchiveMoved, match="nothing was deleted"):
+        plan_and_run(db, RetentionPolicy(ids=("young",)), tmp_path / "archive.sqlite3")
+    assert opens == archive_file.MAX_STARTS
     assert everything(db) == source
 
 

@@ -9,7 +9,8 @@ empty once locked (another run can lock a brand-new file first and fill it).
 A run that created the file and fails before anything was committed into it removes it again
 (its SQLite side files first, then the file), while still holding the lock.  Another run that
 opened the file meanwhile is waiting for that lock; when it gets it, it finds that the file it
-locked is no longer the one at the path and starts over on the path (creating it anew).  Before
+locked is no longer the one at the path and starts over on the path (creating it anew), at most
+``MAX_STARTS`` times.  Before
 a run deletes anything from the source it checks again that the file it wrote is the one at the
 path (``require_at_path``), so rows committed into a file someone removed never count as
 archived.
@@ -49,6 +50,10 @@ except ImportError:  # pragma: no cover - Windows
 SIDE_FILES = ("-wal", "-shm", "-journal")
 
 _POLL_SECONDS = 0.02
+
+# How many times the opener starts over on a path whose file keeps vanishing or being
+# replaced between its steps; each start needs someone else to change the path again.
+MAX_STARTS = 64
 
 
 class ArchiveMoved(DatabaseError):
@@ -100,11 +105,11 @@ async def lock_archive(path: Path, timeout_ms: int) -> LockedFile:
     """Open (creating it exclusively when missing) and lock the archive file at ``path``.
 
     Waits up to ``timeout_ms`` for another run's lock; starts over when the file it locked was
-    removed or replaced meanwhile.
+    removed or replaced meanwhile, ``MAX_STARTS`` times at most.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_ms / 1000
-    while True:
+    for _ in range(MAX_STARTS):
         opened = _open(path)
         if opened is None:  # removed between our two opens: try to create it
             continue
@@ -123,10 +128,18 @@ async def lock_archive(path: Path, timeout_ms: int) -> LockedFile:
             with contextlib.suppress(OSError):
                 os.close(fd)
             raise
+    raise ArchiveMoved(
+        f"the archive {path} was removed or replaced {MAX_STARTS} times while this delete "
+        "opened it; nothing was deleted from the database",
+        str(path),
+    )
 
 
 def _open(path: Path) -> tuple[int, bool] | None:
-    """(descriptor, created) or ``None`` when the file vanished between the two opens."""
+    """(descriptor, created) or ``None`` when the file vanished between the two opens.
+
+    A symbolic link to a missing file is refused: the exclusive create sees the link, the
+    read open follows it to nothing, and no later start would differ."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
@@ -139,6 +152,12 @@ def _open(path: Path) -> tuple[int, bool] | None:
             flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
             fd = os.open(path, flags)
         except FileNotFoundError:
+            if path.is_symlink():
+                raise NotAnArchive(
+                    f"--archive-to {path} is a symbolic link to {os.readlink(path)}, "
+                    "which leads to no file",
+                    str(path),
+                ) from None
             return None
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # made so since the path was checked
             os.close(fd)
