@@ -378,6 +378,27 @@ def test_the_currency_of_a_price_file_never_reaches_the_terminal_raw(
     ] == ("\x1b[2J\x9b31m\u202e€")
 
 
+def test_huge_finite_prices_give_exact_costs_never_inf(usage_db: str, tmp_path: Path) -> None:
+    """Float arithmetic overflowed on the way (900 tokens × 1e308 is inf before the division
+    by a million); costs are exact decimals, written in JSON and CSV as whole numbers past
+    2**53 and in the table with 4 significant digits."""
+    prices = write_prices(
+        tmp_path, {"models": {"claude-sonnet-4-5": {"input": 1e308, "output": 1e308}}}
+    )
+    base = ["--db", usage_db, "usage", "--by", "model", "--prices", prices]
+    r = run_cli([*base, "--json"])
+    assert r.exit_code == 0, r.stderr
+    document = json.loads(r.stdout)
+    # 3300 input (cache reads and writes at the input price) + 330 output, per million
+    assert document["groups"][0]["cost"] == document["total"]["cost"] == 3630 * 10**308 // 10**6
+    csv_rows = run_cli([*base, "--format", "csv"])
+    assert csv_rows.exit_code == 0, csv_rows.stderr
+    assert f",{3630 * 10**302}," in csv_rows.stdout and "inf" not in csv_rows.stdout
+    table = run_cli([*base, "--full"])
+    assert table.exit_code == 0, table.stderr
+    assert "3.630e+305" in table.stdout and "inf" not in table.stdout
+
+
 def test_a_price_file_nested_too_deeply_is_one_line_and_exit_2(tmp_path: Path) -> None:
     db = write_usage_db(tmp_path / "usage.sqlite3")
     for name, content in (("deep.json", "[" * 100_000), ("deep.toml", "a = " + "[" * 100_000)):

@@ -13,18 +13,23 @@ Prices are per million tokens.  A model is looked up as ``provider/model`` first
 ``(input - cache_read - cache_write) × input + cache_read × cache_read + cache_write ×
 cache_write + output × output`` (reasoning is part of output).  Any defect of the file is one
 ``UsageError`` line (exit 2) naming the file and the first problem.
+
+Costs are ``Decimal``: a price is taken as written (``0.3`` is three tenths, not the float
+nearest it) and no price a file can hold, however large, makes a cost overflow to infinity.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import UsageError
 from ..models import ModelUsage
+from ..values import whole_number
 
 Price = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
 MILLION = 1_000_000
@@ -41,7 +46,7 @@ class ModelPrice(BaseModel):
     cache_read: Price | None = None
     cache_write: Price | None = None
 
-    def cost(self, usage: ModelUsage) -> float:
+    def cost(self, usage: ModelUsage) -> Decimal:
         """What ``usage`` costs at these prices."""
         return self.cost_of(
             usage.input_tokens,
@@ -50,14 +55,26 @@ class ModelPrice(BaseModel):
             usage.cache_write_tokens,
         )
 
-    def cost_of(self, input: float, output: float, cache_read: float, cache_write: float) -> float:
-        """What these token counts cost (``input`` includes the cache reads and writes)."""
-        read = self.input if self.cache_read is None else self.cache_read
-        write = self.input if self.cache_write is None else self.cache_write
-        fresh = input - cache_read - cache_write
-        return (
-            fresh * self.input + cache_read * read + cache_write * write + output * self.output
-        ) / MILLION
+    def cost_of(
+        self, input: float, output: float, cache_read: float, cache_write: float
+    ) -> Decimal:
+        """What these token counts cost (``input`` includes the cache reads and writes; counts
+        are read as ``usage`` shows them, ``values.whole_number``)."""
+        prices = [self.input, self.output, self.cache_read, self.cache_write]
+        fresh_price, output_price, read_price, write_price = (
+            _exact(self.input if price is None else price) for price in prices
+        )
+        fresh, out, read, write = (
+            Decimal(whole_number(count)) for count in (input, output, cache_read, cache_write)
+        )
+        fresh -= read + write
+        total = fresh * fresh_price + read * read_price + write * write_price + out * output_price
+        return total / MILLION
+
+
+def _exact(price: float) -> Decimal:
+    """A price as its file wrote it: the shortest decimal that reads back as the float."""
+    return Decimal(repr(price))
 
 
 class PriceTable(BaseModel):

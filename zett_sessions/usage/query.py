@@ -20,6 +20,7 @@ import json
 import time as clock
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 from ..backend import SessionDatabase
@@ -72,7 +73,7 @@ class UsageGroup:
 
     responses: int = 0
     usage: ModelUsage = field(default_factory=lambda: NO_USAGE)
-    cost: float | None = None
+    cost: Decimal | None = None
     unpriced_tokens: int | None = None
     period: str | None = None  # day, week (its Monday) or month
     start: datetime | None = None
@@ -236,7 +237,7 @@ class _Sums:
         self.template = template
         self.responses: float = 0
         self.counts: list[float] = [0] * len(TOKEN_COLUMNS)
-        self.cost: float | None = None
+        self.cost: Decimal | None = None
         self.unpriced: int | None = None
 
     def add(self, row: Any, pricing: _Pricing | None) -> None:
@@ -247,7 +248,7 @@ class _Sums:
         if pricing is None:
             return
         price = pricing.price(row["m"])
-        self.cost = self.cost or 0.0
+        self.cost = self.cost or Decimal(0)
         self.unpriced = self.unpriced or 0
         if price is None:
             self.unpriced += whole_number(counts[0] + counts[1])  # input + output
@@ -258,7 +259,7 @@ class _Sums:
         self.responses += other.responses
         self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
         if other.cost is not None:
-            self.cost = (self.cost or 0.0) + other.cost
+            self.cost = (self.cost or Decimal(0)) + other.cost
             self.unpriced = (self.unpriced or 0) + (other.unpriced or 0)
 
     def group(self) -> UsageGroup:

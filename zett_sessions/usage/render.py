@@ -11,6 +11,7 @@ one reader takes every ``--by``) then ``COUNT_KEYS``.  A CSV row has its groupin
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from rich.table import Table
@@ -56,7 +57,19 @@ COUNT_KEYS = (
     "cost",
     "unpriced_tokens",
 )
-COST_DIGITS = 6  # a cost is rounded to a millionth of the currency (float sums are not exact)
+COST_DIGITS = 6  # a cost or rate is rounded to a millionth (of the currency)
+# Past 2**53 a JSON reader's double no longer holds every integer: such a cost is written as
+# the integer it is (JSON numbers are unbounded), never rounded to a double that may be inf.
+EXACT_DOUBLE = 2**53
+
+
+def cost_json(cost: Decimal | None) -> float | int | None:
+    """A cost for JSON and CSV: 6 decimals, or the whole number of a cost beyond doubles."""
+    if cost is None:
+        return None
+    if abs(cost) >= EXACT_DOUBLE:
+        return int(cost)
+    return float(round(cost, COST_DIGITS))
 
 
 def _counts(group: UsageGroup) -> dict[str, Any]:
@@ -65,7 +78,7 @@ def _counts(group: UsageGroup) -> dict[str, Any]:
         "responses": group.responses,
         **(counters_json(group.usage) or {}),
         "cache_hit_rate": None if rate is None else round(rate, COST_DIGITS),
-        "cost": None if group.cost is None else round(group.cost, COST_DIGITS),
+        "cost": cost_json(group.cost),
         "unpriced_tokens": group.unpriced_tokens,
     }
 
@@ -240,11 +253,15 @@ def _number_cells(group: UsageGroup, number: Any, priced: bool) -> list[Text | s
 
 
 def _cost_cell(group: UsageGroup) -> str:
-    """The cost (4 decimals under 1), ``*`` when some tokens have no price, ``—`` when none do."""
+    """The cost (4 decimals under 1, 4 significant digits past 2**53), ``*`` when some tokens
+    have no price, ``—`` when none do."""
     cost, unpriced = group.cost, group.unpriced_tokens or 0
     if cost is None or (unpriced and unpriced >= group.usage.total_tokens):
         return "—"
-    shown = f"{cost:,.2f}" if cost >= 1 else f"{cost:.4f}"
+    if abs(cost) >= EXACT_DOUBLE:
+        shown = f"{cost:.3e}"
+    else:
+        shown = f"{cost:,.2f}" if cost >= 1 else f"{cost:.4f}"
     return shown + ("*" if unpriced else "")
 
 
