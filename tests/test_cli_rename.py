@@ -86,10 +86,16 @@ def test_rename_sets_the_agent_name_too(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["   "], "TITLE must not be blank"),
-        (["x" * 201], "TITLE must be at most 200 characters"),
-        (["ok", "--agent-name", "  "], "--agent-name must not be blank"),
-        (["ok", "--agent-name", "a" * 65], "--agent-name must be at most 64 characters"),
+        (["   "], "TITLE must contain between 1 and 200 characters (it is blank)"),
+        (["x" * 201], "TITLE must contain between 1 and 200 characters (it has 201)"),
+        (
+            ["ok", "--agent-name", "  "],
+            "--agent-name must contain between 1 and 64 characters (it is blank)",
+        ),
+        (
+            ["ok", "--agent-name", "a" * 65],
+            "--agent-name must contain between 1 and 64 characters (it has 65)",
+        ),
     ],
 )
 def test_rename_rejects_bad_labels_with_exit_2(

@@ -90,13 +90,13 @@ def test_append_numbers_each_session_from_one_and_stores_every_column(store: Sto
 @pytest.mark.parametrize(
     ("field", "value", "error", "reason"),
     [
-        ("title", "", ValidationError, "title must not be blank"),
-        ("title", "x" * 201, ValidationError, "title must be at most 200 characters"),
-        ("agent_name", "x" * 65, ValidationError, "agent_name must be at most 64 characters"),
-        ("metadata", [], ValidationError, "metadata must be a JSON object"),
-        ("tags", {" ": 1}, ValidationError, "tags keys must not be blank"),
+        ("title", "", ValidationError, "Session title must contain between 1 and 200"),
+        ("title", "x" * 201, ValidationError, r"Session title .* \(it has 201\)"),
+        ("agent_name", "x" * 65, ValidationError, "Agent name must contain between 1 and 64"),
+        ("metadata", [], ValidationError, "Message metadata must be JSON serializable"),
+        ("tags", {" ": 1}, ValidationError, "Message tags keys must be non-empty strings"),
         ("usage", ModelUsage(input_tokens=1), ValidationError, "Model usage belongs only to"),
-        ("parent_session_id", " ", ValidationError, "parent_session_id must not be blank"),
+        ("parent_session_id", " ", ValidationError, "parent_session_id cannot be empty"),
     ],
 )
 def test_append_refuses_bad_arguments_alike_and_writes_nothing(
@@ -107,7 +107,7 @@ def test_append_refuses_bad_arguments_alike_and_writes_nothing(
             await s.append("s", "r", UserMessage(content="x"), **{field: value})
         with pytest.raises(ValidationError, match="Checkpoints belong in snapshots"):
             await s.append("s", "r", CompactedMessage(content="c"))
-        with pytest.raises(ValidationError, match="request_id must not be blank"):
+        with pytest.raises(ValidationError, match="request_id cannot be empty"):
             await s.append("s", " ", UserMessage(content="x"))
         assert await s.count_messages("s") == 0
         assert await s.get_session("s") is None
@@ -198,6 +198,178 @@ def test_errors_zett_agent_raises_as_value_error_are_value_errors_with_its_text(
         assert issubclass(error, ZettSessionsError)
 
 
+# Every argument check of the storage API, the exact text it raises and its type.  Each text
+# begins with zett-agent's words for the same refusal (its tests match on them); the detail
+# after them is ours.  ``None`` in the last column: a ``ValidationError``.
+TITLE_RULE = "Session title must contain between 1 and 200 characters"
+AGENT_RULE = "Agent name must contain between 1 and 64 characters"
+NOT_IN_LOG = "Snapshot boundary must identify an existing Raw Log message"
+U = UserMessage(content="x")
+C = CompactedMessage(content="c")
+REFUSALS: list[tuple[Callable[[Any], Awaitable[object]], str, type[Exception] | None]] = [
+    # append
+    (lambda s: s.append("n", "r", U, title=""), f"{TITLE_RULE} (it is blank)", None),
+    (lambda s: s.append("n", "r", U, title="x" * 201), f"{TITLE_RULE} (it has 201)", None),
+    (lambda s: s.append("n", "r", U, title=5), "Session title must be a string, not int", None),
+    (lambda s: s.append("n", "r", U, agent_name=" "), f"{AGENT_RULE} (it is blank)", None),
+    (lambda s: s.append("n", "r", U, agent_name="a" * 65), f"{AGENT_RULE} (it has 65)", None),
+    (
+        lambda s: s.append("n", "r", U, usage=ModelUsage(input_tokens=1)),
+        "Model usage belongs only to assistant messages",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, metadata={"v": object()}),
+        "Message metadata must be JSON serializable (object is not a JSON value)",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, metadata={"v": [float("nan")]}),
+        "Message metadata must be JSON serializable (NaN and infinity are not JSON numbers)",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, metadata={"v": {1: 2}}),
+        "Message metadata must be JSON serializable (object keys must be strings, not int)",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, metadata=[]),
+        "Message metadata must be JSON serializable (a JSON object, not list)",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, metadata={1: "x"}),
+        "Message metadata keys must be strings, not int",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, tags={"": True}),
+        "Message tags keys must be non-empty strings, not a blank one",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, tags={2: True}),
+        "Message tags keys must be non-empty strings, not int",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", U, tags={"t": (1,)}),
+        "Message tags must be JSON serializable (tuple is not a JSON value)",
+        None,
+    ),
+    (lambda s: s.append("n", "r", C), "Checkpoints belong in snapshots, not raw logs", None),
+    (lambda s: s.append(" ", "r", U), "session_id cannot be empty", None),
+    (lambda s: s.append("n", "", U), "request_id cannot be empty", None),
+    (
+        lambda s: s.append("n", "r", U, parent_session_id=" "),
+        "parent_session_id cannot be empty",
+        None,
+    ),
+    (
+        lambda s: s.append("n", "r", {"content": "x"}),
+        "message must be a zett-agent message, not dict",
+        None,
+    ),
+    (
+        lambda s: s.append("s", "r", U, parent_session_id="p"),
+        "Session parent cannot change after creation",
+        ParentMismatch,
+    ),
+    # create_session
+    (lambda s: s.create_session(session_id=" "), "session_id cannot be empty", None),
+    (
+        lambda s: s.create_session(parent_session_id=" "),
+        "parent_session_id cannot be empty",
+        None,
+    ),
+    (
+        lambda s: s.create_session(session_id="x", parent_session_id="x"),
+        "parent_session_id must differ from session_id",
+        None,
+    ),
+    (lambda s: s.create_session(title="  "), f"{TITLE_RULE} (it is blank)", None),
+    (lambda s: s.create_session(title=" " + "t" * 201), f"{TITLE_RULE} (it has 201)", None),
+    (lambda s: s.create_session(agent_name="a" * 65), f"{AGENT_RULE} (it has 65)", None),
+    (
+        lambda s: s.create_session(session_type=True),
+        "session_type must be an integer code, not bool",
+        None,
+    ),
+    (
+        lambda s: s.create_session(session_type=-1),
+        "session_type cannot be negative (it is -1)",
+        None,
+    ),
+    (lambda s: s.create_session(session_id="s"), "Session already exists: s", SessionExists),
+    # update_session
+    (lambda s: s.update_session("s"), "At least one session field must be supplied", None),
+    (lambda s: s.update_session("s", title=""), f"{TITLE_RULE} (it is blank)", None),
+    (lambda s: s.update_session("s", agent_name="\t"), f"{AGENT_RULE} (it is blank)", None),
+    (lambda s: s.update_session("s", agent_name="a" * 65), f"{AGENT_RULE} (it has 65)", None),
+    # snapshot
+    (
+        lambda s: s.snapshot("s", U, 1, 0),
+        "Context snapshot must contain exactly one CompactedMessage, not UserMessage",
+        None,
+    ),
+    (
+        lambda s: s.snapshot("s", C, "1", 0),
+        f"{NOT_IN_LOG} (compacted_through_sequence must be an integer, not str)",
+        None,
+    ),
+    (lambda s: s.snapshot("s", C, 2, 0), NOT_IN_LOG, InvalidBoundary),
+    (lambda s: s.snapshot("s", C, 1, 1), "Snapshot conflict; reload the session", SnapshotConflict),
+    # the list methods
+    (lambda s: s.list_sessions(limit=0), "limit must be positive", None),
+    (lambda s: s.list_sessions(offset=-1), "offset cannot be negative", None),
+    (
+        lambda s: s.list_sessions(session_types=[0, "1"]),
+        "session_type must be an integer code, not str",
+        None,
+    ),
+    (
+        lambda s: s.list_sessions(session_types=[-2]),
+        "session_type cannot be negative (it is -2)",
+        None,
+    ),
+    (
+        lambda s: s.list_raw_messages("s", after_sequence=-1),
+        "after_sequence cannot be negative",
+        None,
+    ),
+    (
+        lambda s: s.list_raw_messages("s", through_sequence=0),
+        "through_sequence must be positive",
+        None,
+    ),
+    (lambda s: s.list_raw_messages("s", limit=0), "limit must be positive", None),
+    (lambda s: s.list_raw_messages("s", offset=-1), "offset cannot be negative", None),
+    # lookups
+    (lambda s: s.load(5), "session_id must be a string, not int", None),
+]
+
+
+def test_each_argument_check_raises_its_text_beginning_with_zett_agents_words(
+    store: Store,
+) -> None:
+    async def body(s: Any) -> list[tuple[type[Exception], str]]:
+        await s.append("s", "r", U)
+        caught = []
+        for call, _, _ in REFUSALS:
+            try:
+                await call(s)
+            except ValueError as error:  # zett-agent's callers catch ValueError
+                caught.append((type(error), str(error)))
+            else:
+                caught.append((type(None), "(nothing raised)"))
+        assert await s.count_messages("n") == 0  # nothing was written
+        assert [x.session_id for x in await s.list_sessions()] == ["s"]
+        return caught
+
+    assert run(store, body) == [(kind or ValidationError, text) for _, text, kind in REFUSALS]
+
+
 # --- sessions -----------------------------------------------------------------------------
 
 
@@ -259,7 +431,7 @@ def test_listing_is_newest_first_paged_and_filtered_by_type(store: Store) -> Non
         assert await s.list_sessions(session_types=[9]) == []
         with pytest.raises(ValidationError, match="limit must be positive"):
             await s.list_sessions(limit=0)
-        with pytest.raises(ValidationError, match="session_type must be a non-negative integer"):
+        with pytest.raises(ValidationError, match="session_type cannot be negative"):
             await s.list_sessions(session_types=[-1])
 
     run(store, body)

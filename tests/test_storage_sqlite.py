@@ -125,9 +125,15 @@ def test_append_stores_title_and_agent_name_unstripped_and_measures_them_unstrip
 
     async def body(s: SQLiteSessionStorage) -> None:
         await s.append("s", "r", UserMessage(content="x"), title=title, agent_name=agent)
-        with pytest.raises(ValidationError, match="title must be at most 200 characters"):
+        with pytest.raises(
+            ValidationError,
+            match=r"Session title must contain between 1 and 200 characters \(it has 201\)",
+        ):
             await s.append("s", "r", UserMessage(content="x"), title=" " + "t" * 200)
-        with pytest.raises(ValidationError, match="agent_name must be at most 64 characters"):
+        with pytest.raises(
+            ValidationError,
+            match=r"Agent name must contain between 1 and 64 characters \(it has 65\)",
+        ):
             await s.append("s", "r", UserMessage(content="x"), agent_name="a" * 64 + " ")
 
     with_storage(db, body)
@@ -138,16 +144,16 @@ def test_append_stores_title_and_agent_name_unstripped_and_measures_them_unstrip
 @pytest.mark.parametrize(
     ("field", "value", "reason"),
     [
-        ("title", "", "title must not be blank"),
-        ("title", "   ", "title must not be blank"),
-        ("title", "x" * 201, "title must be at most 200 characters"),
-        ("agent_name", "", "agent_name must not be blank"),
-        ("agent_name", "x" * 65, "agent_name must be at most 64 characters"),
-        ("metadata", [], "metadata must be a JSON object"),
-        ("metadata", {"x": float("nan")}, "metadata must be finite"),
-        ("tags", {" ": 1}, "tags keys must not be blank"),
-        ("tags", {"": 1}, "tags keys must not be blank"),
-        ("tags", {"t": (1,)}, "tags values must be JSON values"),
+        ("title", "", "Session title must contain between 1 and 200 characters"),
+        ("title", "   ", "Session title must contain between 1 and 200 characters"),
+        ("title", "x" * 201, "Session title must contain between 1 and 200 characters"),
+        ("agent_name", "", "Agent name must contain between 1 and 64 characters"),
+        ("agent_name", "x" * 65, "Agent name must contain between 1 and 64 characters"),
+        ("metadata", [], "Message metadata must be JSON serializable"),
+        ("metadata", {"x": float("nan")}, "Message metadata must be JSON serializable"),
+        ("tags", {" ": 1}, "Message tags keys must be non-empty strings"),
+        ("tags", {"": 1}, "Message tags keys must be non-empty strings"),
+        ("tags", {"t": (1,)}, "Message tags must be JSON serializable"),
     ],
 )
 def test_append_rejects_bad_context_before_touching_the_database(
@@ -194,7 +200,7 @@ def test_append_refuses_checkpoints(db: Path) -> None:
 )
 def test_append_rejects_blank_ids(db: Path, session_id: str, request_id: str) -> None:
     async def body(s: SQLiteSessionStorage) -> None:
-        with pytest.raises(ValidationError, match="must not be blank"):
+        with pytest.raises(ValidationError, match="_id cannot be empty"):
             await s.append(session_id, request_id, UserMessage(content="x"))
 
     with_storage(db, body)
@@ -296,7 +302,7 @@ def test_snapshot_accepts_only_a_checkpoint_message(db: Path) -> None:
         await _three_rows(s)
         with pytest.raises(ValidationError, match="exactly one CompactedMessage"):
             await s.snapshot("s", UserMessage(content="c"), 1, 0)  # type: ignore[arg-type]
-        with pytest.raises(ValidationError, match="must be an integer"):
+        with pytest.raises(ValidationError, match="compacted_through_sequence must be an integer"):
             await s.snapshot("s", CompactedMessage(content="c"), True, 0)
 
     with_storage(db, body)
@@ -350,15 +356,15 @@ def test_create_session_persists_an_empty_session(db: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "reason"),
     [
-        ({"session_id": "  "}, ValidationError, "session_id must not be blank"),
-        ({"parent_session_id": " "}, ValidationError, "parent_session_id must not be blank"),
+        ({"session_id": "  "}, ValidationError, "session_id cannot be empty"),
+        ({"parent_session_id": " "}, ValidationError, "parent_session_id cannot be empty"),
         ({"session_id": "x", "parent_session_id": "x"}, ValidationError, "must differ from"),
-        ({"title": ""}, ValidationError, "title must not be blank"),
-        ({"title": "   "}, ValidationError, "title must not be blank"),
-        ({"title": "x" * 201}, ValidationError, "title must be at most 200"),
-        ({"agent_name": "x" * 65}, ValidationError, "agent_name must be at most 64"),
-        ({"session_type": -1}, ValidationError, "session_type must be a non-negative integer"),
-        ({"session_type": True}, ValidationError, "session_type must be a non-negative integer"),
+        ({"title": ""}, ValidationError, "Session title must contain between 1 and 200"),
+        ({"title": "   "}, ValidationError, "Session title must contain between 1 and 200"),
+        ({"title": "x" * 201}, ValidationError, "Session title must contain between 1 and 200"),
+        ({"agent_name": "x" * 65}, ValidationError, "Agent name must contain between 1 and 64"),
+        ({"session_type": -1}, ValidationError, "session_type cannot be negative"),
+        ({"session_type": True}, ValidationError, "session_type must be an integer code"),
     ],
 )
 def test_create_session_validates_its_arguments(
@@ -420,7 +426,7 @@ def test_update_session_strips_validates_and_moves_the_session_to_the_top(db: Pa
         for bad in ("", "  ", "x" * 201):
             with pytest.raises(ValidationError, match="title must"):
                 await s.update_session("old", title=bad)
-        with pytest.raises(ValidationError, match="agent_name must"):
+        with pytest.raises(ValidationError, match="Agent name must"):
             await s.update_session("old", agent_name="x" * 65)
         assert await s.count_messages("old") == 1
 
@@ -506,8 +512,8 @@ def test_list_sessions_is_newest_first_with_id_as_tie_breaker_and_paginates(db: 
     [
         ({"limit": 0}, "limit must be positive"),
         ({"offset": -1}, "offset cannot be negative"),
-        ({"session_types": [-1]}, "session_type must be a non-negative integer"),
-        ({"session_types": [False]}, "session_type must be a non-negative integer"),
+        ({"session_types": [-1]}, "session_type cannot be negative"),
+        ({"session_types": [False]}, "session_type must be an integer code"),
     ],
 )
 def test_list_sessions_validates_its_options(db: Path, kwargs: dict[str, Any], reason: str) -> None:

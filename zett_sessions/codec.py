@@ -50,39 +50,47 @@ def tool_name_column(message: Message) -> str | None:
     return message.name if isinstance(message, ToolMessage) else None
 
 
-def _check_json_value(value: Any, where: str) -> None:
+def _json_fault(value: Any) -> str | None:
+    """Why ``value`` is not plain JSON (``json_types.JsonValue``), or ``None`` when it is."""
     if value is None or isinstance(value, bool | int | str):
-        return
+        return None
     if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationError(f"{where} must be finite JSON numbers")
-        return
+        return None if math.isfinite(value) else "NaN and infinity are not JSON numbers"
     if isinstance(value, list):
-        for item in value:
-            _check_json_value(item, where)
-        return
+        return next((fault for item in value if (fault := _json_fault(item))), None)
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ValidationError(f"{where} keys must be strings")
-            _check_json_value(item, where)
-        return
-    raise ValidationError(f"{where} values must be JSON values, not {type(value).__name__}")
+                return f"object keys must be strings, not {type(key).__name__}"
+            if fault := _json_fault(item):
+                return fault
+        return None
+    return f"{type(value).__name__} is not a JSON value"
 
 
 def encode_json_object(value: Mapping[str, Any] | None, what: str) -> str:
-    """Validate and encode metadata or tags (``what``) as zett-agent does: sorted keys."""
+    """Validate and encode metadata or tags (``what``) as zett-agent does: sorted keys.
+
+    Refusals begin with zett-agent's words (``Message tags keys must be non-empty strings``,
+    ``Message metadata must be JSON serializable``); the detail follows.
+    """
     if value is None:
         return "{}"
+    field = f"Message {what}"
     if not isinstance(value, Mapping):
-        raise ValidationError(f"{what} must be a JSON object")
+        raise ValidationError(
+            f"{field} must be JSON serializable (a JSON object, not {type(value).__name__})"
+        )
     value = dict(value)
     for key in value:
+        if what == "tags" and (not isinstance(key, str) or not key.strip()):
+            shown = "a blank one" if isinstance(key, str) else type(key).__name__
+            raise ValidationError(f"{field} keys must be non-empty strings, not {shown}")
         if not isinstance(key, str):
-            raise ValidationError(f"{what} keys must be strings")
-        if what == "tags" and not key.strip():
-            raise ValidationError("tags keys must not be blank")
-    _check_json_value(value, what)
+            raise ValidationError(f"{field} keys must be strings, not {type(key).__name__}")
+    fault = _json_fault(value)
+    if fault:
+        raise ValidationError(f"{field} must be JSON serializable ({fault})")
     return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 

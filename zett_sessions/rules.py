@@ -24,30 +24,39 @@ from .models import (
 )
 from .schema import AGENT_NAME_MAX, TITLE_MAX
 
+# zett-agent's words for each refusal begin the message (code written against zett-agent matches
+# on them, ``pytest.raises(ValueError, match="Session title")``); what follows adds the detail.
+TITLE = "Session title"
+AGENT_NAME = "Agent name"
+SNAPSHOT_PAYLOAD = "Context snapshot must contain exactly one CompactedMessage"
+BOUNDARY_IN_LOG = "Snapshot boundary must identify an existing Raw Log message"
+
 
 def check_label(value: str | None, what: str, limit: int, *, strip: bool) -> str | None:
-    """zett-agent's rule for titles and agent names: non-blank, at most ``limit`` characters."""
+    """zett-agent's rule for titles and agent names: 1 to ``limit`` characters, not blank.
+
+    ``what`` names the value: ``TITLE`` or ``AGENT_NAME`` in the library (zett-agent's words),
+    the argument as the user typed it in the CLI.
+    """
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValidationError(f"{what} must be a string")
+        raise ValidationError(f"{what} must be a string, not {type(value).__name__}")
+    rule = f"{what} must contain between 1 and {limit} characters"
     if not value.strip():
-        raise ValidationError(f"{what} must not be blank")
+        raise ValidationError(f"{rule} (it is blank)")
     checked = value.strip() if strip else value
     if len(checked) > limit:
-        raise ValidationError(f"{what} must be at most {limit} characters")
+        raise ValidationError(f"{rule} (it has {len(checked):,})")
     return checked
 
 
 def check_session_type(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError("session_type must be a non-negative integer")
-    return value
-
-
-def check_id(value: str, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{what} must not be blank")
+    """An application-defined code: an ``int`` (not a ``bool``), zero or more."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"session_type must be an integer code, not {type(value).__name__}")
+    if value < 0:
+        raise ValidationError(f"session_type cannot be negative (it is {value})")
     return value
 
 
@@ -55,6 +64,14 @@ def check_text(value: object, what: str) -> None:
     """An id a lookup is given must be text (``5`` or ``None`` would match nothing, silently)."""
     if not isinstance(value, str):
         raise ValidationError(f"{what} must be a string, not {type(value).__name__}")
+
+
+def check_id(value: str, what: str) -> str:
+    """An id a row is written under: text that is not blank."""
+    check_text(value, what)
+    if not value.strip():
+        raise ValidationError(f"{what} cannot be empty")
+    return value
 
 
 def check_page(limit: int, offset: int) -> None:
@@ -95,17 +112,17 @@ def prepare_session(
         if value is not None:
             check_text(value, what)
     if session_id is not None and session_id != "" and not session_id.strip():
-        raise ValidationError("session_id must not be blank")
+        raise ValidationError("session_id cannot be empty")
     if parent_session_id is not None and not parent_session_id.strip():
-        raise ValidationError("parent_session_id must not be blank")
+        raise ValidationError("parent_session_id cannot be empty")
     new_id = session_id or new_uuid7()
     if parent_session_id == new_id:
         raise ValidationError("parent_session_id must differ from session_id")
     return NewSession(
         session_id=new_id,
         parent_session_id=parent_session_id,
-        title=check_label(title, "title", TITLE_MAX, strip=True),
-        agent_name=check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True),
+        title=check_label(title, TITLE, TITLE_MAX, strip=True),
+        agent_name=check_label(agent_name, AGENT_NAME, AGENT_NAME_MAX, strip=True),
         session_type=check_session_type(session_type),
     )
 
@@ -114,8 +131,8 @@ def prepare_rename(title: str | None, agent_name: str | None) -> tuple[str | Non
     if title is None and agent_name is None:
         raise ValidationError("At least one session field must be supplied")
     return (
-        check_label(title, "title", TITLE_MAX, strip=True),
-        check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=True),
+        check_label(title, TITLE, TITLE_MAX, strip=True),
+        check_label(agent_name, AGENT_NAME, AGENT_NAME_MAX, strip=True),
     )
 
 
@@ -150,21 +167,22 @@ def prepare_append(  # noqa: PLR0913  append's arguments, checked
     tags: Mapping[str, Any] | None,
     usage: ModelUsage | None,
 ) -> NewRawRow:
-    """Check ``append``'s arguments before touching the database (``format.md`` §3, append)."""
+    """Check ``append``'s arguments before touching the database (``format.md`` §3, append),
+    in zett-agent's order after the ids: title, agent name, usage, metadata, tags."""
     check_id(session_id, "session_id")
     check_id(request_id, "request_id")
     if parent_session_id is not None:
         check_id(parent_session_id, "parent_session_id")
-    title = check_label(title, "title", TITLE_MAX, strip=False)
-    agent_name = check_label(agent_name, "agent_name", AGENT_NAME_MAX, strip=False)
+    title = check_label(title, TITLE, TITLE_MAX, strip=False)
+    agent_name = check_label(agent_name, AGENT_NAME, AGENT_NAME_MAX, strip=False)
     if usage is not None and not isinstance(message, AssistantMessage):
         raise ValidationError("Model usage belongs only to assistant messages")
+    metadata_json = encode_json_object(metadata, "metadata")
+    tags_json = encode_json_object(tags, "tags")
     if isinstance(message, CompactedMessage):
         raise ValidationError("Checkpoints belong in snapshots, not raw logs")
     if not isinstance(message, Message):
-        raise ValidationError("message must be a zett-agent message")
-    metadata_json = encode_json_object(metadata, "metadata")
-    tags_json = encode_json_object(tags, "tags")
+        raise ValidationError(f"message must be a zett-agent message, not {type(message).__name__}")
     return NewRawRow(
         session_id=session_id,
         request_id=request_id,
@@ -204,11 +222,14 @@ def prepare_snapshot(
     """Check ``snapshot``'s arguments; returns the checkpoint's envelope text."""
     check_text(session_id, "session_id")
     if type(compacted_message) is not CompactedMessage:
-        raise ValidationError("a snapshot holds exactly one CompactedMessage")
+        raise ValidationError(f"{SNAPSHOT_PAYLOAD}, not {type(compacted_message).__name__}")
     if isinstance(compacted_through_sequence, bool) or not isinstance(
         compacted_through_sequence, int
     ):
-        raise ValidationError("compacted_through_sequence must be an integer")
+        raise ValidationError(
+            f"{BOUNDARY_IN_LOG} (compacted_through_sequence must be an integer, "
+            f"not {type(compacted_through_sequence).__name__})"
+        )
     return encode_message(compacted_message)
 
 
@@ -221,7 +242,7 @@ def snapshot_version(
     if version != expected_version:
         raise SnapshotConflict("Snapshot conflict; reload the session")
     if not 1 <= boundary <= highest:
-        raise InvalidBoundary("Snapshot boundary must identify an existing Raw Log message")
+        raise InvalidBoundary(BOUNDARY_IN_LOG)
     if latest is not None and boundary <= latest[1]:
         raise InvalidBoundary("Snapshot boundary must advance beyond the previous checkpoint")
     return version + 1
