@@ -23,11 +23,12 @@ from typing import Any
 
 import pytest
 
-from support import LEGACY_IDS, NEWEST_IDS, digest, execute_sql, with_storage
+from support import LEGACY_IDS, NEWEST_IDS, digest, execute_sql, run_cli, with_storage
 from zett_sessions import (
     AgentMessage,
     AssistantMessage,
     CompactedMessage,
+    DamagedSnapshot,
     ImageBytesSource,
     ImageContent,
     ImageUrlSource,
@@ -1083,7 +1084,11 @@ def test_undecodable_rows_in_an_old_file_never_fail_a_listing_or_load(tmp_path: 
     with_storage(path, body, read_only=True)
 
 
-def test_a_corrupted_snapshot_payload_is_undecodable_not_fatal(fixture_db: FixtureDb) -> None:
+def test_a_corrupted_snapshot_fails_load_and_the_inspection_commands_show_it_damaged(
+    fixture_db: FixtureDb,
+) -> None:
+    """An agent resuming without the summary would silently lose turns 1-14: ``load`` raises,
+    as zett-agent's does; show, snapshot-info and verify read the row themselves."""
     path = fixture_db("newest")
     session_id = IDS["newest"]["compacted"]
     execute_sql(
@@ -1091,12 +1096,35 @@ def test_a_corrupted_snapshot_payload_is_undecodable_not_fatal(fixture_db: Fixtu
         "UPDATE session_snapshots SET message_json = ? WHERE version = 2 AND session_id = ?",
         params=('[{"kind": 2, "data": {"content": "a user message"}}]', session_id),
     )
-    view = load_all(path, {"compacted": session_id})["compacted"]
-    assert view.snapshot is not None
-    assert isinstance(view.snapshot.compacted_message, UndecodableMessage)
-    assert "not a checkpoint" in view.snapshot.compacted_message.reason
-    assert view.compacted_through_sequence == 14
-    assert [m.kind for m in view.messages] == [2, 3, 2, 3]
+
+    async def body(s: SQLiteSessionStorage) -> DamagedSnapshot:
+        with pytest.raises(ValueError, match="exactly one CompactedMessage") as raised:
+            await s.load(session_id)
+        assert isinstance(raised.value, DamagedSnapshot)
+        return raised.value
+
+    before = digest(path)
+    error = with_storage(path, body, read_only=True)
+    assert str(error) == (
+        "Context snapshot must contain exactly one CompactedMessage (session "
+        f"'{session_id}', snapshot version 2: snapshot holds a UserMessage, not a checkpoint)"
+    )
+    assert (error.session_id, error.version) == (session_id, 2)
+
+    shown = run_cli(["--db", str(path), "show", session_id, "--context"])
+    assert shown.exit_code == 0, shown.stderr
+    assert "v2 covers 1–14" in shown.stdout and "checkpoint cannot be decoded" in shown.stdout
+    info = run_cli(["--db", str(path), "snapshot-info", session_id, "--json"])
+    assert info.exit_code == 0, info.stderr
+    latest = json.loads(info.stdout)[-1]
+    assert (latest["version"], latest["message"]["undecodable"]) == (2, True)
+    verified = run_cli(["--db", str(path), "verify", session_id, "--json"])
+    assert verified.exit_code == 4, verified.stderr
+    findings = json.loads(verified.stdout)["findings"]
+    assert [(f["code"], f["details"]["version"]) for f in findings] == [
+        ("snapshot_payload_invalid", 2)
+    ]
+    assert digest(path) == before
 
 
 def test_database_layout_is_detected_without_writing(old_layout: tuple[str, Path]) -> None:

@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pgtest import Store
+from pgtest import Store, execute
 from zett_sessions import (
     AssistantMessage,
     CompactedMessage,
+    DamagedSnapshot,
     DatabaseError,
     InvalidBoundary,
     MessageTiming,
@@ -368,6 +369,72 @@ def test_each_argument_check_raises_its_text_beginning_with_zett_agents_words(
         return caught
 
     assert run(store, body) == [(kind or ValidationError, text) for _, text, kind in REFUSALS]
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (
+            '[{"kind": 2, "data": {"content": "not a checkpoint"}}]',
+            "snapshot holds a UserMessage, not a checkpoint",
+        ),
+        (
+            '[{"kind": 5, "data": {"content": "a"}}, {"kind": 5, "data": {"content": "b"}}]',
+            "envelope is not a one-element array",
+        ),
+        ("[]", "envelope is not a one-element array"),
+        ("{not json", "broken JSON: "),
+    ],
+    ids=["user-message", "two-checkpoints", "empty", "broken-json"],
+)
+def test_load_refuses_a_latest_snapshot_that_is_not_one_checkpoint(
+    store: Store, payload: str, reason: str
+) -> None:
+    async def compact(s: Any) -> None:
+        await _rows(s, count=3)
+        await s.snapshot("s", CompactedMessage(content="one"), 1, 0)
+        await s.snapshot("s", CompactedMessage(content="two"), 2, 1)
+
+    async def body(s: Any) -> tuple[DamagedSnapshot, Any]:
+        with pytest.raises(DamagedSnapshot) as raised:
+            await s.load("s")
+        return raised.value, await s.list_raw_messages("s")
+
+    run(store, compact)
+    execute(
+        store.location,
+        "UPDATE session_snapshots SET message_json = ? WHERE version = 2",
+        params=(payload,),
+    )
+    error, records = run(store, body)
+    assert isinstance(error, ValueError)  # what zett-agent's load raises
+    assert str(error).startswith(
+        "Context snapshot must contain exactly one CompactedMessage "
+        f"(session 's', snapshot version 2: {reason}"
+    )
+    assert (error.session_id, error.version) == ("s", 2)
+    assert len(records) == 3  # the raw history stays readable
+
+    execute(
+        store.location,
+        "UPDATE session_snapshots SET message_json = ? WHERE version = 1",
+        params=(payload,),
+    )
+    execute(store.location, "DELETE FROM session_snapshots WHERE version = 2")
+    with pytest.raises(DamagedSnapshot, match="snapshot version 1"):
+        run(store, lambda s: s.load("s"))
+
+
+def test_only_the_latest_snapshot_decides_whether_load_succeeds(store: Store) -> None:
+    async def compact(s: Any) -> None:
+        await _rows(s, count=3)
+        await s.snapshot("s", CompactedMessage(content="one"), 1, 0)
+        await s.snapshot("s", CompactedMessage(content="two"), 2, 1)
+
+    run(store, compact)
+    execute(store.location, "UPDATE session_snapshots SET message_json = '[]' WHERE version = 1")
+    view = run(store, lambda s: s.load("s"))
+    assert view.messages == [CompactedMessage(content="two"), UserMessage(content="3")]
 
 
 # --- sessions -----------------------------------------------------------------------------

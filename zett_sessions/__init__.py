@@ -40,7 +40,7 @@ for _name in (
     "ZettSessionsError DatabaseError DatabaseNotFound NotASessionDatabase DatabaseUnreadable "
     "DatabaseLocked DatabaseReadOnly UnsupportedLayout SessionNotFound AmbiguousSessionId "
     "SessionExists SnapshotConflict InvalidBoundary ParentMismatch ValidationError "
-    "UnsupportedValue DamagedHistory ServerUnavailable"
+    "UnsupportedValue DamagedHistory DamagedSnapshot ServerUnavailable"
 ).split():
     _EXPORTS[_name] = "errors"
 
@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from .errors import (
         AmbiguousSessionId as AmbiguousSessionId,
         DamagedHistory as DamagedHistory,
+        DamagedSnapshot as DamagedSnapshot,
         DatabaseError as DatabaseError,
         DatabaseLocked as DatabaseLocked,
         DatabaseNotFound as DatabaseNotFound,

@@ -182,10 +182,25 @@ class InvalidBoundary(ZettSessionsError, ValueError):
 class DamagedHistory(ZettSessionsError, ValueError):
     """A session's snapshot or raw rows cannot be decoded, so its context cannot be restored.
 
-    Reading stays lenient (``load`` shows such rows as ``UndecodableMessage``); restoring a
-    model context from them would silently drop history, so ``SessionPersistence.start``
-    refuses, as zett-agent's ``load`` does (it raises ``ValueError``).
+    Reading raw rows stays lenient (``load`` and the listings show such rows as
+    ``UndecodableMessage``); restoring a model context from them would silently drop history,
+    so ``SessionPersistence.start`` refuses, as zett-agent's ``load`` does (it raises
+    ``ValueError``).
     """
+
+
+class DamagedSnapshot(DamagedHistory):
+    """``load`` found that the latest snapshot's payload is not exactly one checkpoint message.
+
+    Everything up to its boundary would be missing from the restored context, so ``load``
+    raises (with zett-agent's words) instead of returning a view without the summary; the
+    inspection commands read the row themselves and show it as damaged.
+    """
+
+    def __init__(self, message: str, session_id: str, version: int) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.version = version
 
 
 class ValidationError(ZettSessionsError, ValueError):

@@ -14,13 +14,21 @@ from typing import Any
 
 from .codec import content_column, encode_json_object, tool_name_column
 from .envelope import encode_message
-from .errors import InvalidBoundary, ParentMismatch, SnapshotConflict, ValidationError
+from .errors import (
+    DamagedSnapshot,
+    InvalidBoundary,
+    ParentMismatch,
+    SnapshotConflict,
+    ValidationError,
+)
 from .models import (
     AssistantMessage,
     CompactedMessage,
+    ContextSnapshot,
     Message,
     MessageTiming,
     ModelUsage,
+    UndecodableMessage,
 )
 from .schema import AGENT_NAME_MAX, TITLE_MAX
 
@@ -246,3 +254,18 @@ def snapshot_version(
     if latest is not None and boundary <= latest[1]:
         raise InvalidBoundary("Snapshot boundary must advance beyond the previous checkpoint")
     return version + 1
+
+
+def check_loaded_snapshot(snapshot: ContextSnapshot | None) -> None:
+    """``load``'s verdict on the latest snapshot it read: its payload must be one checkpoint
+    (a damaged one would leave the summary, and all it stands for, out of the context)."""
+    if snapshot is None or isinstance(snapshot.compacted_message, CompactedMessage):
+        return
+    message = snapshot.compacted_message
+    reason = message.reason if isinstance(message, UndecodableMessage) else "not a checkpoint"
+    raise DamagedSnapshot(
+        f"{SNAPSHOT_PAYLOAD} (session {snapshot.session_id!r}, snapshot version "
+        f"{snapshot.version}: {reason})",
+        snapshot.session_id,
+        snapshot.version,
+    )

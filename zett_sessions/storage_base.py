@@ -29,6 +29,7 @@ from .rows import record_from_row, summary_from_row
 from .rules import (
     NewRawRow,
     NewSession,
+    check_loaded_snapshot,
     check_page,
     check_raw_range,
     check_session_type,
@@ -261,7 +262,9 @@ class SessionStoreBase(AsyncClosing):
 def session_view(
     session_id: str, session: Any, snapshot: ContextSnapshot | None, rows: Sequence[Any]
 ) -> SessionView:
-    """``load``'s view from its session row (``None``: none), latest snapshot and raw tail."""
+    """``load``'s view from its session row (``None``: none), latest snapshot and raw tail;
+    ``DamagedSnapshot`` when that snapshot's payload is not one checkpoint message."""
+    check_loaded_snapshot(snapshot)
     summary = summary_from_row(session, 0) if session is not None else None
     return SessionView.model_construct(
         session_id=session_id,
