@@ -108,7 +108,11 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_a_storage_never_closed_lets_the_interpreter_exit_without_a_traceback",
     ),
     "test_cli_copy.py": ("test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",),
-    "test_storage_postgres.py": ("test_pgpassword_and_pgpass_work_as_with_psql",),
+    "test_storage_postgres.py": (
+        "test_pgpassword_and_pgpass_work_as_with_psql",
+        # waits for asyncpg's second reconnect attempt, a second after its first
+        "test_a_server_going_away_logs_nothing_to_an_unconfigured_programs_stderr",
+    ),
     # tail -f as a real process (the follow loop itself is tested poll by poll, fast)
     "test_cli_tail.py": (
         "test_tail_follow_prints_every_appended_record_exactly_once",

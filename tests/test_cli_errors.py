@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from support import SAFETY_NET
 from zett_sessions import errors as e
 from zett_sessions.cli import errors as boundary
 from zett_sessions.cli.errors import Refused, StaleRun
@@ -75,3 +81,53 @@ def test_the_order_of_the_table_does_not_matter(monkeypatch: pytest.MonkeyPatch)
     reversed_table = dict(reversed(boundary._messages().items()))
     monkeypatch.setattr(boundary, "_messages", lambda: reversed_table)
     assert [boundary._classify(error) for error in errors] == expected
+
+
+NOISY_LIBRARY = """
+import logging, sys
+import zett_sessions.backend as backend
+from zett_sessions.cli.main import run
+
+opened = backend.open_database
+
+def open_database(*args, **kwargs):  # a library logging on the way, as asyncio or asyncpg do
+    try:
+        raise ConnectionResetError("connection lost")
+    except ConnectionResetError:
+        logging.getLogger("asyncio").error("Task exception was never retrieved", exc_info=True)
+    return opened(*args, **kwargs)
+
+backend.open_database = open_database
+sys.argv = ["zett-sessions", *sys.argv[1:]]
+run()
+"""
+
+
+def test_a_librarys_log_record_never_reaches_the_terminal_unless_debugging(
+    tmp_path: Path,
+) -> None:
+    """The CLI configures no logging, so Python printed a library's record (and its
+    traceback) through its last-resort handler; it goes nowhere, or with the traceback
+    switch to stderr as Python would print it."""
+    db = str(tmp_path / "none.sqlite3")
+    env = {k: v for k, v in os.environ.items() if k != "ZETT_SESSIONS_DEBUG"}
+    quiet = subprocess.run(
+        [sys.executable, "-c", NOISY_LIBRARY, "--db", db, "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=SAFETY_NET,
+        check=False,
+    )
+    assert quiet.returncode == ExitCode.ERROR
+    assert quiet.stderr.startswith("Error: no database at ")
+    assert quiet.stderr.count("\n") == 1, quiet.stderr
+    debugging = subprocess.run(
+        [sys.executable, "-c", NOISY_LIBRARY, "--db", db, "list"],
+        capture_output=True,
+        text=True,
+        env={**env, "ZETT_SESSIONS_DEBUG": "1"},
+        timeout=SAFETY_NET,
+        check=False,
+    )
+    assert "Task exception was never retrieved\nTraceback" in debugging.stderr

@@ -489,3 +489,23 @@ def test_a_delete_waits_for_an_append_in_flight_and_removes_its_row_too(pg_dsn: 
                 await observer.close()
 
     assert asyncio.run(scenario()) == (0, 0)
+
+
+def test_a_server_going_away_logs_nothing_to_an_unconfigured_programs_stderr(
+    pg_dsn: str,
+) -> None:
+    """asyncpg's pool logs each failed attempt to restore its connection floor, with a
+    traceback; in a program that configured no logging that went to stderr through Python's
+    last-resort handler.  The library gives asyncpg's logger a NullHandler: only the typed
+    error reaches the program."""
+    child = Path(__file__).parent / "pg_floor_child.py"
+    result = subprocess.run(
+        [sys.executable, str(child), pg_dsn],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_NET,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ServerUnavailable\n"
+    assert result.stderr == ""

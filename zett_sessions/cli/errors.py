@@ -2,7 +2,11 @@
 
 Each domain error maps to one line that names what went wrong and suggests the next step.
 Nothing else is caught wholesale: an unexpected exception is reported as an internal error in
-one line, with the traceback only when ``ZETT_SESSIONS_DEBUG=1``.
+one line, with the traceback only when ``ZETT_SESSIONS_DEBUG=1``.  The same goes for log
+records: the CLI configures no logging, so a record of a library it runs on (asyncio's "Task
+exception was never retrieved", a driver's warning) would print through Python's last-resort
+handler, traceback and all; the root logger gets a ``NullHandler`` instead, unless
+``ZETT_SESSIONS_DEBUG=1`` (then they print as Python would).
 """
 
 from __future__ import annotations
@@ -114,6 +118,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        _logs_to_nowhere()
         try:
             return func(*args, **kwargs)
         except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
@@ -125,6 +130,15 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             fail(error)
 
     return wrapper
+
+
+def _logs_to_nowhere() -> None:
+    """No log record of any library reaches stderr (see the module's docstring)."""
+    if os.environ.get("ZETT_SESSIONS_DEBUG") == "1":
+        return
+    from ..driver_logs import quiet_unless_configured
+
+    quiet_unless_configured("")  # the root logger: every record propagates to it
 
 
 def _silence_broken_pipe() -> None:

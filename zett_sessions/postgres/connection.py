@@ -47,6 +47,7 @@ except ImportError as missing:  # the optional extra is not installed
     ) from missing
 
 from ..dialect import POSTGRES
+from ..driver_logs import quiet_unless_configured
 from ..errors import (
     DatabaseAccessDenied,
     DatabaseError,
@@ -72,6 +73,8 @@ from .schema import (
 )
 
 T = TypeVar("T")
+
+quiet_unless_configured("asyncpg")  # its pool's reconnect warnings (driver_logs)
 
 _DRIVER_ERRORS = (asyncpg.InterfaceError, OSError, UnicodeEncodeError)
 
