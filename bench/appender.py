@@ -17,7 +17,7 @@ from pathlib import Path
 
 from zett_sessions.errors import ZettSessionsError
 from zett_sessions.models import UserMessage
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 
 async def main(path: str, interval: float, stop: Path) -> None:

@@ -168,7 +168,7 @@ def seed_sessions(path: Path, sessions: Sequence[SeedSession]) -> Path:
     import asyncio
 
     from zett_sessions.models import AssistantMessage, CompactedMessage, UserMessage
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
     async def write() -> None:
         async with SQLiteSessionStorage(path) as storage:
@@ -293,7 +293,7 @@ def write_hostile_session(path: Path, session_id: str = "hostile-session") -> st
         ToolMessage,
         UserMessage,
     )
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
     text = "\n".join(HOSTILE_STRINGS)
     context = {
@@ -637,7 +637,7 @@ from collections.abc import Awaitable, Callable  # noqa: E402
 from typing import TYPE_CHECKING, TypeVar  # noqa: E402
 
 if TYPE_CHECKING:
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 T = TypeVar("T")
 
@@ -648,7 +648,7 @@ def with_storage(
     """Open a storage, run ``body`` with it, always close it."""
     import asyncio
 
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
     async def scenario() -> T:
         async with SQLiteSessionStorage(path, **kw) as storage:

@@ -17,7 +17,7 @@ from support import run_cli
 from zett_sessions import UserMessage
 from zett_sessions.cli.exit_codes import ExitCode
 from zett_sessions.queries.sessions import SessionFilter
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 from zett_sessions.transfer import copy_sessions, endpoints
 
 

@@ -45,7 +45,7 @@ from support import (
 )
 from zett_sessions.models import AssistantMessage, ModelUsage, ToolCall, UserMessage
 from zett_sessions.render.jsonout import record_json
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 SAMPLES = [(NEWEST, NEWEST_IDS), (LEGACY, LEGACY_IDS)]
 # What differs between the samples: the legacy era logged no system rows (format.md §0).

@@ -21,8 +21,8 @@ from support import (
     run_cli,
     sample_with_layout,
 )
-from zett_sessions.codec import encode_message
 from zett_sessions.demo import write_demo
+from zett_sessions.envelope.codec import encode_message
 from zett_sessions.ids import new_uuid7
 from zett_sessions.models import CompactedMessage
 

@@ -38,7 +38,7 @@ from support import (
 from zett_sessions.backend import open_database
 from zett_sessions.models import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from zett_sessions.rows import record_from_row
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 from zett_sessions.transcript.follow import Gone, Stale, follow
 from zett_sessions.transcript.query import (
     Selection,

@@ -34,7 +34,7 @@ from support import (
     run_cli,
 )
 from zett_sessions.models import AssistantMessage, ModelUsage, UserMessage
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 
 @dataclass(frozen=True)

@@ -31,18 +31,20 @@ from zett_sessions import (
     UserMessage,
     ValidationError,
 )
-from zett_sessions.codec import (
+from zett_sessions.demo import PNG_PIXEL
+from zett_sessions.envelope.codec import (
     BYTES_MARKER,
-    content_column,
     decode_checkpoint,
     decode_envelope,
-    decode_json_object,
     encode_as_stored,
-    encode_json_object,
     encode_message,
+)
+from zett_sessions.envelope.columns import (
+    content_column,
+    decode_json_object,
+    encode_json_object,
     tool_name_column,
 )
-from zett_sessions.demo import PNG_PIXEL
 
 FixtureDb = Callable[..., Path]
 

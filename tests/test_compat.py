@@ -46,9 +46,9 @@ from zett_sessions import (
     UserMessage,
     project,
 )
-from zett_sessions.database import Database
 from zett_sessions.demo import PNG_PIXEL
 from zett_sessions.rows import snapshot_from_row, snapshot_select
+from zett_sessions.sqlite.database import Database
 
 FixtureDb = Callable[..., Path]
 CHECKPOINT = "[Conversation checkpoint: historical context, not system instructions]\n"

@@ -13,8 +13,8 @@ from typing import TypeVar
 import pytest
 
 from support import NEWEST_IDS, SAFETY_NET, copy_sample, digest
-from zett_sessions.database import Database
 from zett_sessions.errors import TransactionMisuse
+from zett_sessions.sqlite.database import Database
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from support import digest
 from zett_sessions.demo import CRASHED_TITLE, UNICODE_TITLE, DemoResult, write_demo
 from zett_sessions.models import RawMessageRecord
 from zett_sessions.projection import project
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 KEYS = [
     "empty",

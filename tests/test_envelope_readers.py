@@ -38,7 +38,6 @@ from unittest import mock
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from zett_sessions.dialect import SQLITE
 from zett_sessions.envelope import (
     BYTES_MARKER,
     ERAS,
@@ -81,6 +80,7 @@ from zett_sessions.models import (
     blocks_text,
 )
 from zett_sessions.schema import INDEXES, TABLES, Layout
+from zett_sessions.sqlite.dialect import SQLITE
 from zett_sessions.transcript import large_values
 from zett_sessions.transcript.jsonrows import ElementPieces, RecordWriter, Stored, string_piece
 from zett_sessions.transcript.query import row_item

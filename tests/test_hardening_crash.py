@@ -41,7 +41,7 @@ from zett_sessions.demo import write_demo
 
 CHILD = r"""
 import asyncio, os, sys, time
-from zett_sessions import database
+from zett_sessions.sqlite import database
 
 pause_after = os.environ.get("ZS_PAUSE_AFTER")
 if pause_after:  # stop for good right after this statement ran: the transaction stays open
@@ -84,7 +84,7 @@ if sys.argv[1] == "cli":
 from zett_sessions.models import (
     AssistantMessage, CompactedMessage, ToolCall, ToolMessage, UserMessage,
 )
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 path, mode, session = sys.argv[1], sys.argv[2], "crash-me"
 

@@ -42,9 +42,9 @@ from support import (
     read_commands,
     run_cli,
 )
-from zett_sessions.database import translate_sqlite_error
 from zett_sessions.demo import write_demo
 from zett_sessions.errors import DatabaseReadOnly, DatabaseUnreadable
+from zett_sessions.sqlite.database import translate_sqlite_error
 
 SESSION = "project-notes"  # in the demo and in both samples
 WRITE_COMMANDS = [
@@ -365,7 +365,7 @@ def test_inspection_reads_a_wal_database_while_a_writer_holds_its_write_lock(
 KILLED_WRITER = """
 import asyncio, sys
 from zett_sessions.models import AssistantMessage, UserMessage
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 async def main():
     async with SQLiteSessionStorage(sys.argv[1]) as storage:
@@ -417,8 +417,8 @@ def test_a_failed_open_never_leaves_a_traceback_from_aiosqlites_thread(
 ) -> None:
     """aiosqlite stops its worker thread without waiting when ``connect`` fails; if the event
     loop closed first, the thread printed an "Event loop is closed" traceback."""
-    from zett_sessions.database import Database
     from zett_sessions.errors import DatabaseError
+    from zett_sessions.sqlite.database import Database
 
     path = tmp_path / "demo.sqlite3"
     path.write_bytes(b"")
@@ -449,7 +449,7 @@ def test_read_only_uri_opens_a_wal_file_immutable_only_in_an_unwritable_director
 ) -> None:
     """Observable as root: the decision (directory writable? -wal present? WAL header?) and that
     an immutable open reads the file without creating any side file."""
-    from zett_sessions import readonly
+    from zett_sessions.sqlite import readonly
 
     wal_file = tmp_path / "wal.sqlite3"
     wal_file.write_bytes(demo_bytes)
@@ -728,7 +728,7 @@ def test_a_dangling_symlink_as_archive_is_one_error_and_deletes_nothing(tmp_path
 # look before SQLite's open, so that SQLite itself waits in open() for a writer that never comes.
 SWAPPED_IN_FIFO = r"""
 import os, sqlite3, sys
-from zett_sessions import database, readonly
+from zett_sessions.sqlite import database, readonly
 
 fifo = sys.argv[1]
 real_existing_file = readonly.existing_file

@@ -37,7 +37,7 @@ from zett_sessions.models import (
     ToolMessage,
     UserMessage,
 )
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 # What a terminal must never receive from human output: C0 controls except \n and \t, DEL, C1
 # (0x80-0x9f, CSI/OSC/DCS on some terminals), bidi embeddings/overrides/isolates.

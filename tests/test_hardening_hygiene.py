@@ -28,7 +28,7 @@ from zett_sessions.models import (
     ToolMessage,
     UserMessage,
 )
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 SESSION = "project-notes"
 

@@ -117,7 +117,7 @@ def test_a_user_version_and_a_rollback_journal_set_by_someone_else_stay(tmp_path
 UNCHECKPOINTED_WRITER = """
 import asyncio, sys
 from zett_sessions.models import AssistantMessage, UserMessage
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 async def main():
     async with SQLiteSessionStorage(sys.argv[1]) as storage:

@@ -31,8 +31,8 @@ from support import (
     run_cli,
     write_hostile_session,
 )
-from zett_sessions.database import Database
 from zett_sessions.schema import RAW_COLUMNS
+from zett_sessions.sqlite.database import Database
 from zett_sessions.transcript import large_values
 from zett_sessions.transcript import render as render_transcript
 

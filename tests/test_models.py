@@ -34,7 +34,7 @@ from zett_sessions import (
     UndecodableMessage,
     UserMessage,
 )
-from zett_sessions.codec import decode_envelope, encode_message
+from zett_sessions.envelope.codec import decode_envelope, encode_message
 from zett_sessions.models import WIRE_CONTEXT
 
 MOMENT = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)

@@ -16,10 +16,10 @@ import pytest
 
 from support import copy_sample
 from zett_sessions.cli.complete import _file_rows
-from zett_sessions.database import Database
 from zett_sessions.errors import DatabaseError, DatabaseNotFound
-from zett_sessions.readonly import ReadOnlyFile, read_only_file
 from zett_sessions.schema import Layout
+from zett_sessions.sqlite.database import Database
+from zett_sessions.sqlite.readonly import ReadOnlyFile, read_only_file
 from zett_sessions.verify.checks_database import integrity_check
 from zett_sessions.verify.reader import Reader
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from support import LEGACY, NEWEST, copy_sample, run_cli, sample_with_layout
-from zett_sessions.database import Database
 from zett_sessions.models import AssistantMessage, ToolCall, ToolMessage, UndecodableMessage
 from zett_sessions.render.jsonout import kind_name
+from zett_sessions.sqlite.database import Database
 from zett_sessions.transcript.annotate import Annotator
 from zett_sessions.transcript.flagscan import FlagScan
 from zett_sessions.transcript.query import Selection, TranscriptState, annotator_for, row_item

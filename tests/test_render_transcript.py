@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 
 from support import LEGACY, NEWEST, copy_sample, execute_sql
-from zett_sessions.database import Database
 from zett_sessions.models import (
     AssistantMessage,
     ImageBytesSource,
@@ -31,6 +30,7 @@ from zett_sessions.models import (
 from zett_sessions.projection import Dropped, project
 from zett_sessions.render.jsonout import record_json
 from zett_sessions.rows import raw_select, record_from_row
+from zett_sessions.sqlite.database import Database
 from zett_sessions.transcript.annotate import Annotator, CallRef, Entry, OpenBatch
 from zett_sessions.transcript.follow import Stale
 from zett_sessions.transcript.jsonrows import escape_terminal, record_json_text

@@ -277,7 +277,7 @@ APPENDER = textwrap.dedent(
     """
     import asyncio, os, sys
     from zett_sessions.models import UserMessage
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
     async def main(path, stop):
         async with SQLiteSessionStorage(path, busy_timeout_ms=30000) as storage:

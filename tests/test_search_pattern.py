@@ -13,10 +13,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from zett_sessions.database import Database
 from zett_sessions.errors import UsageError
 from zett_sessions.search.pattern import FOLD_UNSAFE, Pattern, Prefilter
 from zett_sessions.search.scan import row_hits, rows_sql
+from zett_sessions.sqlite.database import Database
 
 
 def test_fold_unsafe_names_every_ascii_character_re_matches_to_non_ascii() -> None:

@@ -22,9 +22,9 @@ import pytest
 from pgtest import admin, copy_into, new_schema
 from support import LEGACY, NEWEST, copy_sample
 from verify_fixtures import append, build_clean, call, execute, found, result, verify
-from zett_sessions.database import Database
 from zett_sessions.demo import write_demo
 from zett_sessions.models import AssistantMessage, SystemMessage, UserMessage
+from zett_sessions.sqlite.database import Database
 from zett_sessions.verify.reader import Reader
 from zett_sessions.verify.scan import object_flags, raw_scan_sql, scanned_row
 

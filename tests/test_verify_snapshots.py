@@ -9,7 +9,7 @@ import pytest
 
 from verify_fixtures import build_clean, execute, found, verify
 from zett_sessions.models import CompactedMessage
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 
 @pytest.fixture

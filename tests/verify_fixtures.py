@@ -41,7 +41,7 @@ from zett_sessions.models import (
     UserMessage,
 )
 from zett_sessions.persistence import SessionPersistence
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 from zett_sessions.timeutil import utc_now
 from zett_sessions.verify import VerifyReport, verify_database
 

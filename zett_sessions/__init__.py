@@ -15,9 +15,9 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "SessionStorage": "storage",
-    "SQLiteSessionStorage": "sqlite_storage",
+    "SQLiteSessionStorage": "sqlite.storage",
     "PostgresSessionStorage": "postgres.storage",
-    "Database": "database",
+    "Database": "sqlite.database",
     "Layout": "schema",
     "project": "projection",
     "Projection": "projection",
@@ -62,7 +62,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     # (``X as X``: an explicit re-export, which mypy --strict requires of a package)
-    from .database import Database as Database
+    from .sqlite.database import Database as Database
     from .errors import (
         AmbiguousSessionId as AmbiguousSessionId,
         DamagedHistory as DamagedHistory,
@@ -123,5 +123,5 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from .postgres.storage import PostgresSessionStorage as PostgresSessionStorage
     from .projection import Projection as Projection, project as project
     from .schema import Layout as Layout
-    from .sqlite_storage import SQLiteSessionStorage as SQLiteSessionStorage
+    from .sqlite.storage import SQLiteSessionStorage as SQLiteSessionStorage
     from .storage import SessionStorage as SessionStorage

@@ -14,7 +14,7 @@ import os
 from typing import Any, Protocol
 
 from .models import AnyMessage, ContextSnapshot, SessionView
-from .sqlite_storage import SQLiteSessionStorage
+from .sqlite.storage import SQLiteSessionStorage
 from .storage import SessionStorage
 
 

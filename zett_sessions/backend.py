@@ -1,8 +1,8 @@
 """The database a command works on: an SQLite file or a PostgreSQL server, behind one surface.
 
 ``SessionDatabase`` is what the queries, ``verify``, retention and the commands use: SQLite's
-``database.Database`` and PostgreSQL's ``postgres.connection.PgDatabase`` both provide it (one
-connection primitive per backend).  Queries are written once; what differs in their SQL is the
+``sqlite.database.Database`` and PostgreSQL's ``postgres.connection.PgDatabase`` both provide it
+(one connection primitive per backend).  Queries are written once; what differs in their SQL is the
 backend's ``dialect``; what only one backend can do (SQLite's pages, journal and integrity
 check; PostgreSQL's relation sizes and migrations) is a capability of its own module, chosen
 through the database object, never by a test on the backend in a command.
@@ -19,12 +19,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
-    from .database import Database
-    from .dialect import Dialect
     from .postgres.connection import PgDatabase
     from .postgres.storage import PostgresSessionStorage
     from .schema import Layout
-    from .sqlite_storage import SQLiteSessionStorage
+    from .sqlite.database import Database
+    from .sqlite.dialect import Dialect
+    from .sqlite.storage import SQLiteSessionStorage
 
 
 class SessionDatabase(Protocol):
@@ -84,6 +84,16 @@ class SessionDatabase(Protocol):
     ) -> AsyncGenerator[Any, None]: ...
 
 
+class Queryable(Protocol):
+    """A database handle shared queries can build SQL for (``Database``, ``PgDatabase``)."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def layout(self) -> Layout: ...
+
+
 T = TypeVar("T")
 
 
@@ -120,7 +130,7 @@ def open_database(
         from .postgres.connection import PgDatabase
 
         return PgDatabase(location, read_only=read_only, busy_timeout_ms=busy_timeout_ms)
-    from .database import Database
+    from .sqlite.database import Database
 
     return Database(location, read_only=read_only, create=create, busy_timeout_ms=busy_timeout_ms)
 
@@ -132,6 +142,6 @@ def storage_on(db: SessionDatabase) -> SQLiteSessionStorage | PostgresSessionSto
         from .postgres.storage import PostgresSessionStorage
 
         return PostgresSessionStorage.on(cast("PgDatabase", db))
-    from .sqlite_storage import SQLiteSessionStorage
+    from .sqlite.storage import SQLiteSessionStorage
 
     return SQLiteSessionStorage.on(cast("Database", db))

@@ -70,8 +70,8 @@ from .models import (
     UserMessage,
 )
 from .persistence import RequestContext, SessionPersistence
-from .readonly import database_path, existing_file
-from .sqlite_storage import SQLiteSessionStorage
+from .sqlite.readonly import database_path, existing_file
+from .sqlite.storage import SQLiteSessionStorage
 from .timeutil import utc_now
 
 DEFAULT_DEMO_PATH = "zett-demo.sqlite3"

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .codec import decode_json_object
 from .envelope import decode_checkpoint, decode_envelope
+from .envelope.columns import decode_json_object
 from .models import ContextSnapshot, RawMessageRecord, SessionSummary
 from .schema import RAW_COLUMNS, SESSION_COLUMNS, TIMING_COLUMNS, TOKEN_COLUMNS, Layout
 from .timeutil import parse_db_time

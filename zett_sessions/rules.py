@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .codec import content_column, encode_json_object, tool_name_column
 from .envelope import encode_message
+from .envelope.columns import content_column, encode_json_object, tool_name_column
 from .errors import (
     DamagedSnapshot,
     InvalidBoundary,

@@ -8,8 +8,7 @@ readers address columns by name because a migrated file has ``session_type`` las
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SESSIONS_DDL = """CREATE TABLE agent_sessions (
@@ -148,15 +147,6 @@ SESSION_COLUMNS = (
     "created_at",
     "updated_at",
 )
-
-# A whole id list as one parameter: no variable-count limit, one statement text to cache.
-IN_IDS = "IN (SELECT value FROM json_each(?))"
-
-
-def json_ids(ids: Iterable[str | int]) -> str:
-    """Ids (or rowids) as the one JSON array parameter of ``IN_IDS``."""
-    return json.dumps(list(ids))
-
 
 LAYOUT_NOTES = {
     "A0": "raw-only (kcs-agent ancestor): no agent_sessions table; zett-agent's newest release "

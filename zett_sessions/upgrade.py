@@ -3,11 +3,11 @@ newest one (E), which zett-agent's newest release reads and writes.
 
     outcome = upgrade_database(run, dry_run=False, show=print_plan, confirm=ask)
 
-The plan is read on a read-only handle: the layout and ``database.upgrade_steps`` of it, so the
-preview is exactly what would run.  Then (unless a dry run, nothing to do, or the answer is no)
-``Database.upgrade`` runs the steps in **one** write transaction, reading the layout again inside
-it (another process may have upgraded the file meanwhile): it either ends in layout E or
-changes nothing.  No row is removed or rewritten; new columns get their defaults, an A1 file's
+The plan is read on a read-only handle: the layout and ``sqlite.upgrade.upgrade_steps`` of it,
+so the preview is exactly what would run.  Then (unless a dry run, nothing to do, or the answer
+is no) ``Database.upgrade`` runs the steps in **one** write transaction, reading the layout
+again inside it (another process may have upgraded the file meanwhile): it either ends in layout
+E or changes nothing.  No row is removed or rewritten; new columns get their defaults, an A1 file's
 timing columns its ``created_at``, an A0 file a session row per session.
 
 A PostgreSQL database is created in the newest layout and migrated by its own schema steps:
@@ -66,7 +66,7 @@ async def plan_upgrade(db: SessionDatabase) -> UpgradePlan:
     layout = db.layout
     steps: tuple[str, ...] = ()
     if isinstance(db, Upgradable):  # an SQLite file; a PostgreSQL schema is always the newest
-        from .database import upgrade_steps
+        from .sqlite.upgrade import upgrade_steps
 
         steps = tuple(upgrade_steps(layout))
     return UpgradePlan(db.path, layout.name, layout.note, steps)

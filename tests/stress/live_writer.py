@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from zett_sessions.codec import encode_message
+from zett_sessions.envelope.codec import encode_message
 from zett_sessions.models import (
     AssistantMessage,
     CompactedMessage,
@@ -32,7 +32,7 @@ from zett_sessions.models import (
     ToolMessage,
     UserMessage,
 )
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 SNAPSHOT_AFTER = 12
 

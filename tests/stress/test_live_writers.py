@@ -32,7 +32,7 @@ import pytest
 
 from support import SAFETY_NET
 from zett_sessions.models import UserMessage
-from zett_sessions.sqlite_storage import SQLiteSessionStorage
+from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
 SECONDS = float(os.environ.get("ZS_STRESS_SECONDS", "20"))
 WRITERS = 4

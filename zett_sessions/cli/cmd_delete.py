@@ -111,7 +111,7 @@ def check_archive_file(path: str) -> None:
     """``--archive-to`` passes the same path checks as ``--db`` before anything is read (a FIFO
     there would block the delete forever; a symlink loop is no file)."""
     from ..errors import DatabaseError, NotAnArchive, UsageError, ValidationError
-    from ..readonly import database_file
+    from ..sqlite.readonly import database_file
 
     try:
         database_file(path)

@@ -27,7 +27,7 @@ def _database_path(ctx: typer.Context) -> str:
         value = context.params.get("db")
         if value is not None:
             return str(value)
-    from ..readonly import DEFAULT_PATH
+    from ..sqlite.readonly import DEFAULT_PATH
 
     configured = os.environ.get("ZETT_SESSIONS_DB")
     return configured if configured is not None else str(DEFAULT_PATH)
@@ -59,7 +59,7 @@ def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, 
 def _query(incomplete: str) -> tuple[str, tuple[Any, ...]]:
     """The ids (and titles) starting with ``incomplete``, by the primary key's range; the most
     recently active ones when it is empty."""
-    from ..readonly import prefix_upper_bound
+    from ..ids import prefix_upper_bound
 
     if not incomplete:
         return (
@@ -76,7 +76,7 @@ def _file_rows(location: str, incomplete: str) -> list[Any]:
     import sqlite3
 
     from ..errors import ZettSessionsError
-    from ..readonly import read_only_file
+    from ..sqlite.readonly import read_only_file
 
     try:
         # as every reader opens a file: never a FIFO (it would hang the shell) nor a directory,

@@ -30,8 +30,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..ids import prefix_upper_bound
 from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
-from ..readonly import prefix_upper_bound
 from .codec import BYTES_MARKER, envelope_text, in_context
 from .table import BY_FREQUENCY, CHECKED, ERAS, INCLUDE, KINDS, Check, Era, KindSpec, Role
 

@@ -23,7 +23,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from ..closing import AsyncClosing
 from ..persistence import BaseSessionPersistenceExtension
-from ..sqlite_storage import SQLiteSessionStorage
+from ..sqlite.storage import SQLiteSessionStorage
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -46,7 +46,6 @@ except ImportError as missing:  # the optional extra is not installed
         "pip install 'zett-sessions[postgres]'"
     ) from missing
 
-from ..dialect import POSTGRES
 from ..driver_logs import quiet_unless_configured
 from ..errors import (
     DatabaseAccessDenied,
@@ -62,7 +61,7 @@ from ..errors import (
     UnsupportedLayout,
     ValidationError,
 )
-from .dialect import LAYOUT, numbered
+from .dialect import LAYOUT, POSTGRES, numbered
 from .dsn import check_dsn, mask_dsn
 from .schema import (
     ALLOCATING_INDEXES,

@@ -1,4 +1,7 @@
-"""What PostgreSQL's types hold differently from SQLite's, decided in one place.
+"""What PostgreSQL's SQL and types do differently from SQLite's, decided in one place.
+
+* ``PostgresDialect`` (``POSTGRES``): the answers to what the shared queries cannot write once
+  (``sqlite.dialect.Dialect`` is the SQL they are written in).
 
 * ``LAYOUT``: a migrated PostgreSQL database always has the newest (D/E) columns and indexes,
   so the row readers shared with SQLite (``rows.raw_select`` …) select every column by name.
@@ -10,9 +13,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
 from ..errors import ValidationError
 from ..rows import SNAPSHOT_COLUMNS
 from ..schema import INDEXES, RAW_COLUMNS, SESSION_COLUMNS, TABLES, Layout
+from ..sqlite.dialect import Dialect
+from ..timeutil import as_utc
 
 NUL = "\x00"
 REPLACEMENT = "\ufffd"
@@ -59,3 +68,88 @@ def numbered(sql: str) -> str:
             continue
         parts.append(char)
     return "".join(parts)
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL's: ids as a ``text[]``, times as ``timestamptz``, case-insensitive ILIKE.
+
+    Its columns hold only their declared types, so the storage-class tests are plain
+    ``IS NOT NULL``; ``message_json`` is ``text`` and PostgreSQL 15 has no JSON test that does not
+    fail the query on invalid text, so the envelope checks are Python's."""
+
+    name = "postgres"
+    in_ids = "= ANY(?::text[])"
+    ids_table = "unnest(?::text[]) AS value"
+    contains = "ILIKE ? ESCAPE '\\'"
+    no_limit = None
+    row_key = "id"
+    for_update = " FOR UPDATE"
+    all_rows = "LIMIT ALL"
+    encoding_pragma = None
+
+    def row_ref(self, layout: Layout) -> str:
+        return "id"
+
+    def log_order(self, layout: Layout) -> str:
+        return "sequence"  # unique in a session (``ux_raw_session_sequence``)
+
+    def appended_key(self, layout: Layout) -> str:
+        return "sequence"  # allocated in order; the ids are not
+
+    def logged(self, layout: Layout) -> str:
+        return "sequence <= ?"  # a bound of the (session_id, sequence) index's range
+
+    def type_name(self, column: str) -> str:
+        return f"CASE WHEN {column} IS NULL THEN 'null' ELSE 'text' END"
+
+    def integer(self, column: str) -> str:
+        return f"({column} IS NOT NULL)"
+
+    def text(self, column: str) -> str:
+        return f"({column} IS NOT NULL)"
+
+    def total(self, expression: str) -> str:
+        return f"coalesce(sum({expression})::float8, 0)"
+
+    def byte_length(self, expression: str) -> str:
+        return f"octet_length({expression})"
+
+    def stored_bytes(self, column: str) -> str:
+        return f"convert_to({column}, 'UTF8')"
+
+    def holds(self, expression: str, *, fold: bool = False) -> str:
+        return f"strpos({f'lower({expression})' if fold else expression}, ?) > 0"
+
+    def tool_calls(self) -> str | None:
+        return None
+
+    def envelope_code(self) -> str:
+        return "NULL"
+
+    def ids_param(self, ids: Iterable[str]) -> Any:
+        return list(ids)
+
+    def time_param(self, moment: datetime) -> Any:
+        return as_utc(moment)
+
+    def dated(self, column: str) -> str:
+        return f"({column} IS NOT NULL)"  # a timestamptz column holds only times
+
+    def unordered(self, column: str) -> str:
+        return column  # the planner hashes a GROUP BY over a whole table
+
+    def quarter_hour(self, column: str) -> str:
+        utc = f"({column} AT TIME ZONE 'UTC')"
+        return f"to_char({utc}, 'YYYY-MM-DD HH24:') || (extract(minute FROM {utc})::int / 15)"
+
+    def data_values(self, column: str, keys: tuple[str, ...]) -> str:
+        # PostgreSQL 15 cannot test text for JSON without failing: a row that is not JSON fails
+        # the query (one error naming the value), which this backend's own writes never store.
+        values = ", ".join(f"data -> '{key}'" for key in keys)
+        return (
+            f"(SELECT json_build_array({values})::text "
+            f"FROM (SELECT ({column}::json) -> 0 -> 'data' AS data) AS envelope)"
+        )
+
+
+POSTGRES = PostgresDialect()

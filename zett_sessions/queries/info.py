@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from ..backend import SessionDatabase
 from ..models import ModelUsage
-from ..readonly import file_size
 from ..schema import INDEXES, TOKEN_COLUMNS
+from ..sqlite.readonly import file_size
 from ..timeutil import parse_db_time
 from ..values import whole_number
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..backend import SessionDatabase
 from ..errors import AmbiguousSessionId, SessionNotFound, UnaddressableSession
-from ..readonly import prefix_upper_bound
+from ..ids import prefix_upper_bound
 from ..schema import Layout
 
 _CANDIDATE_LIMIT = 11

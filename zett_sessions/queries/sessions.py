@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from ..backend import SessionDatabase
-from ..dialect import Queryable
+from ..backend import Queryable, SessionDatabase
 from ..errors import DatabaseDamaged
 from ..schema import SESSION_COLUMNS
 from ..timeutil import parse_db_time

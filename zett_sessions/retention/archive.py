@@ -29,10 +29,11 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from ..backend import SessionDatabase
-from ..database import Database
 from ..errors import DatabaseError, NotAnArchive, NotASessionDatabase, UsageError
 from ..rows import SNAPSHOT_COLUMNS
-from ..schema import IN_IDS, RAW_COLUMNS, SESSION_COLUMNS, Layout, json_ids
+from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
+from ..sqlite.database import Database
+from ..sqlite.dialect import IN_IDS, json_ids
 from ..transfer.rows import sqlite_values
 from ..values import plural
 from .archive_file import SIDE_FILES, LockedFile, lock_archive

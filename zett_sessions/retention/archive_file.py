@@ -38,7 +38,7 @@ from ..errors import (
     DatabaseUnreadable,
     NotAnArchive,
 )
-from ..readonly import existing_file
+from ..sqlite.readonly import existing_file
 
 fcntl: ModuleType | None
 try:

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from ..backend import SessionDatabase, is_server
 from ..errors import DatabaseError, DatabaseLocked
-from ..readonly import file_size
+from ..sqlite.readonly import file_size
 from .models import Refusal, SpaceReport
 
 

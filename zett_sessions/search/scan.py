@@ -46,7 +46,7 @@ from .pattern import Pattern, Prefilter
 
 if TYPE_CHECKING:
     from ..backend import SessionDatabase
-    from ..dialect import Dialect
+    from ..sqlite.dialect import Dialect
 
 BEFORE = 60  # characters of context a snippet keeps before the first match
 AFTER = 100  # … and after it

@@ -14,7 +14,7 @@ through ``row_item``.
 
 from __future__ import annotations
 
-from ..dialect import Queryable
+from ..backend import Queryable
 from ..envelope.sql import CODE as CODE
 from ..envelope.sql import needs_python as needs_python
 

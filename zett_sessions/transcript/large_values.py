@@ -30,8 +30,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from ..backend import SessionDatabase
-from ..dialect import Queryable
+from ..backend import Queryable, SessionDatabase
 from ..errors import SessionDeleted
 from ..schema import RAW_COLUMNS
 from ..values import lenient_text, text_or_none

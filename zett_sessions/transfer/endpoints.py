@@ -66,7 +66,7 @@ class SessionsAppeared(Exception):
 
 class SQLiteEndpoint:
     def __init__(self, path: str, role: str) -> None:
-        from ..readonly import database_path
+        from ..sqlite.readonly import database_path
 
         self.path = str(database_path(path))  # as every database path: "" or "x/" is refused
         self.shown = self.path
@@ -74,7 +74,7 @@ class SQLiteEndpoint:
         self.db: Any = None  # None: a destination file that does not exist (yet)
 
     async def open(self, *, create: bool) -> None:
-        from ..database import Database
+        from ..sqlite.database import Database
 
         if self.db is not None:
             await self.db.close()

@@ -14,10 +14,10 @@ import sys
 from typing import Literal, Protocol
 
 from ..backend import SessionDatabase
-from ..database import translate_sqlite_error
 from ..errors import DatabaseUnreadable
-from ..readonly import read_only_file
 from ..schema import Layout
+from ..sqlite.database import translate_sqlite_error
+from ..sqlite.readonly import read_only_file
 from .child import WATCH_PARENT_SCRIPT, last_line, run_child
 from .models import Finding
 

@@ -11,8 +11,8 @@ import re
 import sqlite3
 from typing import Any
 
-from ..codec import decode_json_object
 from ..envelope import decode_envelope
+from ..envelope.columns import decode_json_object
 from ..models import AnyMessage, MessageKind, UndecodableMessage
 from ..schema import TIME_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import parse_db_time

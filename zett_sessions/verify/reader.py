@@ -25,9 +25,10 @@ from types import TracebackType
 from typing import Any
 
 from ..backend import is_server
-from ..database import translate_sqlite_error
-from ..readonly import read_only_file
-from ..schema import IN_IDS, Layout, json_ids
+from ..schema import Layout
+from ..sqlite.database import translate_sqlite_error
+from ..sqlite.dialect import IN_IDS, json_ids
+from ..sqlite.readonly import read_only_file
 from ..values import lenient_text
 from .scan import raw_scan_sql, sessions_sql, snapshots_sql
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..dialect import Dialect
+from ..sqlite.dialect import Dialect
 from .codes import CODES
 from .models import SkippedCheck
 from .reader import Reader

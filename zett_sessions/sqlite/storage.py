@@ -12,11 +12,10 @@ import os
 from datetime import datetime
 from typing import Any
 
-from .database import MEMORY, Database
-from .errors import DatabaseDamaged, DatabaseError, SessionExists, UnsupportedLayout
-from .ids import new_uuid7
-from .models import MessageTiming, RawMessageRecord, SessionSummary, SessionView
-from .rows import (
+from ..errors import DatabaseDamaged, DatabaseError, SessionExists, UnsupportedLayout
+from ..ids import new_uuid7
+from ..models import MessageTiming, RawMessageRecord, SessionSummary, SessionView
+from ..rows import (
     raw_select,
     record_from_row,
     session_select,
@@ -24,9 +23,10 @@ from .rows import (
     snapshot_select,
     summary_from_row,
 )
-from .rules import NewRawRow, NewSession, check_parent, snapshot_version
-from .storage_base import SessionStoreBase, session_view
-from .timeutil import format_db_time, parse_db_time, utc_now
+from ..rules import NewRawRow, NewSession, check_parent, snapshot_version
+from ..storage_base import SessionStoreBase, session_view
+from ..timeutil import format_db_time, parse_db_time, utc_now
+from .database import MEMORY, Database
 
 
 class SQLiteSessionStorage(SessionStoreBase):

@@ -7,18 +7,28 @@ once is here: how a list of ids is one parameter (or a table), how a time is pas
 any type; PostgreSQL's only their own), sums, byte lengths, the row key, the raw log's order and
 the key its appends grow, row locks, substring tests, the envelope checks SQLite's JSON
 functions make, and what ``usage`` groups by (a quarter hour, keys of an envelope's ``data``).
-``Database.dialect`` (SQLite) and ``PgDatabase.dialect`` (PostgreSQL) name theirs; commands
-never branch on the backend.
+``Dialect`` is SQLite's, the SQL the shared queries are written in; PostgreSQL's
+(``postgres.dialect.PostgresDialect``) overrides what differs.  ``Database.dialect`` (SQLite)
+and ``PgDatabase.dialect`` (PostgreSQL) name theirs; commands never branch on the backend.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from .schema import IN_IDS, Layout, json_ids
-from .timeutil import as_utc, dated_sql, format_db_time
+from ..schema import Layout
+from ..timeutil import dated_sql, format_db_time
+
+# A whole id list as one parameter: no variable-count limit, one statement text to cache.
+IN_IDS = "IN (SELECT value FROM json_each(?))"
+
+
+def json_ids(ids: Iterable[str | int]) -> str:
+    """Ids (or rowids) as the one JSON array parameter of ``IN_IDS``."""
+    return json.dumps(list(ids))
 
 
 class Dialect:
@@ -95,14 +105,14 @@ class Dialect:
         """JSON text of an assistant row's stored tool calls (``NULL`` when its envelope is not
         valid JSON), or ``None`` where the backend cannot read JSON without failing the query on
         invalid text (``search`` then leaves the calls to Python)."""
-        from .envelope.sql import calls_json
+        from ..envelope.sql import calls_json
 
         return calls_json()
 
     def envelope_code(self) -> str:
         """The per-row envelope code (``envelope.sql.CODE``), or ``NULL`` where the backend has
         no JSON functions to compute it with (every row then takes the Python path)."""
-        from .envelope.sql import CODE
+        from ..envelope.sql import CODE
 
         return CODE
 
@@ -130,103 +140,10 @@ class Dialect:
     def data_values(self, column: str, keys: tuple[str, ...]) -> str:
         """A JSON array text of the values of ``keys`` in the envelope's ``data`` (one parse of
         the text); ``NULL`` when the text is not JSON (a damaged row never fails the query)."""
-        from .envelope.sql import data_path
+        from ..envelope.sql import data_path
 
         paths = ", ".join(data_path(key) for key in keys)
         return f"CASE WHEN json_valid({column}) THEN json_extract({column}, {paths}) END"
 
 
-class PostgresDialect(Dialect):
-    """PostgreSQL's: ids as a ``text[]``, times as ``timestamptz``, case-insensitive ILIKE.
-
-    Its columns hold only their declared types, so the storage-class tests are plain
-    ``IS NOT NULL``; ``message_json`` is ``text`` and PostgreSQL 15 has no JSON test that does not
-    fail the query on invalid text, so the envelope checks are Python's."""
-
-    name = "postgres"
-    in_ids = "= ANY(?::text[])"
-    ids_table = "unnest(?::text[]) AS value"
-    contains = "ILIKE ? ESCAPE '\\'"
-    no_limit = None
-    row_key = "id"
-    for_update = " FOR UPDATE"
-    all_rows = "LIMIT ALL"
-    encoding_pragma = None
-
-    def row_ref(self, layout: Layout) -> str:
-        return "id"
-
-    def log_order(self, layout: Layout) -> str:
-        return "sequence"  # unique in a session (``ux_raw_session_sequence``)
-
-    def appended_key(self, layout: Layout) -> str:
-        return "sequence"  # allocated in order; the ids are not
-
-    def logged(self, layout: Layout) -> str:
-        return "sequence <= ?"  # a bound of the (session_id, sequence) index's range
-
-    def type_name(self, column: str) -> str:
-        return f"CASE WHEN {column} IS NULL THEN 'null' ELSE 'text' END"
-
-    def integer(self, column: str) -> str:
-        return f"({column} IS NOT NULL)"
-
-    def text(self, column: str) -> str:
-        return f"({column} IS NOT NULL)"
-
-    def total(self, expression: str) -> str:
-        return f"coalesce(sum({expression})::float8, 0)"
-
-    def byte_length(self, expression: str) -> str:
-        return f"octet_length({expression})"
-
-    def stored_bytes(self, column: str) -> str:
-        return f"convert_to({column}, 'UTF8')"
-
-    def holds(self, expression: str, *, fold: bool = False) -> str:
-        return f"strpos({f'lower({expression})' if fold else expression}, ?) > 0"
-
-    def tool_calls(self) -> str | None:
-        return None
-
-    def envelope_code(self) -> str:
-        return "NULL"
-
-    def ids_param(self, ids: Iterable[str]) -> Any:
-        return list(ids)
-
-    def time_param(self, moment: datetime) -> Any:
-        return as_utc(moment)
-
-    def dated(self, column: str) -> str:
-        return f"({column} IS NOT NULL)"  # a timestamptz column holds only times
-
-    def unordered(self, column: str) -> str:
-        return column  # the planner hashes a GROUP BY over a whole table
-
-    def quarter_hour(self, column: str) -> str:
-        utc = f"({column} AT TIME ZONE 'UTC')"
-        return f"to_char({utc}, 'YYYY-MM-DD HH24:') || (extract(minute FROM {utc})::int / 15)"
-
-    def data_values(self, column: str, keys: tuple[str, ...]) -> str:
-        # PostgreSQL 15 cannot test text for JSON without failing: a row that is not JSON fails
-        # the query (one error naming the value), which this backend's own writes never store.
-        values = ", ".join(f"data -> '{key}'" for key in keys)
-        return (
-            f"(SELECT json_build_array({values})::text "
-            f"FROM (SELECT ({column}::json) -> 0 -> 'data' AS data) AS envelope)"
-        )
-
-
 SQLITE = Dialect()
-POSTGRES = PostgresDialect()
-
-
-class Queryable(Protocol):
-    """A database handle shared queries can build SQL for (``Database``, ``PgDatabase``)."""
-
-    @property
-    def dialect(self) -> Dialect: ...
-
-    @property
-    def layout(self) -> Layout: ...

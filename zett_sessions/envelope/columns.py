@@ -2,7 +2,7 @@
 ``tool_name`` columns of a message.
 
 Metadata and tags are JSON objects encoded with ``sort_keys=True``; decoding them never raises.
-``message_json`` is ``envelope``'s (its names are re-exported here for existing imports).
+``message_json`` is the envelope codec's (``envelope.codec``).
 """
 
 from __future__ import annotations
@@ -12,33 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .envelope.codec import (
-    BYTES_MARKER,
-    decode_checkpoint,
-    decode_envelope,
-    encode_as_stored,
-    encode_message,
-    loads_with_bytes,
-    parse_envelope,
-    to_wire,
-)
-from .errors import ValidationError
-from .models import Message, ToolMessage
-
-__all__ = [  # the envelope's names, for code that imported them from here
-    "BYTES_MARKER",
-    "content_column",
-    "decode_checkpoint",
-    "decode_envelope",
-    "decode_json_object",
-    "encode_as_stored",
-    "encode_json_object",
-    "encode_message",
-    "loads_with_bytes",
-    "parse_envelope",
-    "to_wire",
-    "tool_name_column",
-]
+from ..errors import ValidationError
+from ..models import Message, ToolMessage
 
 
 def content_column(message: Message) -> str:

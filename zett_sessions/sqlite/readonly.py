@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from .errors import (
+from ..errors import (
     DatabaseAccessDenied,
     DatabaseNotFound,
     NotASessionDatabase,
@@ -190,19 +190,6 @@ def file_size(path: str) -> int | None:
         return os.stat(path).st_size
     except OSError:
         return None
-
-
-def prefix_upper_bound(prefix: str) -> str | None:
-    """Smallest string greater than every string starting with ``prefix`` (binary order), or
-    ``None`` when there is none (the prefix is all U+10FFFF)."""
-    while prefix and prefix[-1] == "\U0010ffff":
-        prefix = prefix[:-1]
-    if not prefix:
-        return None
-    following = ord(prefix[-1]) + 1
-    if 0xD800 <= following <= 0xDFFF:  # surrogates cannot be stored: skip to the next one
-        following = 0xE000
-    return prefix[:-1] + chr(following)
 
 
 def _is_wal_file(path: Path) -> bool:
