@@ -666,6 +666,24 @@ import time  # noqa: E402
 SAFETY_NET = 60.0  # seconds: turns a hang into a failure; never the pace a test relies on
 
 
+def signalled_when_ready(
+    process: subprocess.Popen[str], ready: str, signum: int, *, on_stderr: bool = False
+) -> tuple[str, str]:
+    """Send ``signum`` once ``process`` has written the line ``ready`` (the handshake: it is
+    where the test wants it), then its (stdout, stderr) once it ended; killed, after
+    ``SAFETY_NET``, when it does not end."""
+    try:
+        pipe = process.stderr if on_stderr else process.stdout
+        assert pipe is not None
+        assert pipe.readline() == f"{ready}\n"
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=SAFETY_NET)
+    finally:
+        process.kill()
+        process.communicate()
+    return stdout, stderr
+
+
 class _ReadProcess:
     """A process whose output reader threads a test joins; leaving it kills a process still
     running and closes its pipes."""

@@ -1,4 +1,4 @@
-"""SIGTERM cancels a command's async work and is never lost (cli/interrupt.py).
+"""Ctrl-C and SIGTERM cancel a command's async work and are never lost (cli/interrupt.py).
 
 The end-to-end case (``kill`` of a following ``tail -f`` exits 143):
 test_cli_tail.test_sigterm_unwinds_like_ctrl_c_with_exit_143.
@@ -12,10 +12,11 @@ import signal
 import sys
 import time
 import weakref
+from pathlib import Path
 
 import pytest
 
-from support import SAFETY_NET
+from support import SAFETY_NET, signalled_when_ready
 from zett_sessions.cli import interrupt
 
 
@@ -233,3 +234,47 @@ def test_a_signal_another_thread_receives_still_reaches_the_waiting_loop(signum:
     )
     assert child.returncode == 128 + signum, child
     assert "Traceback" not in child.stderr, child
+
+
+# A command whose work blocks the event loop, as a regular expression that backtracks without
+# end does: Python's matcher checks for signals, but never returns to the loop.  The child says
+# on stderr when it is inside that work (the handshake), then blocks.
+BLOCKED_SEARCH = r"""
+import re, sys
+from zett_sessions.search import scan
+
+
+def matching_without_end(*args):
+    sys.stderr.write("blocking\n")
+    sys.stderr.flush()
+    re.search(r"(a+)+$", "a" * 64 + "!")
+
+
+scan.row_hits = matching_without_end
+sys.argv = ["zett-sessions", "--db", sys.argv[1], "search", "pytest"]
+from zett_sessions.cli.main import run
+
+run()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_one_signal_ends_work_that_blocks_the_loop(tmp_path: Path, signum: int) -> None:
+    """One Ctrl-C did nothing while the work blocked the loop (asyncio's handler only
+    cancelled the task, which never reached an ``await``); only a second one ended it.  Ctrl-C
+    now has SIGTERM's alarm: the command exits 130 (143) where the work blocks."""
+    import subprocess
+
+    from zett_sessions.demo import write_demo
+
+    db = write_demo(tmp_path / "demo.sqlite3").path
+    child = subprocess.Popen(
+        [sys.executable, "-c", BLOCKED_SEARCH, str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stdout, stderr = signalled_when_ready(child, "blocking", signum, on_stderr=True)
+    assert child.returncode == 128 + signum, stderr
+    assert stdout == ""
+    assert "Traceback" not in stderr, stderr

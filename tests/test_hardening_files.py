@@ -41,6 +41,7 @@ from support import (
     nobody_command,
     read_commands,
     run_cli,
+    signalled_when_ready,
 )
 from zett_sessions.demo import write_demo
 from zett_sessions.errors import DatabaseReadOnly, DatabaseUnreadable
@@ -790,14 +791,7 @@ def test_an_open_stuck_in_sqlite_on_a_fifo_ends_at_ctrl_c_and_sigterm(
     in aiosqlite's worker thread; Ctrl-C and SIGTERM then waited for that thread forever too
     (only SIGKILL ended the command).  The interrupted open gives the thread up."""
     process = _swapped_in_fifo(tmp_path, stuck=True)
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline() == "opening\n"
-        process.send_signal(signum)
-        _, stderr = process.communicate(timeout=SAFETY_NET)
-    finally:
-        process.kill()
-        process.communicate()
+    _, stderr = signalled_when_ready(process, "opening", signum)
     assert process.returncode == 128 + signum, stderr
     assert "Traceback" not in stderr
 

@@ -1,20 +1,24 @@
-"""SIGTERM (``kill PID``) unwinds like Ctrl-C, and is never lost.
+"""Ctrl-C (SIGINT) and SIGTERM (``kill PID``) end any command, and are never lost.
 
 Python runs a signal handler between any two bytecodes, so an exception the handler raises
 comes out of whatever Python code it interrupted.  Outside async work that is what we want
-(``SystemExit(128 + signum)`` at once).  While a command's async work runs, the interrupted code
-may be a library callback that is not written for it: inside asyncpg's protocol (its socket
-``write``) the exit left the query sent but its statement unrecorded and was swallowed there; the
-rows arriving then were decoded against no statement (a segmentation fault) or the connection
-waited forever.  And inside a weakref callback or ``__del__`` the garbage collector runs, the
-exception is printed as "ignored" and dropped.  So while async work runs, the handler only
-cancels its main task through the loop, as asyncio's own Ctrl-C handler does: the task unwinds
-at its next ``await`` (a transaction rolls back, verify's child processes are killed) and the
-command exits 143.  A second SIGTERM exits where it lands, as a second Ctrl-C does.
+(``KeyboardInterrupt`` for Ctrl-C, ``SystemExit(128 + signum)`` for SIGTERM, at once).  While a
+command's async work runs, the interrupted code may be a library callback that is not written
+for it: inside asyncpg's protocol (its socket ``write``) the exit left the query sent but its
+statement unrecorded and was swallowed there; the rows arriving then were decoded against no
+statement (a segmentation fault) or the connection waited forever.  And inside a weakref
+callback or ``__del__`` the garbage collector runs, the exception is printed as "ignored" and
+dropped.  So while async work runs, the handler only cancels its main task through the loop,
+as asyncio's own Ctrl-C handler does: the task unwinds at its next ``await`` (a transaction
+rolls back, verify's child processes are killed) and the command exits 130 (Typer's answer to
+the ``KeyboardInterrupt`` raised then) or 143.  A second signal ends it where it lands.
 
-Work that blocks the loop (a write to a full pipe, a synchronous wait) never reaches an
-``await``: if the loop has not taken the cancellation within ``BLOCKED_LOOP_SECONDS``, an alarm
-raises the exit where the work is blocked, as the handler itself used to.
+Work that blocks the loop (a write to a full pipe, a long match of a regular expression, a
+synchronous wait) never reaches an ``await``: if the loop has not taken the cancellation within
+``BLOCKED_LOOP_SECONDS``, an alarm raises the end where the work is blocked, as the handler
+itself used to.  asyncio's own Ctrl-C handler has no such alarm (one Ctrl-C did nothing there
+until the work reached an ``await``), so ``install`` routes SIGINT here too, and
+``asyncio.Runner`` then leaves SIGINT alone.
 """
 
 from __future__ import annotations
@@ -38,21 +42,34 @@ _cancel_running: Callable[[int], bool] | None = None
 
 
 def install() -> None:
-    """Route SIGTERM through ``terminated`` (the console script calls this once)."""
+    """Route SIGTERM and SIGINT through ``terminated`` (the console script calls this once).
+
+    A SIGINT that the process inherited as ignored (a background job of a script) stays
+    ignored, as Python and asyncio leave it."""
     signal.signal(signal.SIGTERM, terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, terminated)
 
 
 def terminated(signum: int, frame: object) -> None:
-    """The SIGTERM handler: cancel the running command's task, or exit where it lands when no
-    task is running (or this is the second signal)."""
+    """The handler of both signals: cancel the running command's task, or end where it lands
+    when no task is running (or this is the second signal)."""
     cancel = _cancel_running
     if cancel is not None and cancel(signum):
         return
-    raise SystemExit(128 + signum)
+    raise ending(signum)
+
+
+def ending(signum: int) -> BaseException:
+    """What ends the command for ``signum``: ``KeyboardInterrupt`` for Ctrl-C (exit 130, or
+    what a command makes of it: ``tail -f`` stops quietly), else ``SystemExit(128 + signum)``."""
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt()
+    return SystemExit(128 + signum)
 
 
 class _Termination:
-    """The SIGTERM received while one ``run_async`` runs, and the cancellation it started."""
+    """The signal received while one ``run_async`` runs, and the cancellation it started."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -79,7 +96,7 @@ class _Termination:
 
     def _blocked(self, alarm: int, frame: object) -> None:
         if self.signum is not None and not self.started:
-            raise SystemExit(128 + self.signum)
+            raise ending(self.signum)
 
     def disarm(self) -> None:
         if self.alarm_handler is not None:
@@ -89,7 +106,7 @@ class _Termination:
 
 
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coroutine)``, with SIGTERM cancelling it; exits ``128 + signum``.
+    """``asyncio.run(coroutine)``, with SIGTERM and Ctrl-C cancelling it; ends as ``ending``.
 
     The cancellation is scheduled on the loop (``call_soon_threadsafe`` is safe from a signal
     handler and wakes a loop waiting in ``select``), so it reaches the task at a point where
@@ -109,13 +126,13 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
             result = runner.run(main())
         except asyncio.CancelledError:
             if termination.signum is not None:
-                raise SystemExit(128 + termination.signum) from None
+                raise ending(termination.signum) from None
             raise
         finally:
             _cancel_running = None
             termination.disarm()
     if termination.signum is not None:  # the work swallowed the cancellation and finished
-        raise SystemExit(128 + termination.signum)
+        raise ending(termination.signum)
     return result
 
 

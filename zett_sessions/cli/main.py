@@ -146,7 +146,7 @@ def run() -> None:
             return
     from .interrupt import install
 
-    install()  # SIGTERM unwinds like Ctrl-C (cli/interrupt.py)
+    install()  # Ctrl-C and SIGTERM end any command (cli/interrupt.py)
     try:
         application()
     except SystemExit as done:
