@@ -412,3 +412,131 @@ def test_encode_decode_encode_is_the_identity(
         assert isinstance(decoded, Message), decoded
         assert encode_message(decoded) == encoded
         assert json.loads(encoded)[0]["kind"] == message.kind
+
+
+# --- zett-agent's list functions: encode_messages / decode_messages -------------------------
+
+
+def _every_kind() -> list[Message]:
+    return [
+        SystemMessage(content="System"),
+        UserMessage(content=[ImageContent(ImageBytesSource(b"\xff\x89PNG", "image/png"))]),
+        AssistantMessage(
+            content="Looking",
+            reasoning="Reasoning",
+            provider="anthropic",
+            replay_blocks=({"type": "thinking", "signature": "signed"},),
+            tool_calls=(ToolCall("id", "read", {"path": "notes.md"}),),
+        ),
+        ToolMessage(tool_call_id="id", name="read", content="Text"),
+        AgentMessage(content="Check the plan."),
+        CompactedMessage(content="Checkpoint"),
+    ]
+
+
+def test_the_list_codec_is_where_code_ported_from_zett_agent_storage_imports_it() -> None:
+    import zett_sessions
+    from zett_sessions import envelope, storage
+    from zett_sessions.envelope import codec
+
+    for name in ("encode_messages", "decode_messages"):
+        owner = getattr(codec, name)
+        assert getattr(storage, name) is owner
+        assert getattr(envelope, name) is owner
+        assert getattr(zett_sessions, name) is owner
+    assert storage.SQLiteSessionStorage is zett_sessions.SQLiteSessionStorage
+    assert storage.MessageKind is zett_sessions.MessageKind
+
+
+def test_a_list_of_every_kind_round_trips_including_bytes_and_replay_blocks() -> None:
+    from zett_sessions.storage import decode_messages, encode_messages
+
+    messages = _every_kind()
+    assert decode_messages(encode_messages(messages)) == messages
+    assert [type(m) for m in decode_messages(encode_messages(messages))] == [
+        type(m) for m in messages
+    ]
+
+
+def test_the_list_is_one_envelope_element_per_message_in_the_writers_settings() -> None:
+    from zett_sessions.storage import encode_messages
+
+    messages = _every_kind()
+    text = encode_messages(messages)
+    assert json.loads(text) == [json.loads(encode_message(m))[0] for m in messages]
+    assert text == "[" + ", ".join(encode_message(m)[1:-1] for m in messages) + "]"
+    assert [item["kind"] for item in json.loads(text)] == [1, 2, 3, 4, 6, 5]
+    assert encode_messages([]) == "[]"
+    assert encode_messages(m for m in messages[:1]) == encode_message(messages[0])
+
+
+def test_stored_rows_are_the_list_of_their_one_message(tmp_path: Path) -> None:
+    import asyncio
+
+    from zett_sessions import SQLiteSessionStorage
+    from zett_sessions.storage import decode_messages, encode_messages
+
+    path = tmp_path / "s.sqlite3"
+    messages = _every_kind()
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            for message in messages[:-1]:
+                await storage.append("s", "r", message)
+            assert isinstance(messages[-1], CompactedMessage)
+            await storage.snapshot("s", messages[-1], 5, 0)
+
+    asyncio.run(write())
+    raw, snapshots = sample_rows(path)
+    assert [text for text, _, _ in raw] == [encode_messages([m]) for m in messages[:-1]]
+    assert snapshots == [encode_messages(messages[-1:])]
+    assert [decode_messages(text) for text, _, _ in raw] == [[m] for m in messages[:-1]]
+    assert decode_messages(snapshots[0]) == messages[-1:]
+
+
+def test_encoding_a_value_json_cannot_carry_is_zett_agents_type_error() -> None:
+    from zett_sessions.storage import encode_messages
+
+    with pytest.raises(TypeError, match="Unsupported message value"):
+        encode_messages([AssistantMessage(replay_blocks=({"unsupported": object()},))])
+    with pytest.raises(TypeError, match="Unsupported message value: dict"):
+        encode_messages([{"kind": 2, "data": {"content": "x"}}])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ("{broken", "Stored messages are not valid JSON: Expecting property name"),
+        ('{"kind": 2}', "Stored messages must be a JSON array of envelope elements"),
+        ("[1]", "Stored message 0 cannot be decoded: envelope element is not an object"),
+        (
+            '[{"kind": 2, "data": {"content": "ok"}}, {"kind": 42, "data": {}}]',
+            "Stored message 1 cannot be decoded: unknown message kind 42",
+        ),
+        ('[{"kind": "2", "data": {}}]', "Stored message 0 cannot be decoded: envelope kind is not"),
+        ('[{"kind": 2, "data": []}]', "Stored message 0 cannot be decoded: envelope data is not"),
+        (
+            '[{"kind": 4, "data": {"content": "x"}}]',
+            "Stored message 0 cannot be decoded: invalid ToolMessage: tool_call_id",
+        ),
+        (
+            f'[{{"kind": 2, "data": {{"content": {{"{BYTES_MARKER}": "%%"}}}}}}]',
+            "Stored messages cannot be decoded: bytes marker holds invalid base64",
+        ),
+    ],
+)
+def test_decoding_a_payload_that_is_not_a_list_of_messages_raises_a_value_error(
+    payload: str, reason: str
+) -> None:
+    from zett_sessions.storage import decode_messages
+
+    with pytest.raises(ValueError) as raised:
+        decode_messages(payload)
+    assert isinstance(raised.value, ValidationError)
+    assert str(raised.value).startswith(reason)
+
+
+def test_decoding_an_empty_list_gives_no_messages() -> None:
+    from zett_sessions.storage import decode_messages
+
+    assert decode_messages("[]") == []

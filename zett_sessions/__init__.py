@@ -27,6 +27,8 @@ _EXPORTS: dict[str, str] = {
     "SQLiteSessionExtension": "extensions.sqlite",
     "JsonValue": "json_types",
     "new_uuid7": "ids",
+    "encode_messages": "envelope.codec",
+    "decode_messages": "envelope.codec",
 }
 for _name in (
     "MessageKind MessageRole ImageDetail Message AnyMessage SystemMessage UserMessage "
@@ -62,6 +64,10 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     # (``X as X``: an explicit re-export, which mypy --strict requires of a package)
+    from .envelope.codec import (
+        decode_messages as decode_messages,
+        encode_messages as encode_messages,
+    )
     from .sqlite.database import Database as Database
     from .errors import (
         AmbiguousSessionId as AmbiguousSessionId,

@@ -8,7 +8,8 @@ prompt is false and of any other old message true.
 
 * ``table`` declares the kinds (class, key sets per era, defaults) and the keys a fast reader
   must check before it may vouch for an envelope.
-* ``codec`` is the full Python decoder and encoder: the reference.  ``in_context`` is the one
+* ``codec`` is the full Python decoder and encoder: the reference (also zett-agent's list
+  functions ``encode_messages`` / ``decode_messages``).  ``in_context`` is the one
   meaning of "belongs in model context".
 * ``light`` reads the checked keys only, without building the model (``show``'s JSON stream,
   the flag scan, verify's stand-ins), and splices the stored element into JSON output.
@@ -26,9 +27,11 @@ from .codec import (
     BYTES_MARKER,
     decode_checkpoint,
     decode_envelope,
+    decode_messages,
     element,
     encode_as_stored,
     encode_message,
+    encode_messages,
     in_context,
     parse_envelope,
     to_wire,
@@ -45,10 +48,12 @@ __all__ = [
     "call_objects",
     "decode_checkpoint",
     "decode_envelope",
+    "decode_messages",
     "element",
     "element_text",
     "encode_as_stored",
     "encode_message",
+    "encode_messages",
     "in_context",
     "light_message",
     "parse_envelope",

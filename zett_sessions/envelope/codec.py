@@ -13,13 +13,14 @@ import base64
 import binascii
 import json
 import math
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
 import pydantic
 from typing_extensions import TypeIs
 
-from ..errors import UnsupportedValue
+from ..errors import UnsupportedValue, ValidationError
 from ..models import (
     WIRE_CONTEXT,
     AnyMessage,
@@ -91,13 +92,26 @@ def element(message: Message, *, as_stored: bool = True) -> dict[str, Any]:
     return {"kind": int(message.kind), "data": to_wire(message, as_stored=as_stored)}
 
 
-def encode_message(message: Message) -> str:
-    """The ``message_json`` text zett-agent writes for ``message`` (a one-element envelope).
+def encode_messages(messages: Iterable[Message]) -> str:
+    """zett-agent's ``encode_messages``: the stored text of a list of messages, a JSON array of
+    one ``{"kind": …, "data": …}`` element per message, in order (``[]`` for none).
 
-    Always the newest key set: a message decoded from an older era's row is written as today's
-    zett-agent would write it, and no edited field is left out.
+    A raw row holds a list of one message, a snapshot a list of its one checkpoint.  Always the
+    newest key set: a message decoded from an older era's row is written as today's zett-agent
+    would write it, and no edited field is left out.  A value JSON cannot carry (and anything
+    that is not a message) raises ``UnsupportedValue``, a ``TypeError`` as there.
     """
-    return dumps([element(message, as_stored=False)])
+    elements = []
+    for message in messages:
+        if not isinstance(message, Message):
+            raise UnsupportedValue(f"Unsupported message value: {type(message).__name__}")
+        elements.append(element(message, as_stored=False))
+    return dumps(elements)
+
+
+def encode_message(message: Message) -> str:
+    """The ``message_json`` text zett-agent writes for ``message`` (a list of one)."""
+    return encode_messages([message])
 
 
 def encode_as_stored(message: Message) -> str:
@@ -151,7 +165,13 @@ def parse_envelope(text: object) -> tuple[int, dict[str, Any]] | UndecodableMess
         return UndecodableMessage(raw=text, reason=f"broken JSON: {error}")
     if not isinstance(envelope, list) or len(envelope) != 1 or not isinstance(envelope[0], dict):
         return UndecodableMessage(raw=text, reason="envelope is not a one-element array")
-    item = envelope[0]
+    return _kind_and_data(envelope[0], text)
+
+
+def _kind_and_data(
+    item: dict[str, Any], text: str
+) -> tuple[int, dict[str, Any]] | UndecodableMessage:
+    """``(kind, data)`` of one envelope element, or why it is not one of a known kind."""
     kind = item.get("kind")
     data = item.get("data")
     if isinstance(kind, bool) or not isinstance(kind, int):
@@ -184,6 +204,39 @@ def decode_envelope(text: object) -> AnyMessage | UndecodableMessage:
         return parsed
     assert isinstance(text, str)
     return decode_data(text, *parsed)
+
+
+def decode_messages(payload: str) -> list[AnyMessage]:
+    """zett-agent's ``decode_messages``: the messages of a stored JSON array of envelope
+    elements (any length), each rebuilt as its kind's class.
+
+    Strict, unlike the readers (which never raise): anything that is not such an array of
+    valid messages raises ``ValidationError``, a ``ValueError`` as zett-agent's raises.
+    """
+    if not isinstance(payload, str):
+        raise ValidationError(f"Stored messages must be JSON text, not {type(payload).__name__}")
+    try:
+        items = loads_with_bytes(payload)
+    except _BadBytes as error:
+        raise ValidationError(f"Stored messages cannot be decoded: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise ValidationError(f"Stored messages are not valid JSON: {error}") from None
+    if not isinstance(items, list):
+        raise ValidationError("Stored messages must be a JSON array of envelope elements")
+    messages: list[AnyMessage] = []
+    for index, item in enumerate(items):
+        parsed = (
+            _kind_and_data(item, payload)
+            if isinstance(item, dict)
+            else UndecodableMessage(raw=payload, reason="envelope element is not an object")
+        )
+        decoded = (
+            parsed if isinstance(parsed, UndecodableMessage) else decode_data(payload, *parsed)
+        )
+        if isinstance(decoded, UndecodableMessage):
+            raise ValidationError(f"Stored message {index} cannot be decoded: {decoded.reason}")
+        messages.append(decoded)
+    return messages
 
 
 def decode_checkpoint(text: object) -> CompactedMessage | UndecodableMessage:
