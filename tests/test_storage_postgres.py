@@ -509,3 +509,48 @@ def test_a_server_going_away_logs_nothing_to_an_unconfigured_programs_stderr(
     assert result.returncode == 0, result.stderr
     assert result.stdout == "ServerUnavailable\n"
     assert result.stderr == ""
+
+
+def test_a_commit_the_driver_cannot_finish_is_a_typed_error(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend terminated while COMMIT is in flight (``pg_terminate_backend``) can leave
+    asyncpg's protocol in a state it cannot switch from: the transaction's exit raises
+    ``InternalClientError`` ("cannot switch to state 15"), which is neither a PostgresError
+    nor an InterfaceError.  It reaches callers as ``ServerUnavailable``, through ``run``
+    (the storage) and through ``write()`` (the commands)."""
+    import asyncpg.transaction
+
+    from zett_sessions.errors import ServerUnavailable
+
+    async def broken_commit(self: Any) -> None:
+        self._connection.terminate()
+        raise asyncpg.exceptions.InternalClientError("cannot switch to state 15")
+
+    async def scenario() -> list[BaseException]:
+        caught: list[BaseException] = []
+        async with PostgresSessionStorage(pg_dsn) as storage:
+            await storage.append("s", "r", UserMessage(content="first"))
+            with monkeypatch.context() as patched:
+                patched.setattr(
+                    asyncpg.transaction.Transaction, "_Transaction__commit", broken_commit
+                )
+                for attempt in (
+                    storage.append("s", "r", UserMessage(content="second")),
+                    _write_through_the_commands_surface(storage.database),
+                ):
+                    try:
+                        await attempt
+                    except Exception as error:  # what a caller sees, whatever it is
+                        caught.append(error)
+            await storage.append("s", "r", UserMessage(content="usable again"))
+        return caught
+
+    caught = asyncio.run(scenario())
+    assert [type(error) for error in caught] == [ServerUnavailable, ServerUnavailable]
+    assert all("cannot switch to state 15" in str(error) for error in caught)
+
+
+async def _write_through_the_commands_surface(database: Any) -> None:
+    async with database.write():
+        await database.execute("UPDATE agent_sessions SET title = 't' WHERE id = 's'")

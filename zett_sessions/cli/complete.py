@@ -96,6 +96,8 @@ def _server_rows(dsn: str, incomplete: str) -> list[Any]:
 
     try:
         import asyncpg
+
+        from ..postgres.connection import ASYNCPG_ERRORS
     except ImportError:  # the optional extra is not installed: nothing to offer
         return []
     from ..postgres.dialect import numbered
@@ -116,5 +118,5 @@ def _server_rows(dsn: str, incomplete: str) -> list[Any]:
 
     try:
         return asyncio.run(asyncio.wait_for(fetch(), 2 * SERVER_TIMEOUT))
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, ValueError, TimeoutError):
+    except (*ASYNCPG_ERRORS, ValueError, TimeoutError):
         return []

@@ -75,7 +75,16 @@ T = TypeVar("T")
 
 quiet_unless_configured("asyncpg")  # its pool's reconnect warnings (driver_logs)
 
-_DRIVER_ERRORS = (asyncpg.InterfaceError, OSError, UnicodeEncodeError)
+# What asyncpg raises besides server errors.  InternalClientError is its own root, beside
+# InterfaceError: a protocol left in a state it cannot leave (a backend terminated while a
+# COMMIT was in flight: "cannot switch to state 15", raised from the transaction's exit).
+DRIVER_ERRORS = (
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    OSError,
+    UnicodeEncodeError,
+)
+ASYNCPG_ERRORS = (asyncpg.PostgresError, *DRIVER_ERRORS)  # translate_error types each one
 
 DEFAULT_POOL_SIZE = 10
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -115,6 +124,8 @@ def translate_error(error: BaseException, shown: str, *, writing: bool) -> Excep
         return _translate_server_error(error, shown, writing=writing)
     if isinstance(error, asyncpg.InterfaceError):
         return ServerUnavailable(f"database {shown}: {error}", shown)
+    if type(error) in (asyncpg.exceptions.InternalClientError, asyncpg.exceptions.ProtocolError):
+        return ServerUnavailable(f"database {shown}: the connection broke ({error})", shown)
     if isinstance(error, TimeoutError):
         return ServerUnavailable(f"timed out connecting to {shown}", shown)
     if isinstance(error, OSError):
@@ -219,7 +230,7 @@ class PgDatabase:
         """Translate driver errors raised inside the block into typed errors."""
         try:
             yield
-        except (asyncpg.PostgresError, *_DRIVER_ERRORS) as error:
+        except (asyncpg.PostgresError, *DRIVER_ERRORS) as error:
             raise self._driver_error(error, writing=writing) from error
 
     async def pool(self) -> Any:
@@ -276,7 +287,7 @@ class PgDatabase:
                         f"losing a race with a concurrent writer ({error})",
                         self.shown,
                     ) from error
-            except _DRIVER_ERRORS as error:
+            except DRIVER_ERRORS as error:
                 raise self._driver_error(error, writing=write) from error
             await asyncio.sleep(backoff(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -483,7 +494,7 @@ class PgDatabase:
             except asyncpg.PostgresError as error:
                 if error.sqlstate not in MIGRATION_RACE_STATES or attempt == MAX_ATTEMPTS - 1:
                     raise translate_error(error, self.shown, writing=True) from error
-            except _DRIVER_ERRORS as error:
+            except DRIVER_ERRORS as error:
                 raise self._driver_error(error, writing=True) from error
             await asyncio.sleep(backoff(attempt))
         self.schema_ready = True
@@ -534,7 +545,7 @@ class PgDatabase:
         self._opened = False
         pool, self._pool = self._pool, None
         if pool is not None:
-            with contextlib.suppress(asyncpg.InterfaceError, OSError):
+            with contextlib.suppress(*DRIVER_ERRORS):
                 await pool.close()
 
     @property

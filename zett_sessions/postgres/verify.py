@@ -44,7 +44,7 @@ from ..verify.scan import (
     object_flags,
     scanned_row,
 )
-from .connection import translate_error
+from .connection import ASYNCPG_ERRORS, translate_error
 from .dialect import numbered
 from .dsn import mask_dsn
 from .schema import MIGRATION_NAMES, MIGRATIONS_TABLE
@@ -171,7 +171,7 @@ class PgReader(Closing):
 
     def close(self) -> None:
         try:
-            with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+            with contextlib.suppress(*ASYNCPG_ERRORS):
                 self._run(self.conn.close())
         finally:
             self._loop.close()
@@ -180,7 +180,7 @@ class PgReader(Closing):
     def errors(self) -> Iterator[None]:
         try:
             yield
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+        except ASYNCPG_ERRORS as error:
             raise translate_error(error, self.path, writing=False) from error
 
     @contextlib.contextmanager
@@ -193,7 +193,7 @@ class PgReader(Closing):
             yield self
         finally:
             self._in_transaction = False
-            with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+            with contextlib.suppress(*ASYNCPG_ERRORS):
                 self._run(self.conn.execute("COMMIT"))
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
