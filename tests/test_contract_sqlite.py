@@ -35,7 +35,7 @@ from zett_sessions import (
 )
 from zett_sessions.audit import AuditedStorage, audited_sqlite
 from zett_sessions.persistence import CHECKPOINT_PREFIX
-from zett_sessions.storage import SessionStorage
+from zett_sessions.store.contract import SessionStorage
 from zett_sessions.testing import SessionStorageContract, StorageFactory
 
 

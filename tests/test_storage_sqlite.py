@@ -38,10 +38,10 @@ from zett_sessions import (
     ValidationError,
     ZettSessionsError,
 )
-from zett_sessions.blocking import BlockingStorage
 from zett_sessions.errors import DatabaseDamaged
 from zett_sessions.schema import INDEXES, TABLES
 from zett_sessions.sqlite.database import Database, default_path
+from zett_sessions.store.sync import BlockingStorage
 from zett_sessions.timeutil import DB_TIME_RE, format_db_time
 
 FixtureDb = Callable[..., Path]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "SessionStorage": "storage",
+    "SessionStorage": "store.contract",
     "SQLiteSessionStorage": "sqlite.storage",
     "PostgresSessionStorage": "postgres.storage",
     "Database": "sqlite.database",
@@ -130,4 +130,4 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
     from .projection import Projection as Projection, project as project
     from .schema import Layout as Layout
     from .sqlite.storage import SQLiteSessionStorage as SQLiteSessionStorage
-    from .storage import SessionStorage as SessionStorage
+    from .store.contract import SessionStorage as SessionStorage

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .models import AnyMessage, ContextSnapshot, SessionView
 from .sqlite.storage import SQLiteSessionStorage
-from .storage import SessionStorage
+from .store.contract import SessionStorage
 
 
 class ClosableStorage(SessionStorage, Protocol):

@@ -42,7 +42,7 @@ from .models import (
     UndecodableMessage,
 )
 from .projection import Projection, project
-from .storage import SessionStorage
+from .store.contract import SessionStorage
 
 
 @dataclass

@@ -43,8 +43,8 @@ def rename_command(
     from ..errors import SessionNotFound, ZettSessionsError
     from ..queries.resolve import resolve_session, session_exists
     from ..queries.sessions import get_listing
-    from ..rules import check_label
     from ..schema import AGENT_NAME_MAX, TITLE_MAX
+    from ..store.rules import check_label
 
     state = app_state(ctx)
     new_title = check_label(title, "TITLE", TITLE_MAX, strip=True)

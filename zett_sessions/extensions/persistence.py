@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..models import ContextSnapshot, RawMessageRecord, SessionSummary, SessionView
 from ..persistence import BaseSessionPersistenceExtension, RequestContext
-from ..storage import SessionStorage
+from ..store.contract import SessionStorage
 
 __all__ = [
     "BaseSessionPersistenceExtension",

@@ -1,7 +1,7 @@
 """``PostgresSessionStorage``: zett-agent's storage contract and session CRUD on PostgreSQL.
 
 The same API, rules, errors and messages as ``SQLiteSessionStorage`` (the public methods and
-their argument checks are ``storage_base``'s, the verdicts ``rules``'), on a server shared by a
+their argument checks are ``store.base``'s, the verdicts ``store.rules``'), on a server shared by a
 fleet of writers:
 
 * **append** upserts the session row (``INSERT … ON CONFLICT (id) DO UPDATE``), which takes that
@@ -44,9 +44,9 @@ from ..rows import (
     snapshot_select,
     summary_from_row,
 )
-from ..rules import NewRawRow, NewSession, check_parent, snapshot_version
 from ..schema import RAW_COLUMNS, Layout
-from ..storage_base import SessionStoreBase, session_view
+from ..store.base import SessionStoreBase, session_view
+from ..store.rules import NewRawRow, NewSession, check_parent, snapshot_version
 from ..timeutil import as_utc
 from .connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, PgDatabase, status_count
 from .dialect import LAYOUT, check_no_nul, derived_text

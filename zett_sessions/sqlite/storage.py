@@ -23,8 +23,8 @@ from ..rows import (
     snapshot_select,
     summary_from_row,
 )
-from ..rules import NewRawRow, NewSession, check_parent, snapshot_version
-from ..storage_base import SessionStoreBase, session_view
+from ..store.base import SessionStoreBase, session_view
+from ..store.rules import NewRawRow, NewSession, check_parent, snapshot_version
 from ..timeutil import format_db_time, parse_db_time, utc_now
 from .database import MEMORY, Database
 

@@ -21,8 +21,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any
 
-from .closing import Closing
-from .errors import DatabaseError
+from ..closing import Closing
+from ..errors import DatabaseError
 
 
 class BlockingStorage(Closing):

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .closing import AsyncClosing
-from .json_types import JsonValue
-from .models import (
+from ..closing import AsyncClosing
+from ..json_types import JsonValue
+from ..models import (
     AnyMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -25,7 +25,7 @@ from .models import (
     SessionSummary,
     SessionView,
 )
-from .rows import record_from_row, summary_from_row
+from ..rows import record_from_row, summary_from_row
 from .rules import (
     NewRawRow,
     NewSession,
@@ -41,7 +41,7 @@ from .rules import (
 )
 
 if TYPE_CHECKING:
-    from .blocking import BlockingStorage
+    from .sync import BlockingStorage
 
 
 class SessionStoreBase(AsyncClosing):
@@ -58,7 +58,7 @@ class SessionStoreBase(AsyncClosing):
         The same proxy (one background thread) every time, until it is closed: code may call
         ``storage.sync().append(...)`` in a loop.
         """
-        from .blocking import BlockingStorage
+        from .sync import BlockingStorage
 
         if self._blocking is None or self._blocking.closed:
             self._blocking = BlockingStorage(self)

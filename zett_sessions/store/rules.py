@@ -12,16 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .envelope import encode_message
-from .envelope.columns import content_column, encode_json_object, tool_name_column
-from .errors import (
+from ..envelope import encode_message
+from ..envelope.columns import content_column, encode_json_object, tool_name_column
+from ..errors import (
     DamagedSnapshot,
     InvalidBoundary,
     ParentMismatch,
     SnapshotConflict,
     ValidationError,
 )
-from .models import (
+from ..models import (
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -30,7 +30,7 @@ from .models import (
     ModelUsage,
     UndecodableMessage,
 )
-from .schema import AGENT_NAME_MAX, TITLE_MAX
+from ..schema import AGENT_NAME_MAX, TITLE_MAX
 
 # zett-agent's words for each refusal begin the message (code written against zett-agent matches
 # on them, ``pytest.raises(ValueError, match="Session title")``); what follows adds the detail.
@@ -114,7 +114,7 @@ def prepare_session(
     agent_name: str | None,
     session_type: int,
 ) -> NewSession:
-    from .ids import new_uuid7
+    from ..ids import new_uuid7
 
     for value, what in ((session_id, "session_id"), (parent_session_id, "parent_session_id")):
         if value is not None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .envelope.codec import decode_messages, encode_messages
-from .json_types import JsonValue
-from .models import (
+from ..envelope.codec import decode_messages, encode_messages
+from ..json_types import JsonValue
+from ..models import (
     AnyMessage,
     CompactedMessage,
     ContextSnapshot,
@@ -34,7 +34,7 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from .sqlite.storage import SQLiteSessionStorage as SQLiteSessionStorage
+    from ..sqlite.storage import SQLiteSessionStorage as SQLiteSessionStorage
 
 __all__ = [
     "MessageKind",
@@ -48,7 +48,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``SQLiteSessionStorage`` on first use (it imports aiosqlite), as zett-agent's module does."""
     if name == "SQLiteSessionStorage":
-        from .sqlite.storage import SQLiteSessionStorage
+        from ..sqlite.storage import SQLiteSessionStorage
 
         return SQLiteSessionStorage
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
