@@ -554,3 +554,29 @@ def test_a_commit_the_driver_cannot_finish_is_a_typed_error(
 async def _write_through_the_commands_surface(database: Any) -> None:
     async with database.write():
         await database.execute("UPDATE agent_sessions SET title = 't' WHERE id = 's'")
+
+
+def test_busy_timeout_ms_is_the_servers_lock_timeout(pg_dsn: str) -> None:
+    """``PostgresSessionStorage`` takes SQLite's ``busy_timeout_ms`` (it was a TypeError):
+    an append waiting longer than that for the session row another transaction holds is
+    ``DatabaseLocked``; out-of-range values are refused as on SQLite."""
+    import asyncpg
+
+    async def scenario() -> str:
+        async with PostgresSessionStorage(pg_dsn) as storage:
+            await storage.append("s", "r", UserMessage(content="first"))
+        holder = await asyncpg.connect(pg_dsn)
+        try:
+            async with holder.transaction():
+                await holder.execute("SELECT 1 FROM agent_sessions WHERE id = 's' FOR UPDATE")
+                async with PostgresSessionStorage(pg_dsn, busy_timeout_ms=50) as storage:
+                    with pytest.raises(DatabaseLocked) as locked:
+                        await storage.append("s", "r", UserMessage(content="waits"))
+            return str(locked.value)
+        finally:
+            await holder.close()
+
+    assert "lock timeout" in asyncio.run(scenario())
+    for bad in (-1, 2**31, True, 1.5):
+        with pytest.raises(ValidationError, match="busy_timeout_ms"):
+            PostgresSessionStorage(pg_dsn, busy_timeout_ms=bad)  # type: ignore[arg-type]

@@ -18,6 +18,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
+from .errors import ValidationError
+
 if TYPE_CHECKING:
     from .postgres.connection import PgDatabase
     from .postgres.storage import PostgresSessionStorage
@@ -105,6 +107,19 @@ class Runner(Protocol):
     def __call__(
         self, work: Callable[[SessionDatabase], Awaitable[T]], *, read_only: bool
     ) -> T: ...
+
+
+BUSY_TIMEOUT_MAX_MS = 2**31 - 1  # a C int in SQLite, as PostgreSQL's lock_timeout
+
+
+def check_busy_timeout(value: object) -> int:
+    """How long a statement may wait for a lock, in ms (SQLite's busy timeout, PostgreSQL's
+    ``lock_timeout``): the same range on both, where larger would mean no wait at all."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("busy_timeout_ms must be an integer number of milliseconds")
+    if not 0 <= value <= BUSY_TIMEOUT_MAX_MS:
+        raise ValidationError(f"busy_timeout_ms must be between 0 and {BUSY_TIMEOUT_MAX_MS}")
+    return value
 
 
 def is_server(location: str) -> bool:

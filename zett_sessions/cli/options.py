@@ -55,7 +55,7 @@ FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="Show session id
 # SQLite integers are 64-bit: a larger number cannot be a row count, a sequence or a type.
 INT_MAX = 2**63 - 1
 # SQLite takes the busy timeout in milliseconds as a 32-bit int: longer would not wait at all
-# (database.BUSY_TIMEOUT_MAX_MS; not imported here, so that --help stays cheap).
+# (backend.BUSY_TIMEOUT_MAX_MS; not imported here, so that --help stays cheap).
 BUSY_TIMEOUT_MAX = (2**31 - 1) // 1000
 
 DEFAULT_LIMIT = 20  # sessions per page of list and search

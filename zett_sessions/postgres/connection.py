@@ -46,6 +46,7 @@ except ImportError as missing:  # the optional extra is not installed
         "pip install 'zett-sessions[postgres]'"
     ) from missing
 
+from ..backend import check_busy_timeout
 from ..driver_logs import quiet_unless_configured
 from ..errors import (
     DatabaseAccessDenied,
@@ -202,6 +203,8 @@ class PgDatabase:
         self.connect_timeout = connect_timeout
         # How long a statement waits for a lock (``lock_timeout``; None: the server's setting,
         # by default forever).  As SQLite's busy timeout 0 means "do not wait", 0 waits 1 ms.
+        if busy_timeout_ms is not None:
+            check_busy_timeout(busy_timeout_ms)
         self._lock_timeout_ms = busy_timeout_ms
         self.busy_timeout_ms = 5000 if busy_timeout_ms is None else busy_timeout_ms
         self._pool: Any = None

@@ -92,9 +92,17 @@ class PostgresSessionStorage(SessionStoreBase):
         read_only: bool = False,
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        busy_timeout_ms: int | None = None,
     ) -> None:
+        """``busy_timeout_ms`` is SQLite's argument, as the server's ``lock_timeout``: how
+        long a statement waits for a row lock before ``DatabaseLocked`` (``None``: the
+        server's setting, by default no limit, as fleet appends queue on a session's row)."""
         self.database = PgDatabase(
-            dsn, read_only=read_only, pool_size=pool_size, connect_timeout=connect_timeout
+            dsn,
+            read_only=read_only,
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            busy_timeout_ms=busy_timeout_ms,
         )
         self._tables_seen = False
 

@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
+from ..backend import check_busy_timeout
 from ..errors import (
     DatabaseAccessDenied,
     DatabaseDamaged,
@@ -124,17 +125,6 @@ def _why_read_only(path: str) -> str:
     return _OPENED_READ_ONLY
 
 
-BUSY_TIMEOUT_MAX_MS = 2**31 - 1  # SQLite keeps it in a C int: larger means no wait at all
-
-
-def _checked_busy_timeout(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError("busy_timeout_ms must be an integer number of milliseconds")
-    if not 0 <= value <= BUSY_TIMEOUT_MAX_MS:
-        raise ValidationError(f"busy_timeout_ms must be between 0 and {BUSY_TIMEOUT_MAX_MS}")
-    return value
-
-
 @dataclass(eq=False)
 class _Transaction:
     """The transaction a ``Database`` is in: which task holds it, and for what."""
@@ -172,7 +162,7 @@ class Database:
             self.path = str(database_path(path))
         self.read_only = read_only
         self.create = create
-        self.busy_timeout_ms = _checked_busy_timeout(busy_timeout_ms)
+        self.busy_timeout_ms = check_busy_timeout(busy_timeout_ms)
         self._conn: aiosqlite.Connection | None = None
         self._layout: Layout | None = None
         self._lock: asyncio.Lock | None = None
