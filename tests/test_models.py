@@ -286,6 +286,28 @@ def test_view_messages_are_checkpoint_then_tail_minus_context_only_and_undecodab
     assert (empty.messages, empty.version, empty.compacted_through_sequence) == ([], 0, 0)
 
 
+def test_a_views_session_id_is_a_label_left_out_of_repr_equality_and_dumps() -> None:
+    """A view built the zett-agent way (without ``session_id``) prints and compares as there."""
+    tail = [record(1, UserMessage(content="u"))]
+    loaded = SessionView(session_id="s", title="T", raw_tail=tail)
+    by_hand = SessionView(title="T", raw_tail=tail)
+    assert loaded == by_hand and by_hand == loaded
+    assert loaded.session_id == "s" and by_hand.session_id is None
+    assert repr(loaded) == repr(by_hand)
+    assert repr(by_hand).startswith("SessionView(parent_session_id=None, session_type=0, title=")
+    assert list(loaded.model_dump()) == [
+        "parent_session_id",
+        "session_type",
+        "title",
+        "agent_name",
+        "snapshot",
+        "raw_tail",
+    ]
+    assert SessionView(session_id="s") == SessionView()
+    assert loaded != SessionView(session_id="s", title="Other", raw_tail=tail)
+    assert loaded != tail and loaded != {"title": "T"}
+
+
 def test_an_undecodable_snapshot_contributes_no_checkpoint() -> None:
     snapshot = ContextSnapshot(
         id="snap",

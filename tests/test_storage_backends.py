@@ -27,6 +27,7 @@ from zett_sessions import (
     ModelUsage,
     ParentMismatch,
     SessionExists,
+    SessionView,
     SnapshotConflict,
     SystemMessage,
     ToolMessage,
@@ -435,6 +436,27 @@ def test_only_the_latest_snapshot_decides_whether_load_succeeds(store: Store) ->
     execute(store.location, "UPDATE session_snapshots SET message_json = '[]' WHERE version = 1")
     view = run(store, lambda s: s.load("s"))
     assert view.messages == [CompactedMessage(content="two"), UserMessage(content="3")]
+
+
+def test_a_loaded_view_equals_the_view_built_from_zett_agents_fields(store: Store) -> None:
+    async def body(s: Any) -> tuple[Any, Any]:
+        await s.append("s", "r", UserMessage(content="x"), parent_session_id="p", title="T")
+        await s.snapshot("s", CompactedMessage(content="c"), 1, 0)
+        await s.append("s", "r", UserMessage(content="y"), parent_session_id="p")
+        return await s.load("s"), await s.load("unknown")
+
+    view, unknown = run(store, body)
+    assert unknown == SessionView()  # an unknown session loads as the empty view
+    built = SessionView(
+        parent_session_id="p",
+        session_type=0,
+        title="T",
+        agent_name=None,
+        snapshot=view.snapshot,
+        raw_tail=view.raw_tail,
+    )
+    assert view == built and repr(view) == repr(built)
+    assert (view.session_id, unknown.session_id) == ("s", "unknown")
 
 
 # --- sessions -----------------------------------------------------------------------------

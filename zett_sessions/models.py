@@ -694,18 +694,35 @@ class ContextSnapshot(ValueModel):
 
 class SessionView(ValueModel):
     """What ``load`` returns: session identity, latest snapshot and ``raw_tail``, the raw
-    records after its boundary in sequence order.  ``session_id`` (beyond zett-agent) is the
-    id that was loaded; a view built by hand may leave it ``None``."""
+    records after its boundary in sequence order.
+
+    ``session_id`` (beyond zett-agent) says which session was loaded (a view built by hand may
+    leave it ``None``).  It is a label, not part of the value: left out of ``repr``, ``==`` and
+    ``model_dump``, so a view built the zett-agent way, from zett-agent's fields only, prints
+    and compares as that one does (``await storage.load("new") == SessionView()``).
+    """
 
     model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
-    session_id: str | None = None
+    session_id: str | None = Field(default=None, repr=False, exclude=True)
     parent_session_id: str | None = None
     session_type: int = 0
     title: str | None = None
     agent_name: str | None = None
     snapshot: ContextSnapshot | None = None
     raw_tail: list[RawMessageRecord] = Field(default_factory=list)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when zett-agent's fields are: ``session_id`` is left out (see the class)."""
+        if not isinstance(other, SessionView):
+            return NotImplemented
+        return all(
+            getattr(self, name) == getattr(other, name)
+            for name in type(self).model_fields
+            if name != "session_id"
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # raw_tail is a list: never hashable
 
     @property
     def messages(self) -> list[AnyMessage]:
