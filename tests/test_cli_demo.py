@@ -61,6 +61,18 @@ def test_demo_never_replaces_a_device_pipe_or_socket_even_with_force(tmp_path: P
     assert [p.name for p in tmp_path.iterdir()] == ["pipe"]  # no temporary file left behind
 
 
+def test_demo_refuses_a_dangling_symlink_and_leaves_it_a_link(tmp_path: Path) -> None:
+    link = tmp_path / "dangling.sqlite3"
+    link.symlink_to(tmp_path / "nowhere" / "x.sqlite3")
+    for force in ([], ["--force"]):
+        r = run_cli(["demo", str(link), *force])
+        assert r.exit_code == 2, r.stdout
+        assert r.stdout == "" and r.stderr.count("\n") == 1
+        assert "is a symbolic link to" in r.stderr and "leads to no file" in r.stderr
+        assert link.is_symlink() and not link.exists()
+        assert [p.name for p in tmp_path.iterdir()] == ["dangling.sqlite3"]
+
+
 def test_demo_json_lists_path_session_ids_and_message_count(tmp_path: Path) -> None:
     target = tmp_path / "demo.sqlite3"
     r = run_cli(["demo", str(target), "--json"])

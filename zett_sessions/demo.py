@@ -561,8 +561,9 @@ def write_demo(
 
     Raises ``IsADirectoryError`` when ``path`` is a directory, ``ValidationError`` when it is
     another non-regular file (``/dev/null``: never replaced) or a spelling no database path may
-    have (``readonly.database_path``), ``UnusablePath`` when the system cannot follow it (too
-    long, a symlink loop), ``FileExistsError`` when it exists and ``overwrite`` is false, and
+    have (``readonly.database_path``) or a symbolic link to nothing (replacing it would destroy
+    the link), ``UnusablePath`` when the system cannot follow it (too long, a symlink loop),
+    ``FileExistsError`` when it exists and ``overwrite`` is false, and
     ``FileNotFoundError`` when its directory does not exist (none is created).  The database is
     built in a temporary file beside ``path`` and moved into place only when complete, so a
     failure never leaves a half-written demo (nor destroys the file ``overwrite`` replaces).
@@ -577,6 +578,11 @@ def write_demo(
             f"{target} is not a regular file (a device, pipe or socket); demo writes or "
             "replaces only regular files"
         ) from None
+    if not exists and target.is_symlink():  # replacing it would destroy the link, not write
+        raise ValidationError(
+            f"{target} is a symbolic link to {os.readlink(target)}, which leads to no file; "
+            "demo writes or replaces only regular files"
+        )
     if not target.parent.is_dir():
         raise FileNotFoundError(f"{target.parent} is not an existing directory")
     if exists and not overwrite:
