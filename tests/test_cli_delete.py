@@ -32,7 +32,8 @@ from support import (
     seed_sessions,
     table_rows,
 )
-from zett_sessions.cli import cmd_delete, prompt
+from zett_sessions.cli import prompt
+from zett_sessions.cli.commands import delete as cmd_delete
 
 DAY = timedelta(days=1)
 

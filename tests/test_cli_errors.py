@@ -12,8 +12,9 @@ import pytest
 from support import SAFETY_NET
 from zett_sessions import errors as e
 from zett_sessions.cli import errors as boundary
-from zett_sessions.cli.errors import Refused, StaleRun
+from zett_sessions.cli.errors import Refused
 from zett_sessions.cli.exit_codes import ExitCode
+from zett_sessions.errors import StaleRun
 from zett_sessions.timeutil import DurationTooLong
 from zett_sessions.transcript.follow import NoSessions
 

@@ -20,7 +20,7 @@ from support import (
     execute_sql,
     run_cli,
 )
-from zett_sessions.cli import cmd_delete
+from zett_sessions.cli.commands import delete as cmd_delete
 
 
 def upgrade(db: Path, *args: str, input: str | None = None):  # type: ignore[no-untyped-def]

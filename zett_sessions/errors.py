@@ -222,3 +222,8 @@ class UsageError(ZettSessionsError):
 
 class UnsupportedValue(ValidationError, TypeError):
     """A message holds a value JSON cannot carry (zett-agent raises ``TypeError`` here)."""
+
+
+class StaleRun(Exception):
+    """``tail --stale-after`` decided the run is dead (exit 6).  Not a ``ZettSessionsError``:
+    nothing is wrong with the database, the run it follows stopped writing."""

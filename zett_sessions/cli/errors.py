@@ -30,10 +30,6 @@ class Refused(Exception):
     """A destructive command's guard said no (exit 5); the message says which guard."""
 
 
-class StaleRun(Exception):
-    """``tail --stale-after`` decided the run is dead (exit 6)."""
-
-
 _DB_HINT = " (choose another database with --db PATH|URL or $ZETT_SESSIONS_DB)"
 
 
@@ -83,7 +79,7 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
         e.UsageError: (ExitCode.USAGE, ""),
         e.ValidationError: (ExitCode.USAGE, ""),
         Refused: (ExitCode.REFUSED, ""),
-        StaleRun: (ExitCode.STALE, ""),
+        e.StaleRun: (ExitCode.STALE, ""),
         e.ZettSessionsError: (error, ""),
     }
 
