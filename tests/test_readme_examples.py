@@ -1,4 +1,4 @@
-"""Every Python block of README.md runs, so the documented examples cannot rot.
+"""Every Python block of README.md and docs/ runs, so the documented examples cannot rot.
 
 Each block is a whole program, run in its own process in an empty temporary directory (with
 ``HOME`` there too, so nothing touches the user's files) that holds a copy of the newest sample
@@ -17,24 +17,37 @@ import pytest
 
 from support import NEWEST, copy_sample
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 
-def python_blocks() -> list[tuple[int, str]]:
-    text = README.read_text()
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in BLOCK.finditer(text)]
+def python_blocks(pages: list[Path] = PAGES) -> list[tuple[str, str]]:
+    """(``page:line``, code) of every Python block of the pages."""
+    blocks = []
+    for page in pages:
+        text = page.read_text()
+        where = page.relative_to(ROOT)
+        for m in BLOCK.finditer(text):
+            blocks.append((f"{where}:{text.count(chr(10), 0, m.start()) + 1}", m.group(1)))
+    return blocks
 
 
-def test_the_library_section_has_its_examples() -> None:
-    library = README.read_text().split("# The library", 1)[1]
-    codes = [code for _, code in python_blocks() if code in library]
+def test_the_library_page_has_its_examples() -> None:
+    codes = [code for _, code in python_blocks([ROOT / "docs" / "library.md"])]
     assert any("SQLiteSessionExtension(path)" in code for code in codes)
     assert any("BaseSessionPersistenceExtension[AuditedStorage]" in code for code in codes)
 
 
-@pytest.mark.parametrize(("line", "code"), python_blocks(), ids=lambda v: f"line-{v}")
-def test_readme_python_block_runs(tmp_path: Path, line: int, code: str) -> None:
+def test_the_readme_shows_the_library_in_a_block_that_runs() -> None:
+    assert any("SQLiteSessionStorage" in code for _, code in python_blocks([README]))
+
+
+@pytest.mark.parametrize(
+    ("where", "code"), [pytest.param(where, code, id=where) for where, code in python_blocks()]
+)
+def test_documented_python_block_runs(tmp_path: Path, where: str, code: str) -> None:
     if "PostgresSessionStorage(" in code:
         pytest.skip("needs a PostgreSQL server (tests/test_storage_postgres.py covers it)")
     copy_sample(tmp_path, NEWEST, "sessions.sqlite3")
@@ -45,7 +58,7 @@ def test_readme_python_block_runs(tmp_path: Path, line: int, code: str) -> None:
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 0, f"README.md line {line}:\n{result.stderr}"
+    assert result.returncode == 0, f"{where}:\n{result.stderr}"
     assert "Traceback" not in result.stderr, result.stderr
 
 
@@ -82,3 +95,4 @@ def test_the_quick_start_runs_as_printed(tmp_path: Path) -> None:
     assert re.findall(r"\[exit (\d+)\]", result.stdout) == ["0", "4", "0"], result.stdout
     assert "Plan the week" in result.stdout  # list, then show project-notes
     assert "try: zett-sessions --db demo.sqlite3 list" in result.stderr
+
