@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from support import NEWEST, copy_sample
+from zett_sessions.cli.exit_codes import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -96,3 +97,25 @@ def test_the_quick_start_runs_as_printed(tmp_path: Path) -> None:
     assert "Plan the week" in result.stdout  # list, then show project-notes
     assert "try: zett-sessions --db demo.sqlite3 list" in result.stderr
 
+
+# --- the README as a front door ---------------------------------------------------------------
+
+
+def test_the_readme_reads_in_one_sitting() -> None:
+    assert len(README.read_text().splitlines()) <= 300
+
+
+def test_the_test_command_is_under_development_not_in_the_quick_start() -> None:
+    text = README.read_text()
+    quick_start = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    development = text.split("\n## Development\n", 1)[1].split("\n## ", 1)[0]
+    assert ".ci/run" not in quick_start
+    assert "```bash\nbash .ci/run\n```" in development
+
+
+def test_the_exit_code_tables_list_every_exit_code() -> None:
+    for page in (README, README.parent / "docs" / "cli.md"):
+        section = page.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+        rows = re.findall(r"^\| ([0-9][0-9 /]*) \|", section, re.MULTILINE)
+        codes = {int(code) for row in rows for code in row.split("/")}
+        assert codes == {*(int(code) for code in ExitCode), 143}, page.name
