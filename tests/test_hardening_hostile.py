@@ -1,4 +1,4 @@
-"""Issue 6, item 5: hostile text never acts on the terminal, and JSON keeps it exactly.
+"""Hostile text never acts on the terminal, and JSON keeps it exactly.
 
 Hypothesis builds sessions whose message content, reasoning, titles, agent names, session and
 tool-call ids, tool names and arguments, metadata and tags come from the whole Unicode range

@@ -1,4 +1,4 @@
-"""Issue 6, item 7 (and clean exits): nothing leaks, nothing lingers, closed pipes are normal.
+"""Nothing leaks, nothing lingers, closed pipes are normal.
 
 * 1,000 CLI invocations in one process (Typer's CliRunner, every command, successes and
   errors) leave the number of open file descriptors and of threads where they were;
