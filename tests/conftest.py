@@ -107,7 +107,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_extensions.py": (
         "test_a_storage_never_closed_lets_the_interpreter_exit_without_a_traceback",
     ),
-    "test_cli_copy.py": ("test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",),
+    "test_cli_copy.py": (
+        "test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",
+        "test_a_file_size_limit_reached_during_a_copy_is_disk_full",  # a process importing copy
+    ),
     "test_storage_postgres.py": (
         "test_pgpassword_and_pgpass_work_as_with_psql",
         # waits for asyncpg's second reconnect attempt, a second after its first
