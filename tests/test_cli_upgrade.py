@@ -1,5 +1,4 @@
-"""``zett-sessions upgrade``: an older file to the newest layout — previewed, confirmed, atomic
-(issue 17, item 12)."""
+"""``zett-sessions upgrade``: an older file to the newest layout — previewed, confirmed, atomic."""
 
 from __future__ import annotations
 
