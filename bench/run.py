@@ -449,7 +449,7 @@ def git_describe() -> str:
 
 
 def peer_help_command() -> list[str] | None:
-    """``sqlite-utils --help`` from a throwaway venv (the issue's comparison point)."""
+    """``sqlite-utils --help`` from a throwaway venv (the comparison point of ``--help``)."""
     peer = DATA / "peer-venv"
     exe = peer / "bin" / "sqlite-utils"
     if not exe.exists():
