@@ -9,14 +9,16 @@ needs a PostgreSQL server is skipped here: ``tests/test_storage_postgres.py`` co
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support import NEWEST, copy_sample
+from support import NEWEST, copy_sample, run_cli
 from zett_sessions.cli.exit_codes import ExitCode
+from zett_sessions.demo import write_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -119,3 +121,45 @@ def test_the_exit_code_tables_list_every_exit_code() -> None:
         rows = re.findall(r"^\| ([0-9][0-9 /]*) \|", section, re.MULTILINE)
         codes = {int(code) for row in rows for code in row.split("/")}
         assert codes == {*(int(code) for code in ExitCode), 143}, page.name
+
+
+# --- the first day's recipes, on the demo -----------------------------------------------------
+
+PLACEHOLDER_ID = re.compile(r"^019cadd4(-8c4c)?$")
+
+
+def recipe_commands() -> list[list[str]]:
+    """Every ``zett-sessions …`` line of the README's "The first day" blocks, as arguments (a
+    trailing comment, ``>>`` or ``||`` cut off; the cron line's schedule too)."""
+    text = README.read_text()
+    section = text.split("## The first day", 1)[1].split("\n## ", 1)[0]
+    commands = []
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```$", section, re.DOTALL | re.MULTILINE):
+        for line in block.splitlines():
+            if "zett-sessions " not in line:
+                continue
+            line = line[line.index("zett-sessions ") :]
+            line = re.split(r"\s+(?:#|>>|\|\|)\s", line, maxsplit=1)[0]
+            commands.append(shlex.split(line)[1:])
+    return commands
+
+
+def test_the_first_days_recipes_run_on_the_demo(tmp_path: Path) -> None:
+    """Each recipe's options exist and do what the README says on the demo database (its id
+    placeholder becomes the crashed session's; a follow is not started)."""
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    (tmp_path / "prices.json").write_text(
+        '{"models": {"claude-sonnet-4-5": {"input": 3, "output": 15}}}'
+    )
+    commands = recipe_commands()
+    assert {args[0] for args in commands} >= {"list", "show", "tail", "search", "usage", "delete"}
+    for args in commands:
+        if "-f" in args:
+            continue
+        args = [demo.sessions["crashed"] if PLACEHOLDER_ID.match(a) else a for a in args]
+        args = [
+            str(tmp_path / Path(a).name) if a.endswith((".json", ".sqlite3")) else a for a in args
+        ]
+        r = run_cli(["--db", str(demo.path), *args])
+        assert r.exit_code == (4 if args[0] == "verify" else 0), (args, r.stderr)
+        assert r.stderr.count("Error") == 0, (args, r.stderr)
