@@ -123,14 +123,19 @@ def search_command(
         await _print(database, scoped, progress, out, fmt=fmt, ids_only=ids_only, null=null)
 
     run_with(state.reader(db), work)
-    from ...render.search import search_footer, unaddressable_warning
+    from ...render.search import given_up_warning, search_footer, unaddressable_warning
+    from ..exit_codes import ExitCode
     from .list import warn_unknown_age
 
     warn_unknown_age(out, progress.unknown_age)
     if progress.unaddressable:
         out.warn(unaddressable_warning(progress.unaddressable))
+    if progress.given_up:
+        out.warn(given_up_warning(progress))
     if fmt is SearchFormat.text and not ids_only:
         out.hint(search_footer(progress))
+    if progress.given_up:
+        raise typer.Exit(int(ExitCode.GAVE_UP))
 
 
 async def _scope(
