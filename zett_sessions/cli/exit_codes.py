@@ -1,4 +1,4 @@
-"""The exit-code contract of the whole tool (documented in the README and ``--help``)."""
+"""The exit-code contract of the whole tool (documented in docs/cli.md, README and ``--help``)."""
 
 from __future__ import annotations
 
