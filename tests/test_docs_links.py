@@ -3,6 +3,7 @@ and the index lists every page, one per command."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -76,3 +77,12 @@ def test_the_docs_index_links_every_page_and_a_page_per_command() -> None:
     commands = sorted(info.name or "" for info in app.registered_commands)
     assert commands and "" not in commands
     assert [c for c in commands if (DOCS / f"{c}.md").resolve() not in linked] == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_page_has_one_title_and_no_heading_skips_a_level(page: Path) -> None:
+    """Pages stand alone: one ``#`` title first, then ``##`` sections, ``###`` within them."""
+    levels = [len(m.group(1)) for m in re.finditer(r"^(#{1,6}) ", prose(page.read_text()), re.M)]
+    assert levels[:1] == [1] and levels.count(1) == 1, levels
+    skips = [(a, b) for a, b in itertools.pairwise(levels) if b > a + 1]
+    assert skips == [], skips
