@@ -718,8 +718,12 @@ def test_a_dangling_symlink_as_archive_is_one_error_and_deletes_nothing(tmp_path
         timeout=SAFETY_NET,
     )
     assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == ""  # refused before anything is planned, as the other paths are
     assert_one_error_line(
-        r.stderr, f"--archive-to {link} is a symbolic link to", "another --archive-to"
+        r.stderr,
+        f"--archive-to: {link} is a symbolic link to {tmp_path}/nowhere/x.sqlite3, which leads "
+        "to no file",
+        "another --archive-to",
     )
     assert digest(db) == before
     assert sorted(os.listdir(tmp_path)) == ["archive.sqlite3", "sessions.sqlite3"]

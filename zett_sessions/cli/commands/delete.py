@@ -109,16 +109,19 @@ def _refuse_crlf(lines: list[str]) -> None:
 
 def check_archive_file(path: str) -> None:
     """``--archive-to`` passes the same path checks as ``--db`` before anything is read (a FIFO
-    there would block the delete forever; a symlink loop is no file)."""
+    there would block the delete forever; a symlink loop is no file), and is no symbolic link
+    to nothing (the archive could not be made there)."""
     from ...errors import DatabaseError, NotAnArchive, UsageError, ValidationError
-    from ...sqlite.readonly import database_file
+    from ...sqlite.readonly import database_file, link_to_nothing
 
     try:
-        database_file(path)
+        dangling = link_to_nothing(database_file(path))
     except ValidationError as error:
         raise UsageError(f"--archive-to: {error}") from None
     except DatabaseError as error:
         raise NotAnArchive(f"--archive-to: {error}", path) from None
+    if dangling is not None:
+        raise NotAnArchive(f"--archive-to: {dangling}", path)
 
 
 def parse_window(text: str) -> timedelta:
