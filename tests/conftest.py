@@ -19,8 +19,11 @@ from pgtest import (  # noqa: F401  (fixtures for every module)
     backend,
     databases,
     pg_dsn,
+    pg_pooler,
     pg_server,
     pg_shared_samples,
+    pg_standby,
+    pytest_generate_tests,
     store,
 )
 
@@ -107,10 +110,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_extensions.py": (
         "test_a_storage_never_closed_lets_the_interpreter_exit_without_a_traceback",
     ),
-    "test_cli_copy.py": (
-        "test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",
-        "test_a_file_size_limit_reached_during_a_copy_is_disk_full",  # a process importing copy
-    ),
+    "test_cli_copy.py": ("test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",),
     "test_storage_postgres.py": (
         "test_pgpassword_and_pgpass_work_as_with_psql",
         # waits for asyncpg's second reconnect attempt, a second after its first
@@ -142,11 +142,6 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_codec.py": ("test_encode_decode_encode_is_the_identity",),
     "test_envelope_readers.py": ("test_every_reader_of_an_envelope_agrees_with_the_decoder",),
     "test_cli_list.py": ("test_a_long_listing_prints_in_pieces_that_look_like_one_table",),
-    # real processes that wait out a time budget: a regex's per text, the blocked loop's alarm
-    "test_cli_search.py": (
-        "test_a_regex_that_backtracks_without_end_gives_that_text_up_with_exit_7",
-    ),
-    "test_cli_interrupt.py": ("test_one_signal_ends_work_that_blocks_the_loop",),
     "test_make_db.py": ("test_deterministic",),
     # every value of four sessions read as a large one; peak RSS of real processes
     "test_large_values.py": (
@@ -175,6 +170,9 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "run_last: run after every other selected test (reads what they recorded)"
+    )
+    config.addinivalue_line(
+        "markers", "pooled: run on PostgreSQL through PgBouncer too (backend 'pgbouncer')"
     )
 
 

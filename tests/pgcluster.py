@@ -10,8 +10,17 @@ on a free localhost port with fsync off (test data only), and prints a DSN.
     python tests/pgcluster.py start DIR     # prints the DSN on stdout; DIR must not exist
     python tests/pgcluster.py stop DIR      # stops the server and removes DIR
 
-``start_cluster``/``stop_cluster`` do the same from Python (the tests' session fixture uses them
-when ``ZS_TEST_PG_DSN`` is not set).
+Beside a started cluster, the two things a fleet puts in front of or behind it:
+
+    python tests/pgcluster.py pooler DIR    # PgBouncer (transaction pooling) before DIR's server
+    python tests/pgcluster.py standby DIR   # a hot standby streaming from DIR's server
+
+each printing its DSN; ``stop DIR`` stops them too.  The pooler is Debian's ``pgbouncer`` with
+``pool_mode = transaction`` and ``default_pool_size = 2``, so the clients of a test really share
+server connections; the standby is ``pg_basebackup -R`` of the primary, started the same way.
+
+``start_cluster``/``stop_cluster`` (and ``start_pooler``/``start_standby``) do the same from
+Python (the tests' session fixtures use them when ``ZS_TEST_PG_DSN`` is not set).
 """
 
 from __future__ import annotations
@@ -21,14 +30,19 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 DATABASE = "zett_test"
 SUPERUSER = "zs"
 PASSWORD_ROLE = "zs_password"  # the only role that must authenticate with a password
+POOL_SIZE = 2  # server connections per database and user behind the pooler
+READY_WITHIN = 60.0  # seconds a started pooler has to accept connections
 
 
 def server_bindir() -> Path | None:
@@ -105,9 +119,19 @@ def start_cluster(directory: Path) -> str:
     # One role must give a password (the tests of PGPASSWORD and ~/.pgpass); the rest trust.
     hba = data / "pg_hba.conf"
     hba.write_text(f"host all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+    port = _start_server(bindir, owner, directory)
+    _run_as(
+        owner,
+        [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER, DATABASE],
+    )
+    return _dsn(port)
+
+
+def _start_server(bindir: Path, owner: str | None, directory: Path) -> int:
+    """Start the server of ``directory/data`` on a free port (recorded in ``directory/port``)."""
     port = _free_port()
     options = (
-        f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+        f"-p {port} -k {directory / 'sock'} -c listen_addresses=127.0.0.1 -c fsync=off"
         " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
     )
     _run_as(
@@ -115,7 +139,7 @@ def start_cluster(directory: Path) -> str:
         [
             str(bindir / "pg_ctl"),
             "-D",
-            str(data),
+            str(directory / "data"),
             "-o",
             options,
             "-l",
@@ -127,37 +151,156 @@ def start_cluster(directory: Path) -> str:
         ],
     )
     (directory / "port").write_text(str(port))
-    _run_as(
-        owner,
-        [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER, DATABASE],
-    )
+    return port
+
+
+def _dsn(port: int) -> str:
     return f"postgresql://{SUPERUSER}@127.0.0.1:{port}/{DATABASE}"
 
 
-def stop_cluster(directory: Path) -> None:
-    """Stop the server started in ``directory`` (if running) and remove the directory."""
+def _owned_directory(directory: Path, owner: str | None) -> None:
+    directory.mkdir(parents=True)
+    if owner is not None:
+        entry = pwd.getpwnam(owner)
+        os.chown(directory, entry.pw_uid, entry.pw_gid)
+    directory.chmod(0o755)
+
+
+def _address(dsn: str) -> tuple[str, int, str]:
+    """Host, port and user of a server's DSN (as ``start_cluster`` prints it)."""
+    parts = urlsplit(dsn)
+    return parts.hostname or "127.0.0.1", parts.port or 5432, parts.username or SUPERUSER
+
+
+def start_standby(directory: Path, primary: str) -> str:
+    """A hot standby of the server at ``primary`` in ``directory`` (must not exist): a base
+    backup with ``-R`` (it streams from the primary), started as the primary is; its DSN."""
     bindir = server_bindir()
-    data = directory / "data"
+    if bindir is None:
+        raise RuntimeError("no PostgreSQL server binaries (initdb) found")
+    owner = _owner()
+    host, port, user = _address(primary)
+    _owned_directory(directory, owner)
+    _owned_directory(directory / "sock", owner)
+    _run_as(
+        owner,
+        [
+            str(bindir / "pg_basebackup"),
+            "-h",
+            host,
+            "-p",
+            str(port),
+            "-U",
+            user,
+            "-D",
+            str(directory / "data"),
+            "-R",
+            "-X",
+            "stream",
+            "--no-sync",
+            "--checkpoint=fast",  # else it waits for the next spread checkpoint (~90 s)
+        ],
+    )
+    return _dsn(_start_server(bindir, owner, directory))
+
+
+def pgbouncer() -> str | None:
+    """Debian's ``pgbouncer`` binary (``/usr/sbin`` is not on every PATH), or None."""
+    found = shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/usr/bin")
+    return found
+
+
+def start_pooler(directory: Path, server: str) -> str:
+    """PgBouncer in transaction mode before the server at ``server``, in ``directory`` (must
+    not exist), on a free loopback port, as the cluster's owner; returns its DSN.
+
+    Every database name is passed through to the server; the superuser is let in without a
+    password (``trust``, as the cluster itself trusts loopback).
+    """
+    binary = pgbouncer()
+    if binary is None:
+        raise RuntimeError("no pgbouncer binary (apt-get install pgbouncer)")
+    owner = _owner()
+    host, server_port, user = _address(server)
+    _owned_directory(directory, owner)
+    port = _free_port()
+    users = directory / "users.txt"
+    users.write_text(f'"{user}" ""\n')
+    config = directory / "pgbouncer.ini"
+    config.write_text(
+        "[databases]\n"
+        f"* = host={host} port={server_port}\n"
+        "[pgbouncer]\n"
+        "listen_addr = 127.0.0.1\n"
+        f"listen_port = {port}\n"
+        "unix_socket_dir =\n"
+        "auth_type = trust\n"
+        f"auth_file = {users}\n"
+        "pool_mode = transaction\n"
+        f"default_pool_size = {POOL_SIZE}\n"
+        "max_client_conn = 1000\n"
+        "server_reset_query =\n"
+        f"pidfile = {directory / 'pgbouncer.pid'}\n"
+        f"logfile = {directory / 'log'}\n"
+    )
+    _run_as(owner, [binary, "-d", "-q", str(config)])
+    (directory / "port").write_text(str(port))
+    _wait_for_port(port, directory)
+    return _dsn(port)
+
+
+def _wait_for_port(port: int, directory: Path) -> None:
+    """Until the daemon accepts connections on ``port`` (bounded: ``READY_WITHIN``)."""
+    deadline = time.monotonic() + READY_WITHIN
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if time.monotonic() > deadline:
+            log = directory / "log"
+            raise RuntimeError(
+                f"pgbouncer did not listen on {port}: {log.read_text() if log.exists() else ''}"
+            )
+        time.sleep(0.01)  # a daemon starting up: nothing to wait on but its port
+
+
+def _stop_server(data: Path) -> None:
+    bindir = server_bindir()
     if bindir is not None and (data / "postmaster.pid").exists():
         with contextlib.suppress(RuntimeError):
             _run_as(_owner(), [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"])
+
+
+def stop_cluster(directory: Path) -> None:
+    """Stop what was started in ``directory`` (a server, a standby, a pooler, and those
+    started in its ``standby`` and ``pooler``), and remove the directory."""
+    for place in (directory / "pooler", directory / "standby", directory):
+        with contextlib.suppress(OSError, ValueError):  # the pooler we started, by its pid
+            os.kill(int((place / "pgbouncer.pid").read_text().strip()), signal.SIGTERM)
+        _stop_server(place / "data")
     shutil.rmtree(directory, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in {"start", "stop"}:
-        print("usage: pgcluster.py start|stop DIR", file=sys.stderr)
+    if len(argv) != 2 or argv[0] not in {"start", "pooler", "standby", "stop"}:
+        print("usage: pgcluster.py start|pooler|standby|stop DIR", file=sys.stderr)
         return 2
     directory = Path(argv[1]).resolve()
-    if argv[0] == "start":
-        try:
-            print(start_cluster(directory))
-        except RuntimeError as exc:
-            print(f"pgcluster: {exc}", file=sys.stderr)
-            stop_cluster(directory)
-            return 1
-    else:
+    if argv[0] == "stop":
         stop_cluster(directory)
+        return 0
+    try:
+        if argv[0] == "start":
+            print(start_cluster(directory))
+        else:
+            start = start_pooler if argv[0] == "pooler" else start_standby
+            server = _dsn(int((directory / "port").read_text()))
+            print(start(directory / argv[0], server))
+    except RuntimeError as exc:
+        print(f"pgcluster: {exc}", file=sys.stderr)
+        if argv[0] == "start":
+            stop_cluster(directory)
+        return 1
     return 0
 
 

@@ -9,7 +9,15 @@ parameter.
 * ``pg_dsn``: a DSN whose ``search_path`` is a new, empty schema, dropped after the test, so
   tests never see each other's tables.
 * ``backend`` / ``store``: ``"sqlite"`` and ``"postgres"``; ``store`` opens storages of the
-  parametrized backend on one fresh database, so one test body checks both.
+  parametrized backend on one fresh database, so one test body checks both.  A test marked
+  ``pooled`` (or in a module or class so marked) runs a third time, ``"pgbouncer"``: the same
+  PostgreSQL database reached through ``pg_pooler``.
+* ``pg_pooler`` (session): PgBouncer in transaction mode before ``pg_server`` (two server
+  connections shared by every client), ``$ZS_TEST_PGBOUNCER_DSN`` when set;  ``pg_standby``
+  (session): a hot standby of it, ``$ZS_TEST_PG_STANDBY_DSN`` when set, with ``replicated``
+  to wait until it has replayed what the primary wrote.  The helpers below (``query``,
+  ``execute``…) stand outside the code under test: a pooler's URL is read through the
+  server itself (``direct``).
 """
 
 from __future__ import annotations
@@ -33,6 +41,27 @@ import pgcluster
 from zett_sessions import SQLiteSessionStorage
 
 BACKENDS = ("sqlite", "postgres")
+POOLED = "pgbouncer"  # the PostgreSQL backend through the pooler (tests marked ``pooled``)
+REPLAY_WITHIN = 60.0  # seconds a standby has to replay what its primary wrote
+
+# A pooler's address → its server's: the helpers read and write the server directly.
+_DIRECT: dict[str, str] = {}
+
+
+def direct(location: str) -> str:
+    """``location`` with a pooler's address replaced by its server's (else unchanged)."""
+    parts = urlsplit(location)
+    server = _DIRECT.get(parts.netloc)
+    return location if server is None else urlunsplit(parts._replace(netloc=server))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test using ``backend`` runs on each of ``BACKENDS``; a ``pooled`` one also
+    through the pooler."""
+    if "backend" in metafunc.fixturenames:
+        pooled = metafunc.definition.get_closest_marker("pooled") is not None
+        names = (*BACKENDS, POOLED) if pooled else BACKENDS
+        metafunc.parametrize("backend", names, indirect=True)
 
 
 def _unavailable(reason: str) -> None:
@@ -52,7 +81,7 @@ def with_schema(dsn: str, schema: str) -> str:
 async def admin(dsn: str, *statements: str) -> None:
     import asyncpg
 
-    connection = await asyncpg.connect(dsn)
+    connection = await asyncpg.connect(direct(dsn))
     try:
         for statement in statements:
             await connection.execute(statement)
@@ -86,6 +115,81 @@ def pg_server() -> Iterator[str]:
     finally:
         pgcluster.stop_cluster(directory)
         parent.rmdir()
+
+
+def _scratch() -> Path:
+    """A new directory the unprivileged user owning the servers (we may be root) can enter."""
+    parent = Path(tempfile.mkdtemp(prefix="zs-pg-"))
+    parent.chmod(0o755)
+    return parent
+
+
+@pytest.fixture(scope="session")
+def pg_pooler(pg_server: str) -> Iterator[str]:
+    dsn = os.environ.get("ZS_TEST_PGBOUNCER_DSN")
+    if not dsn:
+        if pgcluster.pgbouncer() is None:
+            _unavailable("no pgbouncer on this machine (apt-get install pgbouncer)")
+        parent = _scratch()
+        try:
+            dsn = pgcluster.start_pooler(parent / "pooler", pg_server)
+        except RuntimeError as error:
+            pgcluster.stop_cluster(parent)
+            _unavailable(str(error))
+        parent_started: Path | None = parent
+    else:
+        parent_started = None
+    _DIRECT[urlsplit(dsn).netloc] = urlsplit(pg_server).netloc
+    try:
+        yield dsn
+    finally:
+        if parent_started is not None:
+            pgcluster.stop_cluster(parent_started)
+
+
+@pytest.fixture(scope="session")
+def pg_standby(pg_server: str) -> Iterator[str]:
+    dsn = os.environ.get("ZS_TEST_PG_STANDBY_DSN")
+    if dsn:
+        yield dsn
+        return
+    parent = _scratch()
+    try:
+        dsn = pgcluster.start_standby(parent / "standby", pg_server)
+    except RuntimeError as error:
+        pgcluster.stop_cluster(parent)
+        _unavailable(str(error))
+    try:
+        yield dsn
+    finally:
+        pgcluster.stop_cluster(parent)
+
+
+async def _replicated(primary: str, standby: str) -> None:
+    import asyncpg
+
+    source = await asyncpg.connect(direct(primary))
+    try:
+        target = await source.fetchval("SELECT pg_current_wal_lsn()::text")
+    finally:
+        await source.close()
+    replica = await asyncpg.connect(standby)
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REPLAY_WITHIN
+        # each poll is a round trip to the standby: no sleep, bounded by the deadline
+        while not await replica.fetchval(
+            "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", target
+        ):
+            if loop.time() > deadline:
+                raise AssertionError(f"the standby did not replay up to {target}")
+    finally:
+        await replica.close()
+
+
+def replicated(primary: str, standby: str) -> None:
+    """Until ``standby`` has replayed everything written on ``primary`` so far (bounded)."""
+    run_sync(_replicated(primary, standby))
 
 
 @pytest.fixture
@@ -124,17 +228,32 @@ class Store:
         return functools.partial(PostgresSessionStorage, self.location)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
+    """``"sqlite"`` or ``"postgres"`` (also for a test run through the pooler: see ``via``)."""
     name: str = request.param
-    return name
+    return "postgres" if name == POOLED else name
+
+
+def through_pooler(request: pytest.FixtureRequest) -> bool:
+    """Whether the test runs with the backend ``POOLED``."""
+    callspec = getattr(request.node, "callspec", None)
+    return callspec is not None and callspec.params.get("backend") == POOLED
+
+
+def pooled_if_asked(dsn: str, request: pytest.FixtureRequest) -> str:
+    """``dsn`` as the test reaches it: through the pooler when its backend is ``POOLED``."""
+    if not through_pooler(request):
+        return dsn
+    pooler = urlsplit(request.getfixturevalue("pg_pooler"))
+    return urlunsplit(urlsplit(dsn)._replace(netloc=pooler.netloc))
 
 
 @pytest.fixture
 def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
     if backend == "sqlite":
         return Store("sqlite", str(tmp_path / "sessions.sqlite3"))
-    return Store("postgres", request.getfixturevalue("pg_dsn"))
+    return Store("postgres", pooled_if_asked(request.getfixturevalue("pg_dsn"), request))
 
 
 # --- the CLI on both backends: the same sample data in a file or on the server -------------
@@ -211,7 +330,7 @@ class Databases:
             return str(support.copy_sample(self.tmp_path, name))
         if shared:
             get: Any = self.request.getfixturevalue("pg_shared_samples")
-            return str(get(name))
+            return pooled_if_asked(str(get(name)), self.request)
         return self.of_file(support.copy_sample(self.tmp_path, name, f"seed-{uuid.uuid4().hex}"))
 
     def of_file(self, path: Path) -> str:
@@ -221,7 +340,7 @@ class Databases:
             return str(path)
         dsn = new_schema(self.request.getfixturevalue("pg_server"), self.request)
         copy_into(path, dsn)
-        return dsn
+        return pooled_if_asked(dsn, self.request)
 
     def seeded(self, sessions: Any) -> str:
         """``support.seed_sessions`` (written to a file, then copied for PostgreSQL)."""
@@ -277,7 +396,7 @@ def query(location: str | Path, sql: str, params: Sequence[Any] = ()) -> list[tu
 
         from zett_sessions.postgres.dialect import numbered
 
-        connection = await asyncpg.connect(location)
+        connection = await asyncpg.connect(direct(location))
         try:
             return [tuple(row) for row in await connection.fetch(numbered(sql), *params)]
         finally:
@@ -322,7 +441,7 @@ def execute(location: str | Path, *statements: str, params: Sequence[Any] = ()) 
 
         from zett_sessions.postgres.dialect import numbered
 
-        connection = await asyncpg.connect(location)
+        connection = await asyncpg.connect(direct(location))
         try:
             for statement in statements:
                 await connection.execute(numbered(statement), *params)

@@ -436,6 +436,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 # session or sends Ctrl-C: no assumption about how fast the process starts or polls.
 
 
+@pytest.mark.pooled
 @pytest.mark.parametrize("json_mode", [False, True])
 def test_tail_follow_prints_every_appended_record_exactly_once(
     databases: Databases, json_mode: bool
@@ -666,7 +667,7 @@ def test_sigterm_unwinds_like_ctrl_c_with_exit_143(databases: Databases) -> None
     assert "Traceback" not in err and "Error" not in err, err
 
 
-# --- --role and --format, like show; --latest names its session ---------------------------
+# --- --role and --format, like show (issue 17, item 4); --latest names its session (item 12) --
 
 
 def test_tail_role_shows_the_last_n_records_of_those_roles(databases: Databases) -> None:

@@ -9,6 +9,7 @@ from pgtest import Store
 from zett_sessions.testing import SessionStorageContract, StorageFactory
 
 
+@pytest.mark.pooled
 class TestSessionStorageContract(SessionStorageContract):
     @pytest.fixture
     def storage_factory(self, store: Store) -> StorageFactory:

@@ -76,6 +76,17 @@ class DatabaseReadOnly(DatabaseError):
     """A write was attempted on a file, directory or connection that is read-only."""
 
 
+class ServerReadOnly(DatabaseReadOnly):
+    """A server refused a write: a hot standby, a role that may only read, or a URL whose
+    transactions are read-only (PostgreSQL)."""
+
+
+class PoolerConflict(DatabaseError):
+    """A server connection shared by a transaction-mode pooler (PgBouncer) met a named
+    prepared statement of another client's, or lost one of its own: the URL turned asyncpg's
+    statement cache on (``statement_cache_size``) with such a pooler in front."""
+
+
 class TransactionMisuse(DatabaseError):
     """A transaction cannot be entered here: a write inside a read of the same connection, or
     a task started inside a transaction opening another one on its connection (waiting for
@@ -222,8 +233,3 @@ class UsageError(ZettSessionsError):
 
 class UnsupportedValue(ValidationError, TypeError):
     """A message holds a value JSON cannot carry (zett-agent raises ``TypeError`` here)."""
-
-
-class StaleRun(Exception):
-    """``tail --stale-after`` decided the run is dead (exit 6).  Not a ``ZettSessionsError``:
-    nothing is wrong with the database, the run it follows stopped writing."""

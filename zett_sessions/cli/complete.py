@@ -3,9 +3,10 @@
 Completion runs on every TAB, so it uses plain ``sqlite3`` (no aiosqlite, no pydantic), opens
 the database read-only with a short busy timeout, and returns nothing rather than printing an
 error: a completion must never write to the terminal or create a file.  A PostgreSQL URL is
-asked with one asyncpg connection whose every transaction is read-only, given
-``SERVER_TIMEOUT`` seconds in all (connect and query): an unreachable server costs the TAB a
-second, never a hang.
+asked with one asyncpg connection in one read-only transaction (set up as every connection of
+the backend is, so it works through a pooler: ``postgres.settings``), given ``SERVER_TIMEOUT``
+seconds in all (connect and query): an unreachable server costs the TAB a second, never a
+hang.
 """
 
 from __future__ import annotations
@@ -100,23 +101,28 @@ def _server_rows(dsn: str, incomplete: str) -> list[Any]:
         from ..postgres.connection import ASYNCPG_ERRORS
     except ImportError:  # the optional extra is not installed: nothing to offer
         return []
+    from ..errors import ZettSessionsError
     from ..postgres.dialect import numbered
+    from ..postgres.settings import ConnectionSettings, connection_settings
 
     sql, params = _query(incomplete)
-    settings = {
-        "application_name": "zett-sessions completion",
-        "default_transaction_read_only": "on",
-        "statement_timeout": f"{int(SERVER_TIMEOUT * 1000)}ms",
-    }
 
-    async def fetch() -> list[Any]:
-        connection = await asyncpg.connect(dsn, timeout=SERVER_TIMEOUT, server_settings=settings)
+    async def fetch(settings: ConnectionSettings) -> list[Any]:
+        options = settings.connect_options("zett-sessions completion")
+        connection = await asyncpg.connect(
+            **options, timeout=SERVER_TIMEOUT, statement_cache_size=0
+        )
+        begin = f"BEGIN READ ONLY; SET LOCAL statement_timeout = {int(SERVER_TIMEOUT * 1000)}"
+        setup = settings.setup()
         try:
-            return [tuple(row) for row in await connection.fetch(numbered(sql), *params)]
+            await connection.execute(f"{begin}; {setup}" if setup else begin)
+            rows = [tuple(row) for row in await connection.fetch(numbered(sql), *params)]
+            await connection.execute("COMMIT")  # a pooler reuses a cleanly ended transaction
+            return rows
         finally:
             await connection.close()
 
     try:
-        return asyncio.run(asyncio.wait_for(fetch(), 2 * SERVER_TIMEOUT))
-    except (*ASYNCPG_ERRORS, ValueError, TimeoutError):
+        return asyncio.run(asyncio.wait_for(fetch(connection_settings(dsn)), 2 * SERVER_TIMEOUT))
+    except (*ASYNCPG_ERRORS, ValueError, TimeoutError, ZettSessionsError):
         return []

@@ -13,15 +13,17 @@ The one connection primitive of the PostgreSQL backend (as ``database.Database``
   stay possible (see docs/postgresql.md for what was and was not tried).
 * Every asyncpg, socket and encoding error leaves this module as one of the typed errors in
   ``errors.py``; messages show the DSN with its password masked.
-* A read-only storage sets ``default_transaction_read_only`` on its connections, so even a
-  mistaken write is refused by the server.
+* A read-only storage runs every transaction ``READ ONLY`` (so even a mistaken write is
+  refused by the server) and never starts a write; every statement runs inside a transaction
+  that starts with the URL's settings and the ``lock_timeout`` (``settings``: nothing relies
+  on a server session, so PgBouncer in transaction mode can share the connections).
 * The commands' queries use the same surface as SQLite's ``Database`` (``read()``,
   ``write()``, ``fetchall``, ``fetchone``, ``scalar``, ``stream``, ``execute``): SQL written once
   with ``?`` placeholders (numbered here), the backend's differences in ``dialect``.  ``read()``
   is one ``REPEATABLE READ READ ONLY`` transaction on one pooled connection, ``write()`` one
   ``READ COMMITTED`` transaction; they nest as SQLite's do (a read inside a read or a write
   joins it, a write inside a write is a ``SAVEPOINT``, a write inside a read raises
-  ``TransactionMisuse``).  A statement outside a transaction runs on a connection of its own.
+  ``TransactionMisuse``).  A statement outside a transaction runs in a transaction of its own.
   ``open()`` checks the schema is zett-sessions' (recorded migrations) and never creates or
   migrates anything; the busy timeout is the server's ``lock_timeout``.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import itertools
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -57,6 +60,8 @@ from ..errors import (
     DatabaseUnreadable,
     DiskFull,
     NotASessionDatabase,
+    PoolerConflict,
+    ServerReadOnly,
     ServerUnavailable,
     TransactionMisuse,
     UnsupportedLayout,
@@ -71,6 +76,7 @@ from .schema import (
     MIGRATIONS,
     MIGRATIONS_TABLE,
 )
+from .settings import ConnectionSettings, connection_settings
 
 T = TypeVar("T")
 
@@ -135,6 +141,87 @@ def translate_error(error: BaseException, shown: str, *, writing: bool) -> Excep
     return DatabaseUnreadable(f"database {shown}: {type(error).__name__}: {error}", shown)
 
 
+CACHE_WHEN_DIRECT = 100  # asyncpg's default statement cache, kept on a direct connection
+
+
+async def is_direct(connection: Any) -> bool:
+    """Whether ``connection`` reaches the server itself, no pooler in between: the backend
+    answering is the one whose process id the server gave at connect (a pooler gives a key
+    of its own).  One statement of the simple protocol, so no statement is named."""
+    pid = int(connection.get_server_pid())
+    try:
+        await connection.execute(f"SELECT 1 / (pg_backend_pid() = {pid})::int")
+    except asyncpg.DivisionByZeroError:
+        return False
+    return True
+
+
+async def connect(
+    settings: ConnectionSettings,
+    application_name: str,
+    *,
+    direct: list[bool] | None = None,
+    **options: Any,
+) -> Any:
+    """A connection with asyncpg's statement cache on only where no pooler can share the
+    server session (``settings``): as the URL says, else as ``is_direct`` finds.  ``direct``
+    keeps what the first connection found, so a pool probes once."""
+    options = {**settings.connect_options(application_name), **options}
+    size = settings.statement_cache_size
+    if size is None and direct is not None and direct:
+        size = CACHE_WHEN_DIRECT if direct[0] else 0
+    if size is not None:
+        return await asyncpg.connect(**options, statement_cache_size=size)
+    connection = await asyncpg.connect(**options, statement_cache_size=CACHE_WHEN_DIRECT)
+    try:
+        found = await is_direct(connection)
+    except BaseException:
+        connection.terminate()
+        raise
+    if direct is not None:
+        direct[:] = [found]
+    if found:
+        return connection
+    await connection.close()
+    return await asyncpg.connect(**options, statement_cache_size=0)
+
+
+async def keep_session(connection: Any) -> None:
+    """The pool's ``reset``: nothing to undo (``settings``), so no reset query on release."""
+
+
+_CURSOR_NAMES = itertools.count(1)
+
+
+async def declare_cursor(connection: Any, sql: str, params: Sequence[Any]) -> str:
+    """A server-side cursor over ``sql`` (``$n`` placeholders) in the open transaction; its name.
+
+    ``DECLARE`` in SQL rather than asyncpg's ``cursor()``, which prepares a *named* statement
+    and closes it only later, on whatever server connection a pooler gives then: another
+    client's statement of the same name meets it (``prepared statement … already exists``).
+    """
+    name = f"zs_cursor_{next(_CURSOR_NAMES)}"
+    await connection.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {sql}", *params)
+    return name
+
+
+async def fetch_cursor(connection: Any, name: str, batch: int) -> list[Any]:
+    """The next ``batch`` rows of the cursor ``name`` (none: it is exhausted)."""
+    rows: list[Any] = await connection.fetch(f"FETCH FORWARD {int(batch)} FROM {name}")
+    return rows
+
+
+@contextlib.asynccontextmanager
+async def transaction(
+    connection: Any, setup: str, *, isolation: str | None, readonly: bool
+) -> AsyncIterator[None]:
+    """One transaction on ``connection`` that first runs ``setup`` (its ``SET LOCAL``s)."""
+    async with connection.transaction(isolation=isolation, readonly=readonly):
+        if setup:
+            await connection.execute(setup)
+        yield
+
+
 def _translate_server_error(error: Any, shown: str, *, writing: bool) -> Exception:
     state: str = getattr(error, "sqlstate", "") or ""
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -142,8 +229,9 @@ def _translate_server_error(error: Any, shown: str, *, writing: bool) -> Excepti
         return DatabaseAccessDenied(f"cannot connect to {shown}: {text}", shown)
     if state == "3D000":
         return DatabaseNotFound(f"no database at {shown} ({text})", shown)
-    if state == "25006" or (state == "42501" and writing):
-        return DatabaseReadOnly(f"cannot write to database {shown}: {text}", shown)
+    refused = _session_refusal(state, text, shown, writing=writing)
+    if refused is not None:
+        return refused
     if state == "42501":
         return DatabaseAccessDenied(f"cannot read database {shown}: {text}", shown)
     if state == "42P01":
@@ -159,6 +247,18 @@ def _translate_server_error(error: Any, shown: str, *, writing: bool) -> Excepti
     if state.startswith(("08", "57P", "53")):
         return ServerUnavailable(f"database {shown}: {text}", shown)
     return DatabaseUnreadable(f"database {shown}: {text}", shown)
+
+
+def _session_refusal(state: str, text: str, shown: str, *, writing: bool) -> Exception | None:
+    """What the server session refused: a write (a standby, a read-only transaction or role),
+    or a named prepared statement met or lost on a connection a pooler shares."""
+    if state == "25006" or (state == "42501" and writing):
+        return ServerReadOnly(f"cannot write to database {shown}: {text}", shown)
+    if state in {"42P05", "26000"}:
+        return PoolerConflict(
+            f"database {shown}: {text}: its server connections are shared by a pooler", shown
+        )
+    return None
 
 
 @dataclass(eq=False)
@@ -196,18 +296,21 @@ class PgDatabase:
     ) -> None:
         self.dsn = check_dsn(dsn)
         self.shown = mask_dsn(dsn)
+        self.settings = connection_settings(self.dsn)
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise ValidationError("pool_size must be a positive integer")
         self.read_only = read_only
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
-        # How long a statement waits for a lock (``lock_timeout``; None: the server's setting,
-        # by default forever).  As SQLite's busy timeout 0 means "do not wait", 0 waits 1 ms.
         if busy_timeout_ms is not None:
             check_busy_timeout(busy_timeout_ms)
-        self._lock_timeout_ms = busy_timeout_ms
         self.busy_timeout_ms = 5000 if busy_timeout_ms is None else busy_timeout_ms
+        # What starts every transaction: the URL's settings and how long a statement waits for
+        # a lock (``lock_timeout``; None: the server's setting, by default forever).  As
+        # SQLite's busy timeout 0 means "do not wait", 0 waits 1 ms.
+        self.setup = self.settings.setup(busy_timeout_ms)
         self._pool: Any = None
+        self._direct: list[bool] = []  # what the first connection found (``is_direct``)
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
         self._opened = False
@@ -246,25 +349,27 @@ class PgDatabase:
             if self._closed:
                 raise DatabaseError(f"storage for {self.shown} is closed", self.shown)
             if self._pool is None:
-                settings = {"application_name": "zett-sessions"}
-                if self.read_only:
-                    settings["default_transaction_read_only"] = "on"
-                if self._lock_timeout_ms is not None:
-                    settings["lock_timeout"] = f"{max(1, int(self._lock_timeout_ms))}ms"
                 with self.errors():
                     try:
                         self._pool = await asyncpg.create_pool(
-                            self.dsn,
+                            self.settings.url,
+                            connect=self._connect,
                             min_size=1,
                             max_size=self.pool_size,
                             timeout=self.connect_timeout,
-                            server_settings=settings,
+                            reset=keep_session,
                         )
                     except ValueError as error:  # asyncpg's parsing of the URL (a bad port)
                         raise ValidationError(
                             f"malformed PostgreSQL URL {self.shown!r}: {error}"
                         ) from None
         return self._pool
+
+    async def _connect(self, *args: Any, **options: Any) -> Any:
+        """The pool's new connections (``connect``): the statement cache only when direct."""
+        for given in ("dsn", "loop", "statement_cache_size", "server_settings"):
+            options.pop(given, None)
+        return await connect(self.settings, "zett-sessions", direct=self._direct, **options)
 
     async def run(
         self, work: Callable[[Any], Awaitable[T]], *, write: bool, isolation: str | None = None
@@ -278,7 +383,7 @@ class PgDatabase:
             try:
                 async with (
                     pool.acquire() as connection,
-                    connection.transaction(isolation=level, readonly=not write),
+                    transaction(connection, self.setup, isolation=level, readonly=not write),
                 ):
                     return await work(connection)
             except asyncpg.PostgresError as error:
@@ -353,7 +458,7 @@ class PgDatabase:
         with self.errors(writing=writing):
             async with (
                 pool.acquire() as connection,
-                connection.transaction(isolation=level, readonly=not writing),
+                transaction(connection, self.setup, isolation=level, readonly=not writing),
             ):
                 held = _Held(self, asyncio.current_task(), connection, writing)
                 token = _HELD.set((*_HELD.get(), held))
@@ -394,15 +499,17 @@ class PgDatabase:
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
-        """The enclosing transaction's connection, or a pooled one for one statement."""
-        held = self._enclosing()
-        if held is not None:
-            yield held.connection
+        """The enclosing transaction's connection, or a transaction of its own for one
+        statement (a write unless read-only: what autocommit would have been)."""
+        if self._enclosing() is None:
+            async with self._transaction(writing=not self.read_only):
+                held = self._enclosing()
+                assert held is not None
+                yield held.connection
             return
-        pool = await self.pool()
-        with self.errors(writing=not self.read_only):
-            async with pool.acquire() as connection:
-                yield connection
+        held = self._enclosing()
+        assert held is not None
+        yield held.connection
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         async with self._connection() as connection:
@@ -423,6 +530,18 @@ class PgDatabase:
             with self.errors(writing=True):
                 return status_count(await connection.execute(numbered(sql), *params))
 
+    async def execute_alone(self, sql: str) -> None:
+        """One statement that cannot run in a transaction (``VACUUM``), on a connection of its
+        own: the URL's settings are not set there, so ``sql`` qualifies what it names."""
+        if self.read_only:
+            raise DatabaseReadOnly(f"database {self.shown} was opened read-only", self.shown)
+        if self._enclosing() is not None:
+            raise TransactionMisuse(f"{sql.split()[0]} cannot run inside a transaction", self.shown)
+        pool = await self.pool()
+        with self.errors(writing=True):
+            async with pool.acquire() as connection:
+                await connection.execute(sql)
+
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         async with self._connection() as connection:
             with self.errors(writing=True):
@@ -440,17 +559,17 @@ class PgDatabase:
         transaction, or a read of its own); use it with ``contextlib.aclosing``.  ``heavy``
         is SQLite's concern (it keeps the last row's values); a fetched batch holds no more."""
         if self._enclosing() is None:
-            async with self.read(), contextlib.aclosing(self.stream(sql, params, batch)) as rows:
-                async for row in rows:
+            async with self.read(), contextlib.aclosing(self.stream(sql, params, batch)) as inner:
+                async for row in inner:
                     yield row
             return
         held = self._enclosing()
         assert held is not None
         with self.errors(writing=held.writing):
-            cursor = await held.connection.cursor(numbered(sql), *params)
+            cursor = await declare_cursor(held.connection, numbered(sql), params)
         while True:
             with self.errors(writing=held.writing):
-                rows = await cursor.fetch(batch)
+                rows = await fetch_cursor(held.connection, cursor, batch)
             if not rows:
                 return
             for row in rows:
@@ -491,7 +610,10 @@ class PgDatabase:
         pool = await self.pool()
         for attempt in range(MAX_ATTEMPTS):
             try:
-                async with pool.acquire() as connection, connection.transaction():
+                async with (
+                    pool.acquire() as connection,
+                    transaction(connection, self.setup, isolation=None, readonly=False),
+                ):
                     done = await self._apply_pending(connection)
                 break
             except asyncpg.PostgresError as error:

@@ -6,8 +6,9 @@ tables rarely shrink.  ``--vacuum`` runs ``VACUUM (ANALYZE)`` of ``agent_session
 ``raw_messages`` and ``session_snapshots`` (never ``VACUUM FULL``, which would lock them for the
 whole rewrite): it needs no extra disk and blocks no reader or writer.  Only the tables' owner
 (or a superuser) may vacuum them; PostgreSQL skips the others with a mere warning, so that is
-checked first and reported as ``vacuum_error``.  Sizes are ``pg_total_relation_size`` (table,
-TOAST and indexes).
+checked first and reported as ``vacuum_error``.  VACUUM cannot run in a transaction, where
+the URL's ``search_path`` is set (``settings``), so it names the tables with their schema.
+Sizes are ``pg_total_relation_size`` (table, TOAST and indexes).
 """
 
 from __future__ import annotations
@@ -79,7 +80,19 @@ class ServerSpace:
                     f"only the tables' owner (or a superuser) may VACUUM them; not owned by "
                     f"this role: {names}"
                 )
-            await self.db.execute(VACUUM)
+            from .connection import PgDatabase
+
+            assert isinstance(self.db, PgDatabase)
+            tables = await self.db.fetchall(
+                "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
+                "FROM unnest(?::text[]) WITH ORDINALITY AS t(name, k) "
+                "JOIN pg_class c ON c.oid = to_regclass(t.name) "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace ORDER BY t.k",
+                (list(TABLES),),
+            )
+            await self.db.execute_alone(
+                f"VACUUM (ANALYZE) {', '.join(str(row[0]) for row in tables)}"
+            )
         except DatabaseError as error:
             return str(error)
         return None

@@ -3,9 +3,10 @@
 The checks are the same code on both backends (``verify.runner``); they reach the database
 only through a reader (``verify.reader``'s methods).  ``PgReader`` answers them here:
 
-* one read-only ``REPEATABLE READ`` transaction per range (``snapshot``), rows through a
-  server-side cursor; a synchronous facade over asyncpg on an event loop of its own, since a
-  range is checked in a thread (or a child process) of its own, as on SQLite;
+* one read-only ``REPEATABLE READ`` transaction per range (``snapshot``; a query outside one
+  runs in one of its own, as every statement must behind a pooler: ``settings``), rows
+  through a server-side cursor; a synchronous facade over asyncpg on an event loop of its
+  own, since a range is checked in a thread (or a child process) of its own, as on SQLite;
 * times come as zett-agent's text form (``to_char`` in UTC), so the checks that compare and
   report them read what an SQLite file holds; a ``timestamptz`` holds only real times, so the
   timestamp-format checks never fire here;
@@ -27,8 +28,6 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import asyncpg
-
 from ..backend import SessionDatabase
 from ..closing import Closing
 from ..schema import AGENT_NAME_MAX, INDEXES, TABLES, TIME_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
@@ -44,10 +43,11 @@ from ..verify.scan import (
     object_flags,
     scanned_row,
 )
-from .connection import ASYNCPG_ERRORS, translate_error
+from .connection import ASYNCPG_ERRORS, connect, declare_cursor, fetch_cursor, translate_error
 from .dialect import numbered
 from .dsn import mask_dsn
 from .schema import MIGRATION_NAMES, MIGRATIONS_TABLE
+from .settings import connection_settings
 
 _TIMES = frozenset(TIME_COLUMNS)
 _UNIQUE = ("ux_raw_session_sequence", "ux_snapshot_session_version")
@@ -153,14 +153,15 @@ class PgReader(Closing):
         self.path = mask_dsn(dsn)
         self.layout = layout
         self._loop = asyncio.new_event_loop()
-        settings = {
-            "application_name": "zett-sessions verify",
-            "default_transaction_read_only": "on",
-            "lock_timeout": f"{max(1, int(busy_timeout_ms))}ms",
-        }
+        settings = connection_settings(dsn)
+        setup = settings.setup(busy_timeout_ms)
+        # BEGIN and the settings in one round trip (the simple protocol takes both)
+        self._begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" + (
+            f"; {setup}" if setup else ""
+        )
         try:
             with self.errors():
-                self.conn = self._run(asyncpg.connect(dsn, server_settings=settings))
+                self.conn = self._run(connect(settings, "zett-sessions verify"))
         except BaseException:
             self._loop.close()
             raise
@@ -187,7 +188,7 @@ class PgReader(Closing):
     def snapshot(self) -> Iterator[PgReader]:
         """One read transaction: every query inside sees the same state of the database."""
         with self.errors():
-            self._run(self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+            self._run(self.conn.execute(self._begin))
         self._in_transaction = True
         try:
             yield self
@@ -197,6 +198,9 @@ class PgReader(Closing):
                 self._run(self.conn.execute("COMMIT"))
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        if not self._in_transaction:
+            with self.snapshot():
+                return self.fetchall(sql, params)
         with self.errors():
             rows: list[Any] = self._run(self.conn.fetch(numbered(sql), *params))
         return rows
@@ -211,10 +215,10 @@ class PgReader(Closing):
             yield self.fetchall(sql, params)
             return
         with self.errors():
-            cursor = self._run(self.conn.cursor(numbered(sql), *params))
+            cursor = self._run(declare_cursor(self.conn, numbered(sql), params))
         while True:
             with self.errors():
-                rows = self._run(cursor.fetch(batch))
+                rows = self._run(fetch_cursor(self.conn, cursor, batch))
             if not rows:
                 return
             yield rows

@@ -6,8 +6,15 @@ from typing import Annotated
 
 import typer
 
-from ..errors import handle_errors
-from ..options import (
+from .cmd_show import (
+    PLAIN_VIEW,
+    ShowFormat,
+    ViewOptions,
+    one_session,
+    view_options,
+)
+from .errors import handle_errors
+from .options import (
     DEFAULT_OUTPUT,
     INT_MAX,
     DbOption,
@@ -16,7 +23,6 @@ from ..options import (
     OutputOptions,
     output_options,
 )
-from .show import PLAIN_VIEW, ShowFormat, ViewOptions, one_session, view_options
 
 DEFAULT_COUNT = 10
 
@@ -79,11 +85,11 @@ def tail_command(
 
     Example: zett-sessions tail --latest -f --stale-after 10m
     """
-    from ...errors import UsageError
-    from ...timeutil import parse_duration
-    from ...transcript.query import Selection
-    from ...transcript.write import Format, Request, tail
-    from ..state import app_state, run_with
+    from ..errors import UsageError
+    from ..timeutil import parse_duration
+    from ..transcript.query import Selection
+    from ..transcript.write import Format, Request, tail
+    from .state import app_state, run_with
 
     fmt = output.chosen(ShowFormat)
     one_session(session, latest)
@@ -108,6 +114,6 @@ def tail_command(
 
 
 def register(app: typer.Typer) -> None:
-    from ..command import register
+    from .command import register
 
     register(app, "tail", tail_command)
