@@ -10,7 +10,7 @@ twice: the ``content`` column and the envelope), and a short assistant reply.  A
 holds the same session with a short fourth message: its peak RSS is the baseline (interpreter,
 imports, the output of four short rows).  Each command runs once, writing to ``/dev/null``; the
 peak RSS is that process's (``wait4``).  The report gives the peak, the growth over the
-baseline, and that growth as a multiple of the message size: issue 18 asks for at most ~2×.
+baseline, and that growth as a multiple of the message size: the target is at most ~2×.
 ``show --from 1 --through 3`` must not read the large row at all: its growth is ~0.
 ``--max-ratio`` makes it exit 1 when a command grows more than that (the stress test
 ``tests/test_large_values.py`` runs it so).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lower bounds for the two missed targets of issue 7: what no Python + SQLite design can beat.
+"""Lower bounds for the missed targets of show --json and verify: what no Python + SQLite can beat.
 
     python bench/lower_bounds.py bench/data/bench-1000000-s1.sqlite3 [--runs 3]
 

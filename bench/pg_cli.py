@@ -1,4 +1,4 @@
-"""The commands on PostgreSQL beside SQLite, each against its floor (issue 15).
+"""The commands on PostgreSQL beside SQLite, each against its floor.
 
     python bench/pg_cli.py --server postgresql://zs@127.0.0.1:PORT --data /work/bench-data \\
         --db 1000000=bench1m --runs 5

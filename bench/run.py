@@ -7,8 +7,8 @@
 Each operation runs once to warm the cache, then ``--runs`` times; the report gives median,
 min, max and peak RSS of the process, and the ratio of the median to a floor measured in the
 same run (``python -c pass``, the ``sqlite3`` CLI running the best query, a hand-written SQL
-delete).  Results: a Markdown table on stdout and JSON in ``bench/results/``.  Targets (issue 7)
-are checked and a miss is reported plainly.
+delete).  Results: a Markdown table on stdout and JSON in ``bench/results/``.  Targets are
+checked and a miss is reported plainly.
 
 Floors and targets, all measured in the same run:
 
@@ -24,30 +24,30 @@ Floors and targets, all measured in the same run:
   session's rows (both write to the same file, in ``/dev/shm`` when there is one).
 * ``show`` on a TTY: the first 2 kB of the transcript must reach the terminal within 0.5 s
   (measured through a pseudo-terminal, colours on, no pager).
-* triage (issue 16), each against ``list --limit 20`` on the same database, in the same run:
+* triage, each against ``list --limit 20`` on the same database, in the same run:
   ``verify SESSION`` of a typical session (the newest of 20–40 messages) and ``list --problems
   --since`` the window of the newest sessions holding 10,000 messages (1% of the 1M database,
   the same work at every size) at most 2x, ``list --problems -n 20`` (the generated databases
   have 1% crashed sessions) at most 5x; flat from 100k to 5M messages.  The window of the
   newest 1% of the sessions is reported too (it grows with the database).
-* ``search`` (issue 17), one pass over the rows in scope: ``search --all`` of a tool call id
+* ``search``, one pass over the rows in scope: ``search --all`` of a tool call id
   (literal, ``--regex`` with a literal part, ``-i``) at most 1.5x the ``sqlite3`` CLI running
   ``SELECT session_id, sequence FROM raw_messages WHERE instr(content, …) OR instr(tool_name, …)
   OR instr(message_json, …)`` (``instr(lower(…))`` for ``-i``); the first page of a common word
   at most 3x and a ``--since`` window of 10,000 messages at most 2x ``list --limit 20``; a
   regex without a literal part (every row in Python) is reported.
-* ``list --sort created|messages|tokens`` (issue 17): the first page at most ``list`` (the
+* ``list --sort created|messages|tokens``: the first page at most ``list`` (the
   default page, same run) plus 1.5x the ``sqlite3`` CLI choosing the same 20 ids in the same
   order (a count of every session's rows through the ``(session_id, sequence)`` index for
   ``messages``, a sum of every raw row's token columns for ``tokens``).
-* ``usage`` (issue 17): whole-database reports (``--by day``, ``session``, ``agent``) at most
+* ``usage``: whole-database reports (``--by day``, ``session``, ``agent``) at most
   2x the ``sqlite3`` CLI summing the same token columns (``SELECT total(input_tokens), …
   FROM raw_messages WHERE input_tokens IS NOT NULL``: no grouping, no Python); ``--by model``
   and ``--prices`` at most 2x the same sums with ``json_extract`` of the provider and model;
   a ``--since`` window of 10,000 messages at most 2x ``list --limit 20``.
 * ``delete --older-than 180d`` beside an agent appending every 0.1 s (``bench/appender.py``,
   the storage core with the default 5 s busy timeout): no append waits longer than 1 s and
-  none fails (issue 18).  The floor column is the delete's own time in that run.
+  none fails.  The floor column is the delete's own time in that run.
 
 The table also gives each process's CPU time (user + system): on a shared machine wall time
 grows with the load while CPU time mostly does not; the header notes the load average.
@@ -132,7 +132,7 @@ class Row:
     @property
     def met_on_cpu(self) -> bool | None:
         """The verdict on CPU time (user + system): what the load of a shared machine moves
-        least.  Reported beside the wall-time verdict, which is the one issue 7 defines."""
+        least.  Reported beside the wall-time verdict, which is the one the targets are set on."""
         ours, floor = self.ours.cpu_median, self.floor.cpu_median
         if ours is None:
             return None
@@ -242,7 +242,7 @@ def ensure_database(messages: int, seed: int) -> tuple[Path, dict]:  # type: ign
     return path, json.loads(truth_path.read_text())
 
 
-WINDOW_MESSAGES = 10_000  # the triage window: 1% of the 1M-message database (issue 16)
+WINDOW_MESSAGES = 10_000  # the triage window: 1% of the 1M-message database, at every size
 
 
 @dataclass
@@ -449,7 +449,7 @@ def git_describe() -> str:
 
 
 def peer_help_command() -> list[str] | None:
-    """``sqlite-utils --help`` from a throwaway venv (the issue's comparison point)."""
+    """``sqlite-utils --help`` from a throwaway venv (the comparison point of ``--help``)."""
     peer = DATA / "peer-venv"
     exe = peer / "bin" / "sqlite-utils"
     if not exe.exists():
@@ -756,7 +756,7 @@ def rare_call_id(db: Path) -> str:
 
 
 def search_rows(db: Path, base: list[str], runs: int) -> list[Row]:
-    """``search`` (issue 17): one pass over the rows in scope against SQLite's ``instr`` over
+    """``search``: one pass over the rows in scope against SQLite's ``instr`` over
     the same columns (``content``, ``tool_name``, ``message_json``) in the ``sqlite3`` CLI."""
     needle = rare_call_id(db)
 
@@ -814,7 +814,7 @@ def search_rows(db: Path, base: list[str], runs: int) -> list[Row]:
 
 
 def sort_rows(db: Path, base: list[str], runs: int) -> list[Row]:
-    """``list --sort`` (issue 17): each order's first page costs at most the default page
+    """``list --sort``: each order's first page costs at most the default page
     (``list``, newest activity first) plus 1.5x the ``sqlite3`` CLI choosing the same 20 ids by
     the same order, all in the same run (the process start and the page's counts are ``list``'s
     own; the sorting is what the floor measures)."""
@@ -858,7 +858,7 @@ USAGE_SUMS = ", ".join(f"total({column}_tokens)" for column in TOKEN_COLUMNS)
 
 
 def usage_rows(db: Path, base: list[str], runs: int) -> list[Row]:
-    """``usage`` (issue 17) against the ``sqlite3`` CLI summing the same columns: the token
+    """``usage`` against the ``sqlite3`` CLI summing the same columns: the token
     columns, and for the model (``--by model``, ``--prices``) one ``json_extract`` of the
     provider and model per row, as the report reads them."""
     rows_with_usage = "FROM raw_messages WHERE input_tokens IS NOT NULL"

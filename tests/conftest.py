@@ -110,7 +110,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_extensions.py": (
         "test_a_storage_never_closed_lets_the_interpreter_exit_without_a_traceback",
     ),
-    "test_cli_copy.py": ("test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",),
+    "test_cli_copy.py": (
+        "test_samples_to_postgresql_and_back_keep_every_envelope_byte_for_byte",
+        "test_a_file_size_limit_reached_during_a_copy_is_disk_full",  # a process importing copy
+    ),
     "test_storage_postgres.py": (
         "test_pgpassword_and_pgpass_work_as_with_psql",
         # waits for asyncpg's second reconnect attempt, a second after its first
@@ -142,6 +145,11 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_codec.py": ("test_encode_decode_encode_is_the_identity",),
     "test_envelope_readers.py": ("test_every_reader_of_an_envelope_agrees_with_the_decoder",),
     "test_cli_list.py": ("test_a_long_listing_prints_in_pieces_that_look_like_one_table",),
+    # real processes that wait out a time budget: a regex's per text, the blocked loop's alarm
+    "test_cli_search.py": (
+        "test_a_regex_that_backtracks_without_end_gives_that_text_up_with_exit_7",
+    ),
+    "test_cli_interrupt.py": ("test_one_signal_ends_work_that_blocks_the_loop",),
     "test_make_db.py": ("test_deterministic",),
     # every value of four sessions read as a large one; peak RSS of real processes
     "test_large_values.py": (

@@ -439,6 +439,31 @@ def cli_process(
     )
 
 
+_WITH_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+sys.argv = ["zett-sessions", *sys.argv[2:]]
+from zett_sessions.cli.main import run
+run()
+"""
+
+
+def cli_with_file_size_limit(
+    limit: int, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """The CLI as a real process that may write no file past ``limit`` bytes (``ulimit -f``):
+    a full disk, made deterministic and confined to that process."""
+    return subprocess.run(
+        [sys.executable, "-c", _WITH_FILE_SIZE_LIMIT, str(limit), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def assert_one_error_line(stderr: str, *needles: str) -> str:
     """``stderr`` is exactly one ``Error: …`` line (no traceback) containing each needle."""
     lines = stderr.splitlines()

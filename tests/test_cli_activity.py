@@ -1,4 +1,4 @@
-"""Activity is the time of the last message (issue 17, item 13): zett-agent's update_session
+"""Activity is the time of the last message: zett-agent's update_session
 sets updated_at on a rename too, so ``rename`` must not make a session look active to
 ``delete --skip-active``, nor move it up ``list``'s activity order."""
 

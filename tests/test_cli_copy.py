@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import FixtureDb
-from support import run_cli
+from support import assert_one_error_line, cli_with_file_size_limit, run_cli
 from zett_sessions import UserMessage
 from zett_sessions.cli.exit_codes import ExitCode
 from zett_sessions.queries.sessions import SessionFilter
@@ -290,3 +290,13 @@ def test_a_nul_in_a_session_id_refuses_that_session_and_copies_the_rest(
         result, report = copy(str(source), into_file)
         assert result.exit_code == 0, result.stderr
         assert sorted(report[expected]) == ["a\x00b", "ok"]
+
+
+def test_a_file_size_limit_reached_during_a_copy_is_disk_full(
+    fixture_db: FixtureDb, tmp_path: Path
+) -> None:
+    into = tmp_path / "copy.sqlite3"
+    r = cli_with_file_size_limit(64 * 1024, "copy", str(fixture_db("newest")), str(into))
+    assert r.returncode == 1, r.stderr
+    assert_one_error_line(r.stderr, "disk full while writing", "ulimit -f")
+    assert "disk I/O error" not in r.stderr

@@ -32,7 +32,8 @@ from support import (
     seed_sessions,
     table_rows,
 )
-from zett_sessions.cli import cmd_delete, prompt
+from zett_sessions.cli import prompt
+from zett_sessions.cli.commands import delete as cmd_delete
 
 DAY = timedelta(days=1)
 
@@ -201,7 +202,7 @@ LINE_BREAKS = ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "
 def test_list_q_into_delete_never_deletes_a_session_the_listing_did_not_select(
     tmp_path: Path, separator: str
 ) -> None:
-    """Issue 18, item 2: an old session whose id holds a line break must not turn into two ids
+    """An old session whose id holds a line break must not turn into two ids
     on the way through the pipe, the second a prefix of a session active an hour ago."""
     path = seed_sessions(
         tmp_path / "pipe.sqlite3",
@@ -622,7 +623,7 @@ def test_json_document_has_the_plan_and_the_result(db: str, databases: Databases
         "percent": 33.333,
     }
     assert plan["sessions"][0]["updated_at"].endswith("Z")
-    # `message_count`, list's name for it, beside the original `messages` (issue 17)
+    # `message_count`, list's name for it, beside the original `messages` (one vocabulary)
     assert [(s["messages"], s["message_count"]) for s in plan["sessions"]] == [(4, 4), (2, 2)]
     assert result["deleted"] == [
         {"id": "old-c", "messages": 4, "message_count": 4, "snapshots": 0},
@@ -818,8 +819,8 @@ def test_the_human_plan_lists_100_sessions_unless_full(tmp_path: Path) -> None:
 def test_a_time_not_in_the_stored_form_is_never_old_and_is_reported(
     tmp_path: Path, stored: object
 ) -> None:
-    """Issue 18, item 7: a number sorts before every text, so ``updated_at < cutoff`` picked a
-    damaged session as older than anything, and --skip-active did not protect it."""
+    """A number sorts before every text, so ``updated_at < cutoff`` alone would pick a damaged
+    session as older than anything, and --skip-active would not protect it."""
     path = seed_sessions(
         tmp_path / "times.sqlite3",
         [

@@ -112,8 +112,8 @@ def test_the_hint_names_the_tool_the_way_it_can_be_typed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After the quick start without activating the venv, ``zett-sessions`` is not on PATH:
-    the hint repeats the path the tool was started by (issue 17, item 10)."""
-    from zett_sessions.cli.cmd_demo import invoked_as
+    the hint repeats the path the tool was started by."""
+    from zett_sessions.cli.commands.demo import invoked_as
 
     bin_dir = tmp_path / "venv bin"
     bin_dir.mkdir()

@@ -12,8 +12,9 @@ import pytest
 from support import SAFETY_NET
 from zett_sessions import errors as e
 from zett_sessions.cli import errors as boundary
-from zett_sessions.cli.errors import Refused, StaleRun
+from zett_sessions.cli.errors import Refused
 from zett_sessions.cli.exit_codes import ExitCode
+from zett_sessions.errors import StaleRun
 from zett_sessions.timeutil import DurationTooLong
 from zett_sessions.transcript.follow import NoSessions
 
@@ -21,6 +22,8 @@ from zett_sessions.transcript.follow import NoSessions
 class OddDiskFull(e.DiskFull):
     """A subclass the table does not list: it takes its nearest listed ancestor's line."""
 
+
+SERVER = "postgresql://u:***@db.internal/agents"
 
 CASES = [
     (e.DatabaseNotFound("no database at x"), ExitCode.ERROR, "choose another database with --db"),
@@ -35,6 +38,13 @@ CASES = [
     (OddDiskFull("disk full"), ExitCode.ERROR, "free some disk space"),
     (e.ServerUnavailable("no server"), ExitCode.ERROR, "check the server's address"),
     (e.DatabaseUnreadable("cannot open"), ExitCode.ERROR, "check that the file and its"),
+    # a server's errors get the server's hints (the URL the error names picks the backend)
+    (e.DatabaseReadOnly("cannot write", SERVER), ExitCode.ERROR, "a role with write rights"),
+    (e.DatabaseAccessDenied("cannot read", SERVER), ExitCode.ERROR, "check the role"),
+    (e.DatabaseUnreadable("bad options", SERVER), ExitCode.ERROR, "the server's log"),
+    (OddDiskFull("disk full", SERVER), ExitCode.ERROR, "on the database server"),
+    (e.ServerUnavailable("gone", SERVER), ExitCode.ERROR, "check the server's address"),
+    (e.DatabaseNotFound("no database", SERVER), ExitCode.ERROR, "--db PATH|URL"),
     (e.AmbiguousSessionId("ab", ["abc", "abd"]), ExitCode.NOT_FOUND, "type more characters"),
     (e.SessionNotFound("abc"), ExitCode.NOT_FOUND, "see `zett-sessions list`"),
     (NoSessions(), ExitCode.NOT_FOUND, "see `zett-sessions list`"),

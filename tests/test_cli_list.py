@@ -367,7 +367,7 @@ FORMULAS = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "'quoted"]
 def test_format_csv_neutralises_formulas_and_keeps_ids_exact(
     tmp_path: Path, databases: Databases
 ) -> None:
-    """Issue 18, item 10 (OWASP CSV injection): no text cell begins with a character that
+    """OWASP CSV injection: no text cell begins with a character that
     makes a spreadsheet run it; one leading ' gives back the exact text, so ids stay exact;
     a session whose id or parent id CSV could only alter is left out, named on stderr."""
     from support import SeedSession
@@ -566,7 +566,7 @@ def test_a_long_listing_prints_in_pieces_that_look_like_one_table(
         assert pieces.stdout.count("Title") == 1 and len(pieces.stdout.splitlines()) == 10
 
 
-# --- --sort (issue 17) ----------------------------------------------------------------------
+# --- --sort ----------------------------------------------------------------------------------
 
 # id: (hours since last activity, messages, days since creation, input + output tokens)
 SORTED = {"a": (1, 2, 10, 100), "b": (2, 6, 1, 5), "c": (3, 4, 5, 1000), "d": (4, 6, 20, 100)}

@@ -1,4 +1,4 @@
-"""How human output meets pipes and terminals of any width (issue 17)."""
+"""How human output meets pipes and terminals of any width."""
 
 from __future__ import annotations
 

@@ -199,6 +199,46 @@ def test_a_malformed_url_is_a_usage_error_without_its_password(url: str) -> None
     assert ":pw@" not in r.stderr and "u:***@" in r.stderr
 
 
+FILE_WORDS = ("file", "directory", "owner", "sqlite3")
+
+
+def _with(dsn: str, *, user: str | None = None, query: str | None = None) -> str:
+    parts = urlsplit(dsn)
+    if user is not None:
+        parts = parts._replace(netloc=f"{user}@{parts.hostname}:{parts.port}")
+    if query is not None:
+        parts = parts._replace(query=query)
+    return urlunsplit(parts)
+
+
+def test_errors_on_a_server_get_hints_for_a_server_not_for_a_file(
+    select_only_dsn: str, pg_server: str
+) -> None:
+    """A hint is the backend's: a server's errors never send the user to a file's
+    permissions, directory or owner."""
+    cases = {
+        "a role that may only read": (
+            ["--db", select_only_dsn, "rename", NEWEST_IDS["plain"], "New"],
+            "a role with write rights",
+        ),
+        "an unknown role": (
+            ["--db", _with(pg_server, user="zs_nobody"), "list"],
+            "check the role",
+        ),
+        "options the server refuses": (
+            ["--db", _with(pg_server, query="options=--bogus"), "list"],
+            "the server's log",
+        ),
+    }
+    for case, (args, hint) in cases.items():
+        r = run_cli(args)
+        assert (r.exit_code, r.stdout) == (1, ""), (case, r.stderr)
+        assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, (case, r.stderr)
+        assert hint in r.stderr, (case, r.stderr)
+        hints = r.stderr[r.stderr.rindex(" (") :]
+        assert not any(word in hints for word in FILE_WORDS), (case, r.stderr)
+
+
 def test_a_database_that_does_not_exist_is_not_found(pg_server: str) -> None:
     missing = urlunsplit(urlsplit(pg_server)._replace(path="/no_such_database"))
     r = run_cli(["--db", missing, "list"])

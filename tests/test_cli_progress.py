@@ -1,4 +1,4 @@
-"""Progress on long work (issue 17): verify of a whole database, ``list --problems --all``,
+"""Progress on long work: verify of a whole database, ``list --problems --all``,
 delete (and its VACUUM) and copy draw a progress bar on stderr when it is a terminal, and
 nothing otherwise; stdout (JSON included) is the same either way."""
 

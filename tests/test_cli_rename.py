@@ -132,7 +132,7 @@ def test_rename_json_prints_the_session_document(tmp_path: Path) -> None:
 
 def test_rename_does_not_move_the_session_up_the_listing(tmp_path: Path) -> None:
     """zett-agent's update_session sets updated_at on a rename; list orders by the last
-    message, so the renamed session keeps its place (issue 17, item 13)."""
+    message, so the renamed session keeps its place."""
     db = copy_sample(tmp_path)
     before = run_cli(["--db", str(db), "list", "-q"]).stdout
     r = run_cli(["--db", str(db), "rename", NEWEST_IDS["empty"], "Renamed"])

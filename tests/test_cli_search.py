@@ -15,8 +15,10 @@ from support import (
     HOSTILE_STRINGS,
     LEGACY,
     LEGACY_IDS,
+    SAFETY_NET,
     SeedSession,
     assert_one_error_line,
+    cli_process,
     copy_sample,
     digest,
     execute_sql,
@@ -407,3 +409,71 @@ def test_search_warns_about_a_session_whose_id_no_text_can_name(tmp_path: Path) 
             "text can name it): 'A\ufffdB' (`zett-sessions verify` reports its rows)"
         ]
         assert "A\ufffdB" not in r.stdout
+
+
+def _model_output(path: Path, *contents: str) -> Path:
+    """A session ``model-output`` whose assistant said each of ``contents``."""
+    import asyncio
+
+    from zett_sessions.models import AssistantMessage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            await storage.create_session(session_id="model-output")
+            for n, content in enumerate(contents):
+                await storage.append("model-output", f"r{n}", AssistantMessage(content=content))
+
+    asyncio.run(write())
+    return path
+
+
+BACKTRACKS = "a" * 34 + "!"  # Python's re takes 2**34 steps to find that (a+)+$ does not match
+
+
+def test_a_regex_that_backtracks_without_end_gives_that_text_up_with_exit_7(
+    tmp_path: Path, databases: Databases
+) -> None:
+    """``(a+)+$`` and ``(a|aa)+$`` on 34 ``a`` and a ``!`` ran for ever (re, on both
+    backends: the matching is the client's).  The first ends at once now; the other is given
+    up after its time budget, named, and the search goes on: exit 7."""
+    db = databases.of_file(_model_output(tmp_path / "backtracks.sqlite3", BACKTRACKS, "aaa"))
+    r = cli_process(db, "search", "-E", "(a+)+$", "--json", timeout=SAFETY_NET)
+    assert r.returncode == 0, r.stderr
+    assert [hit["sequence"] for hit in json.loads(r.stdout)[0]["hits"]] == [2]
+    r = cli_process(db, "search", "-E", "(a|aa)+$", "--json", timeout=SAFETY_NET)
+    assert r.returncode == 7, r.stderr
+    assert [hit["sequence"] for hit in json.loads(r.stdout)[0]["hits"]] == [2]
+    assert r.stderr == (
+        "Warning: gave up on 1 text the pattern took over 1 s to match, so a match there may "
+        "be missing: model-output #1 content\n"
+    )
+
+
+def test_a_search_stops_once_it_gave_up_on_ten_texts(
+    databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pattern, not one text, is the trouble then: a search of a million such texts would
+    take a million budgets."""
+    from zett_sessions.search import pattern
+
+    def too_slow(self: pattern.Pattern, value: str) -> list[tuple[int, int]]:
+        raise pattern.MatchTooSlow
+
+    monkeypatch.setattr(pattern.Pattern, "spans", too_slow)
+    db = databases.seeded([SeedSession(f"s{n:02d}", messages=2) for n in range(12)])
+    r = search(db, "-E", "question", "--all")
+    assert r.exit_code == 7, r.stderr
+    assert r.stdout == ""
+    warning, footer = r.stderr.splitlines()
+    assert warning == (
+        "Warning: stopped after giving up on 10 texts the pattern took over 1 s to match (s00 #1 "
+        "content, s01 #1 content, s02 #1 content, s03 #1 content, s04 #1 content, s05 #1 "
+        "content, s06 #1 content, s07 #1 content, s08 #1 content, s09 #1 content): it "
+        "backtracks too much; simplify it (a repeat inside a repeat, such as (a+)+, matches "
+        "what a+ does)"
+    )
+    assert (
+        footer
+        == "0 sessions with 0 hits before the search stopped, in the newest 12 of 12 sessions"
+    )

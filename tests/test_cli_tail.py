@@ -667,7 +667,7 @@ def test_sigterm_unwinds_like_ctrl_c_with_exit_143(databases: Databases) -> None
     assert "Traceback" not in err and "Error" not in err, err
 
 
-# --- --role and --format, like show (issue 17, item 4); --latest names its session (item 12) --
+# --- --role and --format, like show; --latest names its session ---------------------------
 
 
 def test_tail_role_shows_the_last_n_records_of_those_roles(databases: Databases) -> None:

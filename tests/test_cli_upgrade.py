@@ -1,5 +1,4 @@
-"""``zett-sessions upgrade``: an older file to the newest layout — previewed, confirmed, atomic
-(issue 17, item 12)."""
+"""``zett-sessions upgrade``: an older file to the newest layout — previewed, confirmed, atomic."""
 
 from __future__ import annotations
 
@@ -15,12 +14,13 @@ from support import (
     LEGACY_IDS,
     NEWEST,
     assert_one_error_line,
+    cli_with_file_size_limit,
     copy_sample,
     digest,
     execute_sql,
     run_cli,
 )
-from zett_sessions.cli import cmd_delete
+from zett_sessions.cli.commands import delete as cmd_delete
 
 
 def upgrade(db: Path, *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
@@ -183,3 +183,14 @@ def test_a_mistyped_path_is_an_error_and_no_file_appears(tmp_path: Path, args: l
     assert r.exit_code == 1
     assert_one_error_line(r.stderr, "no database at")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_size_limit_reached_during_an_upgrade_is_disk_full(legacy: Path) -> None:
+    """``ulimit -f`` at the file's size: SQLite calls the EFBIG of its first write past it a
+    disk I/O error; the command says disk full, as for ENOSPC, and the file is as it was."""
+    before = schema(legacy)
+    r = cli_with_file_size_limit(legacy.stat().st_size, "--db", str(legacy), "upgrade", "--yes")
+    assert r.returncode == 1, r.stderr
+    assert_one_error_line(r.stderr, "disk full while writing", "ulimit -f")
+    assert "disk I/O error" not in r.stderr
+    assert schema(legacy) == before

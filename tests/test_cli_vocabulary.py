@@ -1,5 +1,4 @@
-"""One vocabulary across commands, global options anywhere, help that stands on its own
-(issue 17, items 3, 4 and 9)."""
+"""One vocabulary across commands, global options anywhere, help that stands on its own."""
 
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ def db(tmp_path: Path) -> Path:
     return copy_sample(tmp_path)
 
 
-# --- item 3: global options after the command, suggestions ----------------------------------
+# --- global options after the command, suggestions ----------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -121,7 +120,7 @@ def test_a_mistyped_option_suggests_the_nearest_option_of_the_command(
     assert "Possible options" not in r.stderr
 
 
-# --- item 4: one vocabulary -------------------------------------------------------------------
+# --- one vocabulary -----------------------------------------------------------------------
 
 
 def json_of(args: list[str]) -> object:
@@ -229,7 +228,7 @@ def test_demo_names_its_planted_faults_by_verify_codes(tmp_path: Path) -> None:
     assert "incomplete_tool_batch at sequence 3; orphan_tool_result at sequence 7" in r.stdout
 
 
-# --- item 9: help that stands on its own ------------------------------------------------------
+# --- help that stands on its own ----------------------------------------------------------
 
 NOISE = ("<list[str]>", "<str>", "[[", "]...]", "9223372036854775807", "2147483", "Value error")
 

@@ -436,9 +436,8 @@ def _every_kind() -> list[Message]:
 
 def test_the_list_codec_is_where_code_ported_from_zett_agent_storage_imports_it() -> None:
     import zett_sessions
-    from zett_sessions import envelope
+    from zett_sessions import envelope, storage
     from zett_sessions.envelope import codec
-    from zett_sessions.store import contract as storage
 
     for name in ("encode_messages", "decode_messages"):
         owner = getattr(codec, name)
@@ -447,10 +446,11 @@ def test_the_list_codec_is_where_code_ported_from_zett_agent_storage_imports_it(
         assert getattr(zett_sessions, name) is owner
     assert storage.SQLiteSessionStorage is zett_sessions.SQLiteSessionStorage
     assert storage.MessageKind is zett_sessions.MessageKind
+    assert storage.SessionStorage is zett_sessions.SessionStorage
 
 
 def test_a_list_of_every_kind_round_trips_including_bytes_and_replay_blocks() -> None:
-    from zett_sessions.store.contract import decode_messages, encode_messages
+    from zett_sessions.storage import decode_messages, encode_messages
 
     messages = _every_kind()
     assert decode_messages(encode_messages(messages)) == messages
@@ -460,7 +460,7 @@ def test_a_list_of_every_kind_round_trips_including_bytes_and_replay_blocks() ->
 
 
 def test_the_list_is_one_envelope_element_per_message_in_the_writers_settings() -> None:
-    from zett_sessions.store.contract import encode_messages
+    from zett_sessions.storage import encode_messages
 
     messages = _every_kind()
     text = encode_messages(messages)
@@ -475,7 +475,7 @@ def test_stored_rows_are_the_list_of_their_one_message(tmp_path: Path) -> None:
     import asyncio
 
     from zett_sessions import SQLiteSessionStorage
-    from zett_sessions.store.contract import decode_messages, encode_messages
+    from zett_sessions.storage import decode_messages, encode_messages
 
     path = tmp_path / "s.sqlite3"
     messages = _every_kind()
@@ -496,7 +496,7 @@ def test_stored_rows_are_the_list_of_their_one_message(tmp_path: Path) -> None:
 
 
 def test_encoding_a_value_json_cannot_carry_is_zett_agents_type_error() -> None:
-    from zett_sessions.store.contract import encode_messages
+    from zett_sessions.storage import encode_messages
 
     with pytest.raises(TypeError, match="Unsupported message value"):
         encode_messages([AssistantMessage(replay_blocks=({"unsupported": object()},))])
@@ -529,7 +529,7 @@ def test_encoding_a_value_json_cannot_carry_is_zett_agents_type_error() -> None:
 def test_decoding_a_payload_that_is_not_a_list_of_messages_raises_a_value_error(
     payload: str, reason: str
 ) -> None:
-    from zett_sessions.store.contract import decode_messages
+    from zett_sessions.storage import decode_messages
 
     with pytest.raises(ValueError) as raised:
         decode_messages(payload)
@@ -538,6 +538,6 @@ def test_decoding_a_payload_that_is_not_a_list_of_messages_raises_a_value_error(
 
 
 def test_decoding_an_empty_list_gives_no_messages() -> None:
-    from zett_sessions.store.contract import decode_messages
+    from zett_sessions.storage import decode_messages
 
     assert decode_messages("[]") == []

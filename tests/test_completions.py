@@ -121,7 +121,7 @@ TERMINAL_ACTIVE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u
 def test_session_id_completion_never_offers_an_id_that_is_not_safe_to_show(
     tmp_path: Path, shell: str
 ) -> None:
-    """Issue 18, item 9: candidates reach the terminal through the shell; an id holding an
+    """Candidates reach the terminal through the shell; an id holding an
     escape sequence, a C1 or any control character is left out, never offered altered."""
     db = copy_sample(tmp_path)
     for sid in [*HOSTILE_IDS, "evil-plain"]:

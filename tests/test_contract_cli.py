@@ -1,8 +1,7 @@
-"""Contracts every command keeps: help with an example, --json, a README section, fast help."""
+"""Contracts every command keeps: help with an example, --json, a docs page, fast help."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sqlite3
@@ -21,17 +20,6 @@ COMMANDS = sorted(
     info.name or (info.callback.__name__ if info.callback else "")
     for info in app.registered_commands
 )
-
-
-def test_every_command_is_documented_in_build_order() -> None:
-    spec = importlib.util.spec_from_file_location("build_readme", ROOT / "docs" / "build_readme.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert sorted(module.COMMANDS) == COMMANDS
-    assert (ROOT / "README.md").read_text() == module.build(), (
-        "README.md is stale: run python docs/build_readme.py"
-    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -164,7 +152,7 @@ def test_command_offers_json_output(command: str, demo: DemoResult, tmp_path: Pa
         assert document, f"{command} --json printed an empty document on the demo database"
 
 
-# --- the keys the README documents for each command's JSON -----------------------------------
+# --- the keys each command's page documents for its JSON ----------------------------------
 
 IDENT = r"[a-z_][a-z0-9_]*"
 PATH = re.compile(rf"{IDENT}(?:\[\])?(?:\.{IDENT}(?:\[\])?)*")
@@ -173,20 +161,21 @@ SKELETON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,|]|[^\s{}\[\]:,|"]+')
 DocKeys = dict[tuple[str, ...], set[str]]
 
 
-def readme_section(command: str) -> str:
-    readme = (ROOT / "README.md").read_text()
-    heading = re.search(rf"^## `?{re.escape(command)}`?(?![-\w]).*$", readme, re.MULTILINE)
-    assert heading, f"README has no '## {command}' section"
-    return readme[heading.end() :].split("\n## ", 1)[0]
+def command_page(command: str) -> str:
+    """docs/COMMAND.md after its title (``# `command` — …``)."""
+    page = (ROOT / "docs" / f"{command}.md").read_text()
+    title = re.match(rf"# `{re.escape(command)}`(?![-\w]).*$", page, re.MULTILINE)
+    assert title, f"docs/{command}.md does not start with '# `{command}`'"
+    return page[title.end() :]
 
 
 def json_parts(section: str) -> list[str]:
-    """The text that documents the JSON: each ``### JSON`` subsection, and each paragraph
+    """The text that documents the JSON: each ``## JSON`` section, and each paragraph
     holding ``**JSON**`` (from there on) with the table or code block it introduces when it
     ends with a colon."""
     parts = [
         match.group(0)
-        for match in re.finditer(r"^### JSON.*?(?=^### |\Z)", section, re.MULTILINE | re.DOTALL)
+        for match in re.finditer(r"^## JSON.*?(?=^## |\Z)", section, re.MULTILINE | re.DOTALL)
     ]
     blocks = re.split(r"\n\s*\n", section)
     for index, block in enumerate(blocks):
@@ -316,10 +305,10 @@ def unit_keys(unit: str, keys: DocKeys) -> None:
 
 
 def documented_keys(command: str) -> DocKeys:
-    """What the README's section documents about ``command --json``: path → keys (the path
+    """What the command's page documents about ``command --json``: path → keys (the path
     of the document's own keys, or of each element of a top-level array, is ``()``)."""
     keys: DocKeys = {}
-    for part in json_parts(readme_section(command)):
+    for part in json_parts(command_page(command)):
         fences = re.findall(r"^```[^\n]*\n(.*?)^```", part, re.MULTILINE | re.DOTALL)
         for body in fences:
             sample = "\n".join(ln for ln in body.splitlines() if not ln.startswith("$ "))
@@ -343,15 +332,15 @@ def objects_at(document: Any, path: tuple[str, ...]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_readme_has_a_section_with_json_keys_for_the_command(
+def test_command_page_documents_every_key_of_its_json(
     command: str, demo: DemoResult, tmp_path: Path
 ) -> None:
-    """Every key the README documents for the command's JSON (top level and one level down)
+    """Every key docs/COMMAND.md documents for the command's JSON (top level and one level down)
     is in the real ``--json`` output on the demo database, and every top-level key of that
     output is documented."""
-    assert "```" in readme_section(command), f"README section of {command} has no output sample"
+    assert "```" in command_page(command), f"docs/{command}.md has no output sample"
     documented = documented_keys(command)
-    assert documented.get(()), f"README section of {command} documents no JSON keys"
+    assert documented.get(()), f"docs/{command}.md documents no JSON keys"
     documents = json_documents(command, demo, tmp_path)
     for path, names in sorted(documented.items()):
         if len(path) > 1 or not names:
@@ -365,7 +354,7 @@ def test_readme_has_a_section_with_json_keys_for_the_command(
     for document in documents:
         for obj in objects_at(document, ()):
             undocumented = sorted(obj.keys() - documented[()])
-            assert undocumented == [], f"{command} --json: keys the README omits {undocumented}"
+            assert undocumented == [], f"{command} --json: keys its page omits {undocumented}"
 
 
 def test_top_level_help_lists_exit_codes() -> None:

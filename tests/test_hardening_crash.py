@@ -1,4 +1,4 @@
-"""Issue 6, item 2: a writer killed with SIGKILL loses only what it had not been told was saved.
+"""A writer killed with SIGKILL loses only what it had not been told was saved.
 
 Real writer processes (the storage core, or the ``delete`` command) are killed with SIGKILL:
 between appends at varying moments, inside an append's and a snapshot's transaction, between a
@@ -394,7 +394,7 @@ def test_a_delete_killed_mid_transaction_deletes_nothing_and_a_rerun_deletes_all
 
 def test_a_rerun_after_a_killed_delete_recovers_the_hot_journal_itself(tmp_path: Path) -> None:
     """Rollback journal: the killed delete leaves a hot journal; the rerun is a writer, so it
-    rolls it back itself instead of failing like a read-only command (issue 18, item 12)."""
+    rolls it back itself instead of failing like a read-only command."""
     path = fresh_database(tmp_path / "db.sqlite3", "rollback")
     victims = ["project-notes", "nightly-deps"]
     tables = ("agent_sessions", "raw_messages", "session_snapshots")
@@ -412,7 +412,7 @@ def test_a_rerun_after_a_killed_delete_recovers_the_hot_journal_itself(tmp_path:
     assert integrity(path) == ["ok"]
 
 
-# --- two deletes archiving into one new file (issue 18, item 1) --------------------------------
+# --- two deletes archiving into one new file ----------------------------------------------
 
 
 def holds_open(process: subprocess.Popen[str], path: Path) -> bool:
@@ -479,7 +479,7 @@ def test_a_delete_whose_new_archive_is_removed_by_an_interrupted_one_never_loses
         assert {table: table_rows(second, table, victims) for table in tables} == b_rows
 
 
-# --- a big delete in batches: writers get their turn, a killed run resumes (item 4) ---------
+# --- a big delete in batches: writers get their turn, a killed run resumes ----------------
 
 DAY = timedelta(days=1)
 TABLES = ("agent_sessions", "raw_messages", "session_snapshots")

@@ -1,4 +1,4 @@
-"""Issue 6, item 3: damaged and foreign files give one ``Error:`` line, exit 1, and stay intact.
+"""Damaged and foreign files give one ``Error:`` line, exit 1, and stay intact.
 
 Every command meets: a missing path (nothing gets created), an empty file, a directory, a text
 file, truncated databases, a database with a damaged data page, another application's SQLite
@@ -612,7 +612,7 @@ def test_a_real_process_on_a_broken_file_prints_exactly_one_line(tmp_path: Path)
         assert_one_error_line(r.stderr, "is not an SQLite database")
 
 
-# --- issue 18: paths that are not a database file -------------------------------------------
+# --- paths that are not a database file ---------------------------------------------------
 
 # One command of each kind (the FIFO cases run as real processes: a regression would block).
 EACH_COMMAND = [
@@ -630,8 +630,8 @@ EACH_COMMAND = [
 def test_an_empty_db_is_a_usage_error_and_never_the_default_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 18, item 3: a script whose variable came out empty deleted every session of
-    ~/.zett-agent/sessions.sqlite3."""
+    """A script whose variable came out empty must not reach the default database,
+    ~/.zett-agent/sessions.sqlite3 (a delete there would remove every session)."""
     monkeypatch.setenv("HOME", str(tmp_path))
     default = tmp_path / ".zett-agent" / "sessions.sqlite3"
     default.parent.mkdir()
@@ -658,9 +658,10 @@ def test_an_empty_db_is_a_usage_error_and_never_the_default_database(
 
 
 def test_a_fifo_as_db_is_refused_before_it_is_opened(tmp_path: Path) -> None:
-    """Issue 18, item 5: SQLite's open of a FIFO blocks until a writer appears (forever, and
-    Ctrl-C did not stop it).  Every command runs as a real process, all at once; the one
-    deadline is only a safety net, so a regression costs one timeout, not one per command."""
+    """SQLite's open of a FIFO blocks until a writer appears (forever, and Ctrl-C does not
+    stop it), so a FIFO is refused before it is opened.  Every command runs as a real
+    process, all at once; the one deadline is only a safety net, so a regression costs one
+    timeout, not one per command."""
     fifo = tmp_path / "sessions.sqlite3"
     os.mkfifo(fifo)
     started = {
@@ -717,8 +718,12 @@ def test_a_dangling_symlink_as_archive_is_one_error_and_deletes_nothing(tmp_path
         timeout=SAFETY_NET,
     )
     assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout == ""  # refused before anything is planned, as the other paths are
     assert_one_error_line(
-        r.stderr, f"--archive-to {link} is a symbolic link to", "another --archive-to"
+        r.stderr,
+        f"--archive-to: {link} is a symbolic link to {tmp_path}/nowhere/x.sqlite3, which leads "
+        "to no file",
+        "another --archive-to",
     )
     assert digest(db) == before
     assert sorted(os.listdir(tmp_path)) == ["archive.sqlite3", "sessions.sqlite3"]
@@ -815,7 +820,7 @@ def test_a_socket_or_a_device_as_db_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("suffix", ["/", "/.", "//"])
 def test_a_db_path_ending_in_a_slash_is_a_usage_error(tmp_path: Path, suffix: str) -> None:
-    """Issue 18, item 12: ``file.sqlite3/`` opened the file (pathlib drops the slash)."""
+    """``file.sqlite3/`` names a directory; pathlib drops the slash, so it would open the file."""
     db = copy_sample(tmp_path, LEGACY, "sessions.sqlite3")
     before = listing(tmp_path)
     for command in EACH_COMMAND:
@@ -848,7 +853,8 @@ def _bad_paths(tmp_path: Path) -> dict[str, tuple[str, int, str]]:
 def test_an_ordinary_bad_path_is_one_clear_line_for_every_command(
     tmp_path: Path, kind: str
 ) -> None:
-    """Issue 18, item 8: these were "internal error" lines (or an archive's RuntimeError)."""
+    """Ordinary mistakes with a path are one ``Error:`` line with their own exit code, never
+    an "internal error" (or an archive's RuntimeError)."""
     path, code, text = _bad_paths(tmp_path)[kind]
     db = copy_sample(tmp_path, LEGACY, "sessions.sqlite3")
     before = listing(tmp_path)

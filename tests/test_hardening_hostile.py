@@ -1,4 +1,4 @@
-"""Issue 6, item 5: hostile text never acts on the terminal, and JSON keeps it exactly.
+"""Hostile text never acts on the terminal, and JSON keeps it exactly.
 
 Hypothesis builds sessions whose message content, reasoning, titles, agent names, session and
 tool-call ids, tool names and arguments, metadata and tags come from the whole Unicode range
@@ -297,7 +297,7 @@ def test_ids_only_output_is_exact_with_null_in_a_pipe_and_never_reaches_a_termin
         assert r.exit_code == 0, r.stderr
         assert sorted(r.stdout.split("\0")) == ["", hostile_id, "plain"]  # for `delete -0 -`
         assert r.stderr == ""
-        from zett_sessions.cli.output import Output
+        from zett_sessions.render.output import Output
 
         monkeypatch.setattr(Output, "is_terminal", property(lambda self: True))
         for flag in ("-q", "-0"):
@@ -327,7 +327,7 @@ def test_messages_on_stderr_that_quote_a_hostile_id_are_sanitized() -> None:
 
 @pytest.mark.parametrize("method", ["warn", "hint", "note"])
 def test_every_stderr_message_is_sanitized(method: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from zett_sessions.cli.output import Output
+    from zett_sessions.render.output import Output
 
     getattr(Output(color=False), method)("a\x1b]52;c;ZXZpbA==\x07b\x9b31mc\u202ed\nnext")
     captured = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""Issue 6, item 7 (and clean exits): nothing leaks, nothing lingers, closed pipes are normal.
+"""Nothing leaks, nothing lingers, closed pipes are normal.
 
 * 1,000 CLI invocations in one process (Typer's CliRunner, every command, successes and
   errors) leave the number of open file descriptors and of threads where they were;
@@ -211,7 +211,7 @@ def test_quitting_the_pager_early_exits_0_and_keeps_stdout_usable(
 ) -> None:
     """Rich used to answer the pager's broken pipe by pointing stdout at /dev/null and
     exiting 1; now the pager context ends, the command finishes and exits 0."""
-    from zett_sessions.cli.output import Output
+    from zett_sessions.render.output import Output
 
     path, session_id = big
     monkeypatch.setattr(Output, "is_terminal", property(lambda self: True))
@@ -228,7 +228,7 @@ def test_quitting_the_pager_early_exits_0_and_keeps_stdout_usable(
 def test_a_pager_setting_that_cannot_be_parsed_or_is_empty_writes_without_a_pager(
     big: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, pager: str
 ) -> None:
-    from zett_sessions.cli.output import Output
+    from zett_sessions.render.output import Output
 
     path, session_id = big
     monkeypatch.setattr(Output, "is_terminal", property(lambda self: True))

@@ -1,4 +1,4 @@
-"""Issue 6, item 6: inspection never changes a database.
+"""Inspection never changes a database.
 
 Every inspection command, on WAL and rollback-journal files of every layout, leaves the main
 file's bytes unchanged, and with them its schema, journal mode and ``user_version``; a ``-wal``

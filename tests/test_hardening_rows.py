@@ -1,4 +1,4 @@
-"""Issue 6, item 4: a damaged row never takes a command down, and verify names it.
+"""A damaged row never takes a command down, and verify names it.
 
 Hypothesis picks one row of a realistic database (a raw message, a snapshot or a session row)
 and writes one corruption into one of its columns: broken JSON, wrong or unknown kinds, bad

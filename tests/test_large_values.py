@@ -1,12 +1,12 @@
 """``show``/``tail`` with large messages: values read on their own, ranges read through SQL.
 
-Issue 18 (item 11): peak memory grew with the largest message (5.5x for ``show``, 12.7x with
-``--json``) and ``show --from 1 --through 3`` read a large row beyond the range.  Large values
-are now left out of the transcript query and read one at a time (``transcript/large_values.py``),
-long ``--full`` bodies are written in pieces, and a range is bounded in SQL.  The memory itself
-is measured by ``bench/big_message.py``; these tests pin the behaviour: the same output as
-before, byte for byte, with every value of a session treated as large, and no row beyond a
-range read unless a tool batch open at its end needs it.
+Large values are left out of the transcript query and read one at a time
+(``transcript/large_values.py``), long ``--full`` bodies are written in pieces, and a range is
+bounded in SQL, so peak memory does not grow with the largest message (a whole-row read made it
+5.5x the message for ``show``, 12.7x with ``--json``) and ``show --from 1 --through 3`` reads
+no large row beyond the range.  The memory itself is measured by ``bench/big_message.py``;
+these tests pin the behaviour: the same output, byte for byte, with every value of a session
+treated as large, and no row beyond a range read unless a tool batch open at its end needs it.
 """
 
 from __future__ import annotations

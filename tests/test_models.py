@@ -59,7 +59,7 @@ def record(
     )
 
 
-def test_every_public_name_of_the_issue_is_importable_from_the_package_root() -> None:
+def test_every_name_of_zett_agents_storage_api_is_importable_from_the_package_root() -> None:
     names = (
         "SystemMessage UserMessage AssistantMessage ToolMessage AgentMessage CompactedMessage "
         "ToolCall TextContent ImageContent ImageUrlSource ImageBytesSource MessageTiming "

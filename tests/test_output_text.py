@@ -1,4 +1,4 @@
-"""cli/output replaces rich's control-code stripping with a faster, equivalent function."""
+"""render/output replaces rich's control-code stripping with a faster, equivalent function."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import rich.text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zett_sessions.cli import output
+from zett_sessions.render import output
 
 
 def test_rich_text_uses_the_fast_strip() -> None:

@@ -21,7 +21,7 @@ from pgtest import copy_into, direct, new_schema, query, read_only, session_ids
 from support import NEWEST_IDS, assert_one_error_line, cli_process, copy_sample, run_cli
 from test_cli_postgres import INSPECTIONS
 from zett_sessions import PostgresSessionStorage, UserMessage
-from zett_sessions.errors import ServerReadOnly
+from zett_sessions.errors import DatabaseReadOnly
 
 
 def through(pooler: str, dsn: str) -> str:
@@ -84,7 +84,7 @@ def test_the_urls_settings_hold_in_every_transaction_through_the_pooler(
             assert [record.message.content for record in view.raw_tail] == [
                 str(n) for n in range(6)
             ]
-            with pytest.raises(ServerReadOnly, match="read-only transaction"):
+            with pytest.raises(DatabaseReadOnly, match="read-only transaction"):
                 await reader.database.execute("UPDATE agent_sessions SET title = 'x'")
         return sequences
 

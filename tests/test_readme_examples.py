@@ -1,4 +1,4 @@
-"""Every Python block of README.md runs, so the documented examples cannot rot.
+"""Every Python block of README.md and docs/ runs, so the documented examples cannot rot.
 
 Each block is a whole program, run in its own process in an empty temporary directory (with
 ``HOME`` there too, so nothing touches the user's files) that holds a copy of the newest sample
@@ -9,32 +9,48 @@ needs a PostgreSQL server is skipped here: ``tests/test_storage_postgres.py`` co
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support import NEWEST, copy_sample
+from support import NEWEST, copy_sample, run_cli
+from zett_sessions.cli.exit_codes import ExitCode
+from zett_sessions.demo import write_demo
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 
-def python_blocks() -> list[tuple[int, str]]:
-    text = README.read_text()
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in BLOCK.finditer(text)]
+def python_blocks(pages: list[Path] = PAGES) -> list[tuple[str, str]]:
+    """(``page:line``, code) of every Python block of the pages."""
+    blocks = []
+    for page in pages:
+        text = page.read_text()
+        where = page.relative_to(ROOT)
+        for m in BLOCK.finditer(text):
+            blocks.append((f"{where}:{text.count(chr(10), 0, m.start()) + 1}", m.group(1)))
+    return blocks
 
 
-def test_the_library_section_has_its_examples() -> None:
-    library = README.read_text().split("# The library", 1)[1]
-    codes = [code for _, code in python_blocks() if code in library]
+def test_the_library_page_has_its_examples() -> None:
+    codes = [code for _, code in python_blocks([ROOT / "docs" / "library.md"])]
     assert any("SQLiteSessionExtension(path)" in code for code in codes)
     assert any("BaseSessionPersistenceExtension[AuditedStorage]" in code for code in codes)
 
 
-@pytest.mark.parametrize(("line", "code"), python_blocks(), ids=lambda v: f"line-{v}")
-def test_readme_python_block_runs(tmp_path: Path, line: int, code: str) -> None:
+def test_the_readme_shows_the_library_in_a_block_that_runs() -> None:
+    assert any("SQLiteSessionStorage" in code for _, code in python_blocks([README]))
+
+
+@pytest.mark.parametrize(
+    ("where", "code"), [pytest.param(where, code, id=where) for where, code in python_blocks()]
+)
+def test_documented_python_block_runs(tmp_path: Path, where: str, code: str) -> None:
     if "PostgresSessionStorage(" in code:
         pytest.skip("needs a PostgreSQL server (tests/test_storage_postgres.py covers it)")
     copy_sample(tmp_path, NEWEST, "sessions.sqlite3")
@@ -45,7 +61,7 @@ def test_readme_python_block_runs(tmp_path: Path, line: int, code: str) -> None:
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 0, f"README.md line {line}:\n{result.stderr}"
+    assert result.returncode == 0, f"{where}:\n{result.stderr}"
     assert "Traceback" not in result.stderr, result.stderr
 
 
@@ -82,3 +98,68 @@ def test_the_quick_start_runs_as_printed(tmp_path: Path) -> None:
     assert re.findall(r"\[exit (\d+)\]", result.stdout) == ["0", "4", "0"], result.stdout
     assert "Plan the week" in result.stdout  # list, then show project-notes
     assert "try: zett-sessions --db demo.sqlite3 list" in result.stderr
+
+
+# --- the README as a front door ---------------------------------------------------------------
+
+
+def test_the_readme_reads_in_one_sitting() -> None:
+    assert len(README.read_text().splitlines()) <= 300
+
+
+def test_the_test_command_is_under_development_not_in_the_quick_start() -> None:
+    text = README.read_text()
+    quick_start = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    development = text.split("\n## Development\n", 1)[1].split("\n## ", 1)[0]
+    assert ".ci/run" not in quick_start
+    assert "```bash\nbash .ci/run\n```" in development
+
+
+def test_the_exit_code_tables_list_every_exit_code() -> None:
+    for page in (README, README.parent / "docs" / "cli.md"):
+        section = page.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+        rows = re.findall(r"^\| ([0-9][0-9 /]*) \|", section, re.MULTILINE)
+        codes = {int(code) for row in rows for code in row.split("/")}
+        assert codes == {*(int(code) for code in ExitCode), 143}, page.name
+
+
+# --- the first day's recipes, on the demo -----------------------------------------------------
+
+PLACEHOLDER_ID = re.compile(r"^019cadd4(-8c4c)?$")
+
+
+def recipe_commands() -> list[list[str]]:
+    """Every ``zett-sessions …`` line of the README's "The first day" blocks, as arguments (a
+    trailing comment, ``>>`` or ``||`` cut off; the cron line's schedule too)."""
+    text = README.read_text()
+    section = text.split("## The first day", 1)[1].split("\n## ", 1)[0]
+    commands = []
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```$", section, re.DOTALL | re.MULTILINE):
+        for line in block.splitlines():
+            if "zett-sessions " not in line:
+                continue
+            line = line[line.index("zett-sessions ") :]
+            line = re.split(r"\s+(?:#|>>|\|\|)\s", line, maxsplit=1)[0]
+            commands.append(shlex.split(line)[1:])
+    return commands
+
+
+def test_the_first_days_recipes_run_on_the_demo(tmp_path: Path) -> None:
+    """Each recipe's options exist and do what the README says on the demo database (its id
+    placeholder becomes the crashed session's; a follow is not started)."""
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    (tmp_path / "prices.json").write_text(
+        '{"models": {"claude-sonnet-4-5": {"input": 3, "output": 15}}}'
+    )
+    commands = recipe_commands()
+    assert {args[0] for args in commands} >= {"list", "show", "tail", "search", "usage", "delete"}
+    for args in commands:
+        if "-f" in args:
+            continue
+        args = [demo.sessions["crashed"] if PLACEHOLDER_ID.match(a) else a for a in args]
+        args = [
+            str(tmp_path / Path(a).name) if a.endswith((".json", ".sqlite3")) else a for a in args
+        ]
+        r = run_cli(["--db", str(demo.path), *args])
+        assert r.exit_code == (4 if args[0] == "verify" else 0), (args, r.stderr)
+        assert r.stderr.count("Error") == 0, (args, r.stderr)

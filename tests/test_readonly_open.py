@@ -1,4 +1,4 @@
-"""Issue 13: one read-only connection primitive.
+"""One read-only connection primitive.
 
 ``Database(read_only=True)``, verify's reader and its integrity-check child, and shell
 completion all open and configure a file through ``readonly.read_only_file``: a statement added

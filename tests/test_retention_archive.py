@@ -172,6 +172,21 @@ def test_an_archive_removed_by_someone_else_during_the_copy_deletes_nothing(
     assert everything(db) == source
 
 
+def test_an_archive_path_that_is_a_link_to_nothing_is_refused_and_deletes_nothing(
+    db: Path, tmp_path: Path
+) -> None:
+    """Also when the link is made after the command's checks: the archive opener's exclusive
+    create finds the link, its read open finds nothing behind it, and it used to start over
+    on the path for ever."""
+    source = everything(db)
+    link = tmp_path / "archive.sqlite3"
+    link.symlink_to(tmp_path / "nowhere.sqlite3")
+    with pytest.raises(NotASessionDatabase, match=r"is a symbolic link to .*, which leads to no"):
+        plan_and_run(db, RetentionPolicy(ids=("young",)), link)
+    assert everything(db) == source
+    assert link.is_symlink() and not link.exists()
+
+
 def test_an_archive_path_that_keeps_changing_is_given_up_on(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -335,7 +335,7 @@ def test_deleting_while_another_process_appends_to_an_unrelated_session(tmp_path
     assert [row[0] for row in sequences] == list(range(1, appends + 1))
 
 
-# --- batches (issue 18, item 4) ---------------------------------------------------------------
+# --- batches ------------------------------------------------------------------------------
 
 ONE_BY_ONE = BatchLimits(
     rows=1, seconds=None, pause=0

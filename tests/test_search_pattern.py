@@ -63,6 +63,7 @@ def test_the_prefilter_keeps_a_literal_part_every_match_holds(
         ("(", True, "invalid regular expression '(': missing ), unterminated subpattern"),
         ("a{99999999999}", True, "invalid regular expression 'a{99999999999}': the repetition"),
         ("(?:" * 1000 + "a" + ")" * 1000, True, "is nested too deeply"),
+        (r"\p{L}", True, r"invalid regular expression '\\p{L}': bad escape \p"),  # re's syntax
     ],
 )
 def test_an_empty_pattern_or_a_broken_regex_is_a_usage_error(

@@ -7,21 +7,22 @@ that zett-agent's agent runtime (``create_agent(model, config=â€¦, extensions=[â
 ``client.run(text)``) is replaced by the request lifecycle the runtime drives, in ``run_turn``:
 ``start`` (restore), ``record`` (the system prompt, the user message, the model's reply),
 ``finish``.  ``TurnModel`` stands for the documents' test model.  The examples' own assertions
-are kept as they are.
+are kept as they are.  The adapter page's examples run around a store of each backend (its
+"a PostgreSQL adapter keeps the same guarantees"); the other page is about the SQLite file.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
 import pytest
 
+from pgtest import Store
 from zett_sessions import (
     AnyMessage,
     AssistantMessage,
@@ -312,9 +313,11 @@ class AuditedPersistence(BaseSessionPersistenceExtension[AuditedStorage]):
         super().__init__(AuditedStorage(database))
 
 
-def test_one_request_through_the_audited_adapter(tmp_path: Path) -> None:
+def test_one_request_through_the_audited_adapter(store: Store) -> None:
+    """On SQLite, and on PostgreSQL: the page's "a PostgreSQL adapter keeps the guarantees"."""
+
     async def main() -> list[str]:
-        database = SQLiteSessionStorage(tmp_path / "sessions.sqlite")
+        database = store.open()
         try:
             persistence = AuditedPersistence(database)
             await run_turn(persistence, "project-notes", "Remember Python")
@@ -334,21 +337,22 @@ class _ClosableAuditedStorage(AuditedStorage):
         await self.database.close()
 
 
-def _audited(path: str) -> _ClosableAuditedStorage:
-    return _ClosableAuditedStorage(SQLiteSessionStorage(path))
+def _audited(factory: Callable[[], Any]) -> _ClosableAuditedStorage:
+    return _ClosableAuditedStorage(factory())
 
 
 class TestTheDocumentsAdapterPassesTheContract(SessionStorageContract):
     """The checklist's tests (empty session, a two-message turn, a tool round trip, compaction
-    then a new tail, conflicts, unknown sessions, reopening) on the document's adapter."""
+    then a new tail, conflicts, unknown sessions, reopening) on the document's adapter, around
+    a store of each backend."""
 
     @pytest.fixture
-    def storage_factory(self, tmp_path: Path) -> StorageFactory:
-        return functools.partial(_audited, os.fspath(tmp_path / "contract.sqlite"))
+    def storage_factory(self, store: Store) -> StorageFactory:
+        return functools.partial(_audited, store.factory)
 
     @pytest.fixture
-    def process_factory(self, tmp_path: Path) -> StorageFactory:
-        return functools.partial(_audited, os.fspath(tmp_path / "contract.sqlite"))
+    def process_factory(self, store: Store) -> StorageFactory:
+        return functools.partial(_audited, store.factory)
 
 
 def test_the_checkpoint_type() -> None:

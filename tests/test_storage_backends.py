@@ -357,14 +357,14 @@ def test_each_argument_check_raises_its_text_beginning_with_zett_agents_words(
 ) -> None:
     async def body(s: Any) -> list[tuple[type[Exception], str]]:
         await s.append("s", "r", U)
-        caught = []
+        caught: list[tuple[type[Exception], str]] = []
         for call, _, _ in REFUSALS:
             try:
                 await call(s)
             except ValueError as error:  # zett-agent's callers catch ValueError
                 caught.append((type(error), str(error)))
             else:
-                caught.append((type(None), "(nothing raised)"))
+                caught.append((AssertionError, "(nothing raised)"))
         assert await s.count_messages("n") == 0  # nothing was written
         assert [x.session_id for x in await s.list_sessions()] == ["s"]
         return caught

@@ -825,7 +825,7 @@ def test_a_cancelled_call_leaves_no_transaction_open(db: Path, operation: str) -
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-                await s.append("s", "r", UserMessage(content="after"))  # raised before the fix
+                await s.append("s", "r", UserMessage(content="after"))  # no transaction left open
                 await s.count_messages("s")
                 assert other_writer_can_write(db), steps
 

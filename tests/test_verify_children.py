@@ -1,4 +1,4 @@
-"""verify's child processes end with their parent, even when it is killed outright (issue 18).
+"""verify's child processes end with their parent, even when it is killed outright.
 
 The children (the integrity check and the range workers) are held by the test hook
 ``ZETT_SESSIONS_VERIFY_CHILD_HOLD``: each says it is there (a file named by its pid) and then

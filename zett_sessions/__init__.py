@@ -1,4 +1,4 @@
-"""zett-sessions: inspect and maintain zett-agent's SQLite session databases.
+"""zett-sessions: inspect and maintain zett-agent's session databases, on SQLite and PostgreSQL.
 
 The public names are imported lazily (PEP 562) so that ``zett-sessions --help`` does not pay for
 pydantic and aiosqlite; ``from zett_sessions import SQLiteSessionStorage`` works as usual.

@@ -14,7 +14,7 @@ imports neither aiosqlite nor asyncpg.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -127,6 +127,16 @@ def is_server(location: str) -> bool:
     from .postgres.dsn import is_dsn
 
     return is_dsn(location)
+
+
+def hints_for(location: str | None) -> Mapping[type[BaseException], str]:
+    """What to do next about the errors of the database at ``location`` (``None``: the default
+    file), by error class: the backend's own advice (a file's permissions, a role's rights)."""
+    if location is not None and is_server(location):
+        from .postgres.hints import HINTS
+    else:
+        from .sqlite.hints import HINTS
+    return HINTS
 
 
 def open_database(

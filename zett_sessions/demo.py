@@ -70,7 +70,7 @@ from .models import (
     UserMessage,
 )
 from .persistence import RequestContext, SessionPersistence
-from .sqlite.readonly import database_path, existing_file
+from .sqlite.readonly import database_path, existing_file, link_to_nothing
 from .sqlite.storage import SQLiteSessionStorage
 from .timeutil import utc_now
 
@@ -578,11 +578,9 @@ def write_demo(
             f"{target} is not a regular file (a device, pipe or socket); demo writes or "
             "replaces only regular files"
         ) from None
-    if not exists and target.is_symlink():  # replacing it would destroy the link, not write
-        raise ValidationError(
-            f"{target} is a symbolic link to {os.readlink(target)}, which leads to no file; "
-            "demo writes or replaces only regular files"
-        )
+    dangling = None if exists else link_to_nothing(target)
+    if dangling is not None:  # replacing it would destroy the link, not write
+        raise ValidationError(f"{dangling}; demo writes or replaces only regular files")
     if not target.parent.is_dir():
         raise FileNotFoundError(f"{target.parent} is not an existing directory")
     if exists and not overwrite:

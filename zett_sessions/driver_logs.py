@@ -7,7 +7,7 @@ configured no logging, Python prints such a record through its last-resort handl
 writer process or a command would show a traceback beside its own error.  Each backend gives
 its driver's logger a ``NullHandler`` when it loads the driver: with no handler configured the
 record goes nowhere; with logging configured (``logging.basicConfig``…) it propagates to the
-program's handlers as any record does.  docs/_library.md lists the loggers.
+program's handlers as any record does.  docs/library.md lists the loggers.
 """
 
 from __future__ import annotations

@@ -76,11 +76,6 @@ class DatabaseReadOnly(DatabaseError):
     """A write was attempted on a file, directory or connection that is read-only."""
 
 
-class ServerReadOnly(DatabaseReadOnly):
-    """A server refused a write: a hot standby, a role that may only read, or a URL whose
-    transactions are read-only (PostgreSQL)."""
-
-
 class PoolerConflict(DatabaseError):
     """A server connection shared by a transaction-mode pooler (PgBouncer) met a named
     prepared statement of another client's, or lost one of its own: the URL turned asyncpg's
@@ -233,3 +228,8 @@ class UsageError(ZettSessionsError):
 
 class UnsupportedValue(ValidationError, TypeError):
     """A message holds a value JSON cannot carry (zett-agent raises ``TypeError`` here)."""
+
+
+class StaleRun(Exception):
+    """``tail --stale-after`` decided the run is dead (exit 6).  Not a ``ZettSessionsError``:
+    nothing is wrong with the database, the run it follows stopped writing."""

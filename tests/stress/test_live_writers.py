@@ -1,4 +1,4 @@
-"""Issue 6, item 1: live writers and every command at once — nothing breaks, nothing is lost.
+"""Live writers and every command at once — nothing breaks, nothing is lost.
 
 For ``ZS_STRESS_SECONDS`` (default 20) four writer processes (``live_writer.py``) append whole
 turns with tool batches to 20 shared sessions and give each its one snapshot, while reader

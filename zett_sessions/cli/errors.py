@@ -15,7 +15,7 @@ import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
@@ -30,10 +30,6 @@ class Refused(Exception):
     """A destructive command's guard said no (exit 5); the message says which guard."""
 
 
-class StaleRun(Exception):
-    """``tail --stale-after`` decided the run is dead (exit 6)."""
-
-
 _DB_HINT = " (choose another database with --db PATH|URL or $ZETT_SESSIONS_DB)"
 
 
@@ -46,7 +42,7 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
     from .. import errors as e
 
     error = ExitCode.ERROR
-    return {
+    return {  # hints for every backend; each backend's own are backend.hints_for's
         e.DatabaseNotFound: (error, _DB_HINT),
         e.NotAnArchive: (error, " (choose another --archive-to file)"),
         e.NotASessionDatabase: (error, _DB_HINT),
@@ -55,36 +51,8 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
             error,
             " (waited for the busy timeout; try again or raise --busy-timeout)",
         ),
-        e.DatabaseReadOnly: (
-            error,
-            " (inspection still works; writing needs write permission on the file "
-            "and its directory, or work on a copy)",
-        ),
-        e.ServerReadOnly: (
-            error,
-            " (inspection still works; write to the primary, not a standby, with a role and a "
-            "URL that may write)",
-        ),
-        e.PoolerConflict: (
-            error,
-            " (a pooler in transaction mode shares server connections: remove "
-            "statement_cache_size from the URL)",
-        ),
         e.UnsupportedLayout: (error, ""),
-        e.DatabaseAccessDenied: (error, " (run as the file's owner or fix its permissions)"),
-        e.DatabaseDamaged: (
-            error,
-            " (keep a copy before any repair; `sqlite3 FILE .recover` salvages "
-            "what is still readable)",
-        ),
-        e.UnfinishedTransaction: (
-            error,
-            " (the next writer recovers it: run the agent again, or "
-            "`sqlite3 FILE 'PRAGMA quick_check'` once, then retry)",
-        ),
-        e.DiskFull: (error, " (free some disk space and try again)"),
         e.ServerUnavailable: (error, " (check the server's address, that it runs, the network)"),
-        e.DatabaseUnreadable: (error, " (check that the file and its directory are readable)"),
         e.DatabaseError: (error, ""),
         e.AmbiguousSessionId: (ExitCode.NOT_FOUND, " (type more characters of the id)"),
         e.UnaddressableSession: (ExitCode.NOT_FOUND, ""),
@@ -93,22 +61,39 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
         e.UsageError: (ExitCode.USAGE, ""),
         e.ValidationError: (ExitCode.USAGE, ""),
         Refused: (ExitCode.REFUSED, ""),
-        StaleRun: (ExitCode.STALE, ""),
+        e.StaleRun: (ExitCode.STALE, ""),
         e.ZettSessionsError: (error, ""),
     }
 
 
 def _classify(error: BaseException) -> tuple[ExitCode, str]:
+    """The exit code and the line for ``error``: the nearest class along its MRO that either
+    table lists gives the hint (the backend's own for a database error, from the database it
+    names), the nearest in ``_messages`` the code."""
     messages = _messages()
+    backend_hints = _backend_hints(error)
+    hint: str | None = None
     for cls in type(error).__mro__:
+        if hint is None and cls in backend_hints:
+            hint = backend_hints[cls]
         if cls in messages:
-            code, hint = messages[cls]
-            return code, str(error) + hint
+            code, general = messages[cls]
+            return code, str(error) + (general if hint is None else hint)
     return (
         ExitCode.ERROR,
         f"internal error: {type(error).__name__}: {error} "
         "(set ZETT_SESSIONS_DEBUG=1 for the traceback)",
     )
+
+
+def _backend_hints(error: BaseException) -> Mapping[type[BaseException], str]:
+    from .. import errors as e
+
+    if not isinstance(error, e.DatabaseError):
+        return {}
+    from ..backend import hints_for
+
+    return hints_for(error.path)
 
 
 def fail(error: BaseException) -> NoReturn:

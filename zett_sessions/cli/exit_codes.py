@@ -1,4 +1,4 @@
-"""The exit-code contract of the whole tool (documented in the README and ``--help``)."""
+"""The exit-code contract of the whole tool (documented in docs/cli.md, README and ``--help``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ class ExitCode(IntEnum):
     VERIFY_ERRORS = 4  # verify found error-severity findings
     REFUSED = 5  # delete refused by a guard (children, max-sessions/percent, no --yes); copy
     STALE = 6  # tail --stale-after saw a run that looks dead
+    GAVE_UP = 7  # search gave up on texts its regular expression took too long on
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), also at a confirmation question
 
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 success, 1 database error, 2 usage error, 3 session not found or "
     "ambiguous, 4 verify found errors, 5 delete refused by a guard or copy refused sessions, "
-    "6 tail saw a dead run, 130 interrupted (Ctrl-C)."
+    "6 tail saw a dead run, 7 search gave up on texts (a regex too slow), 130 interrupted "
+    "(Ctrl-C)."
 )

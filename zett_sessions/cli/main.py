@@ -13,22 +13,8 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import (
-    cmd_copy,
-    cmd_delete,
-    cmd_demo,
-    cmd_info,
-    cmd_list,
-    cmd_rename,
-    cmd_search,
-    cmd_show,
-    cmd_snapshot_info,
-    cmd_tail,
-    cmd_upgrade,
-    cmd_usage,
-    cmd_verify,
-)
 from .command import Group
+from .commands import COMMANDS
 from .exit_codes import EXIT_CODES_HELP
 from .options import BUSY_TIMEOUT_MAX
 from .state import AppState
@@ -82,23 +68,6 @@ def main(
     ctx.obj = AppState(
         db=db, color=not no_color, pager=not no_pager, busy_timeout_ms=int(busy_timeout * 1000)
     )
-
-
-COMMANDS = {
-    "list": cmd_list,
-    "show": cmd_show,
-    "tail": cmd_tail,
-    "search": cmd_search,
-    "rename": cmd_rename,
-    "delete": cmd_delete,
-    "snapshot-info": cmd_snapshot_info,
-    "verify": cmd_verify,
-    "upgrade": cmd_upgrade,
-    "info": cmd_info,
-    "usage": cmd_usage,
-    "copy": cmd_copy,
-    "demo": cmd_demo,
-}
 
 
 def new_app(commands: Iterable[str] = COMMANDS) -> typer.Typer:

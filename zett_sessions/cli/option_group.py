@@ -5,7 +5,7 @@
 the command's ``placeholder`` parameter stands, in that order (so ``--help`` lists them
 there), with ``group()``'s field values as their defaults, and calls the command with
 ``placeholder=group(**their values)``.  The session filters (``filters.filter_options``), the
-transcript view of show and tail (``cmd_show.view_options``) and ``--format`` with ``--json``
+transcript view of show and tail (``commands.show.view_options``) and ``--format`` with ``--json``
 (``options.output_options``) are such groups.
 """
 

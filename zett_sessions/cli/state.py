@@ -13,7 +13,7 @@ from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..backend import SessionDatabase
-    from .output import Output
+    from ..render.output import Output
 
 T = TypeVar("T")
 
@@ -47,7 +47,7 @@ class AppState:
         return configured
 
     def output(self) -> Output:
-        from .output import Output
+        from ..render.output import Output
 
         return Output(color=self.color, pager=self.pager)
 

@@ -61,7 +61,6 @@ from ..errors import (
     DiskFull,
     NotASessionDatabase,
     PoolerConflict,
-    ServerReadOnly,
     ServerUnavailable,
     TransactionMisuse,
     UnsupportedLayout,
@@ -253,7 +252,7 @@ def _session_refusal(state: str, text: str, shown: str, *, writing: bool) -> Exc
     """What the server session refused: a write (a standby, a read-only transaction or role),
     or a named prepared statement met or lost on a connection a pooler shares."""
     if state == "25006" or (state == "42501" and writing):
-        return ServerReadOnly(f"cannot write to database {shown}: {text}", shown)
+        return DatabaseReadOnly(f"cannot write to database {shown}: {text}", shown)
     if state in {"42P05", "26000"}:
         return PoolerConflict(
             f"database {shown}: {text}: its server connections are shared by a pooler", shown

@@ -1,6 +1,6 @@
 """Model → JSON-ready dicts with stable, documented keys (times ISO-8601 UTC).
 
-The key sets are a contract (the README documents them); add keys, never rename or remove.
+The key sets are a contract (docs/COMMAND.md documents them); add keys, never rename or remove.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from rich.text import Text
 from ..models import MessageKind
 from ..queries.resolve import UNADDRESSABLE
 from ..search.models import Field, Hit, SearchProgress, SessionHits
+from ..search.pattern import MATCH_SECONDS
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import relative_time
@@ -129,6 +130,22 @@ def unaddressable_warning(ids: list[str]) -> str:
     )
 
 
+def given_up_warning(progress: SearchProgress) -> str:
+    """Which texts the regular expression took too long on, and whether the search stopped."""
+    texts = progress.given_up  # at most scan.GIVE_UP_TEXTS: each is named
+    named = ", ".join(f"{text.session_id} #{text.sequence} {text.field}" for text in texts)
+    slow = f"the pattern took over {MATCH_SECONDS:g} s to match"
+    if progress.stopped:
+        return (
+            f"stopped after giving up on {plural(len(texts), 'text')} {slow} ({named}): it "
+            "backtracks too much; simplify it (a repeat inside a repeat, such as (a+)+, matches "
+            "what a+ does)"
+        )
+    return (
+        f"gave up on {plural(len(texts), 'text')} {slow}, so a match there may be missing: {named}"
+    )
+
+
 def search_footer(progress: SearchProgress) -> str:
     """What was found, and how far the search went when it stopped at the page size."""
     searched = plural(progress.in_scope, "session")
@@ -137,6 +154,10 @@ def search_footer(progress: SearchProgress) -> str:
     found = f"{plural(progress.sessions, 'session')} with {plural(progress.hits, 'hit')}"
     if progress.complete:
         return f"{found} (searched {searched})"
+    if progress.stopped:
+        return (
+            f"{found} before the search stopped, in the newest {progress.examined:,} of {searched}"
+        )
     return (
         f"{found}, found among the newest {progress.examined:,} of {searched} "
         "(--all searches every one)"

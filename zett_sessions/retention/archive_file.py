@@ -38,7 +38,7 @@ from ..errors import (
     DatabaseUnreadable,
     NotAnArchive,
 )
-from ..sqlite.readonly import existing_file
+from ..sqlite.readonly import existing_file, link_to_nothing
 
 fcntl: ModuleType | None
 try:
@@ -152,12 +152,9 @@ def _open(path: Path) -> tuple[int, bool] | None:
             flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
             fd = os.open(path, flags)
         except FileNotFoundError:
-            if path.is_symlink():
-                raise NotAnArchive(
-                    f"--archive-to {path} is a symbolic link to {os.readlink(path)}, "
-                    "which leads to no file",
-                    str(path),
-                ) from None
+            dangling = link_to_nothing(path)
+            if dangling is not None:
+                raise NotAnArchive(f"--archive-to: {dangling}", str(path)) from None
             return None
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # made so since the path was checked
             os.close(fd)

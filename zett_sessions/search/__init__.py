@@ -5,13 +5,24 @@ newest activity first); each ``Hit`` is one text of one raw row that matched the
 (a literal, or a regular expression): the message text (``content``), a tool result's tool
 name, or the name or arguments of a tool an assistant called.  Nothing is indexed or written:
 each search reads the rows of the sessions in scope once, through the ``(session_id,
-sequence)`` index, with an SQL prefilter built from the pattern's literal text.
+sequence)`` index, with an SQL prefilter built from the pattern's literal text.  A text a
+regular expression takes too long on is given up and named in ``SearchProgress.given_up``.
 """
 
 from __future__ import annotations
 
-from .models import Field, Hit, SearchProgress, SessionHits
-from .pattern import Pattern
+from .models import Field, GivenUp, Hit, SearchProgress, SessionHits
+from .pattern import MatchTooSlow, Pattern
 from .scan import SearchQuery, search
 
-__all__ = ["Field", "Hit", "Pattern", "SearchProgress", "SearchQuery", "SessionHits", "search"]
+__all__ = [
+    "Field",
+    "GivenUp",
+    "Hit",
+    "MatchTooSlow",
+    "Pattern",
+    "SearchProgress",
+    "SearchQuery",
+    "SessionHits",
+    "search",
+]

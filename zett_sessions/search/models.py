@@ -63,6 +63,17 @@ class SessionHits:
     hit_count: int
 
 
+@dataclass(frozen=True, slots=True)
+class GivenUp:
+    """A text the regular expression took too long on (``pattern.MATCH_SECONDS``): not
+    searched, so a match in it may be missing."""
+
+    session_id: str
+    sequence: int
+    field: Field
+    call_id: str | None = None  # the call (``tool_call``/``arguments`` texts)
+
+
 @dataclass
 class SearchProgress:
     """How far a search went; filled in while its results stream."""
@@ -74,3 +85,5 @@ class SearchProgress:
     complete: bool = False  # every session in scope was examined
     unknown_age: tuple[str, ...] = field(default=())  # left out by an age filter (see list)
     unaddressable: list[str] = field(default_factory=list)  # ids no text names: not searched
+    given_up: list[GivenUp] = field(default_factory=list)  # texts the pattern was too slow on
+    stopped: bool = False  # ended early: ``scan.GIVE_UP_TEXTS`` texts were given up

@@ -1,8 +1,20 @@
 """What ``search`` looks for: a literal (the default) or a regular expression, and the SQL that
 narrows the rows before Python looks at them.
 
-Matching is Python's ``re`` (a literal is matched as ``re.escape`` of it), applied to each text
-a row offers (see ``search.scan``).  Only matches of at least one character count.
+A literal is matched by Python's ``re`` (as ``re.escape`` of it), applied to each text a row
+offers (see ``search.scan``).  Only matches of at least one character count.
+
+A regular expression is checked by ``re`` (so ``--regex`` takes exactly ``re``'s syntax and
+gives its error messages) and matched by the ``regex`` package, whose matcher can be given a
+time budget: a pattern that backtracks without end on some text (``(a+)+$`` on a run of ``a``
+then ``!``, in model output nobody controls) would hold ``re`` for ever.  Each text gets
+``MATCH_SECONDS``; ``spans`` raises ``MatchTooSlow`` past it.  ``regex`` (in its ``re``-like
+VERSION0) matches what ``re`` matches but for Unicode details: its ``\\w`` also takes combining
+marks and some digits and fractions that ``re``'s leaves out, its ``\\s`` leaves out the
+separators U+001C–U+001F, its ``\\d`` knows newer digits, and with ``-i`` it does not pair
+``i`` with ``ı`` nor ``I`` with ``İ``.  The prefilter, read from ``re``'s parse, stays safe: a
+literal at the top level is in every match of either engine, and ``regex`` pairs an ASCII
+character with no case partner that ``re`` does not.
 
 The SQL prefilter must never drop a row Python would match, and should drop most others.  It
 is built from the *required literals* of the pattern: text that every match contains (the whole
@@ -33,7 +45,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import regex as budgeted
+
 from ..errors import UsageError
+
+# How long a regular expression may take on one text before that text is given up.  A
+# pattern that ends takes microseconds on what a message holds (``regex`` checks the clock
+# only now and then, so a given-up text may take twice this on a loaded machine).
+MATCH_SECONDS = 1.0
 
 # ASCII characters that Python's case-insensitive matching pairs with a non-ASCII character
 # (tests/test_search_pattern.py derives the set from ``re`` itself).
@@ -51,6 +70,10 @@ class Prefilter:
     fold: bool  # compare ``lower()`` of the column (the run is lower-case ASCII then)
 
 
+class MatchTooSlow(Exception):
+    """The regular expression took more than ``MATCH_SECONDS`` on one text."""
+
+
 @dataclass(frozen=True)
 class Pattern:
     """A compiled search pattern; ``Pattern.parse`` checks the user's text."""
@@ -58,8 +81,9 @@ class Pattern:
     text: str
     regex: bool
     ignore_case: bool
-    compiled: re.Pattern[str]
+    compiled: re.Pattern[str]  # ``re``'s: what a literal is matched with
     prefilter: Prefilter
+    bounded: budgeted.Pattern[str] | None = None  # a regular expression's matcher
 
     @classmethod
     def parse(cls, text: str, *, regex: bool = False, ignore_case: bool = False) -> Pattern:
@@ -74,15 +98,32 @@ class Pattern:
             raise UsageError(f"invalid regular expression {text!r}: {error}") from None
         except RecursionError:  # groups nested about a thousand deep
             raise UsageError(f"invalid regular expression {text!r}: is nested too deeply") from None
-        if regex:
-            runs, folded = _required_literals(source, flags)
-        else:
-            runs, folded = (text,), ignore_case
-        return cls(text, regex, ignore_case, compiled, _prefilter(runs, folded))
+        if not regex:
+            return cls(text, regex, ignore_case, compiled, _prefilter((text,), ignore_case))
+        runs, folded = _required_literals(source, flags)
+        return cls(
+            text, regex, ignore_case, compiled, _prefilter(runs, folded), _bounded(text, flags)
+        )
 
     def spans(self, value: str) -> list[tuple[int, int]]:
-        """Where the pattern matches ``value`` (non-overlapping, non-empty), in order."""
-        return [m.span() for m in self.compiled.finditer(value) if m.start() < m.end()]
+        """Where the pattern matches ``value`` (non-overlapping, non-empty), in order;
+        ``MatchTooSlow`` when a regular expression takes more than ``MATCH_SECONDS`` on it."""
+        if self.bounded is None:
+            return [m.span() for m in self.compiled.finditer(value) if m.start() < m.end()]
+        try:
+            matches = self.bounded.finditer(value, timeout=MATCH_SECONDS)
+            return [m.span() for m in matches if m.start() < m.end()]
+        except TimeoutError:
+            raise MatchTooSlow(f"gave up after {MATCH_SECONDS:g} s") from None
+
+
+def _bounded(text: str, flags: int) -> budgeted.Pattern[str]:
+    """``text`` (which ``re`` compiled) for the ``regex`` package, in its ``re``-like mode."""
+    version0 = budgeted.VERSION0 | (budgeted.IGNORECASE if flags & re.IGNORECASE else 0)
+    try:
+        return budgeted.compile(text, version0)
+    except (budgeted.error, OverflowError, RecursionError) as error:
+        raise UsageError(f"invalid regular expression {text!r}: {error}") from None
 
 
 def _required_literals(pattern: str, flags: int) -> tuple[tuple[str, ...], bool]:

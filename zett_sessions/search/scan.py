@@ -15,6 +15,11 @@ session renamed after its last message sits high in the index); the search stops
 Each slice is read in a read transaction of its own, ended before any of its sessions is
 returned, so no lock is held while they are printed (a pager, a full pipe: a rollback-journal
 writer would wait on the reader's shared lock).  Nothing is written.
+
+A text the regular expression takes more than ``pattern.MATCH_SECONDS`` on is given up (noted
+in ``SearchProgress.given_up``) and the search goes on; after ``GIVE_UP_TEXTS`` of them it
+stops (``SearchProgress.stopped``): the pattern, not one text, is the trouble, and a search
+must end in bounded time whatever the pattern and the text.
 """
 
 from __future__ import annotations
@@ -41,8 +46,8 @@ from ..queries.sessions import (
 )
 from ..timeutil import parse_db_time
 from ..values import text_or_none
-from .models import Field, Hit, SearchProgress, SessionHits
-from .pattern import Pattern, Prefilter
+from .models import Field, GivenUp, Hit, SearchProgress, SessionHits
+from .pattern import MatchTooSlow, Pattern, Prefilter
 
 if TYPE_CHECKING:
     from ..backend import SessionDatabase
@@ -53,6 +58,7 @@ AFTER = 100  # … and after it
 LONGEST_MATCH = 200  # of a longer first match, a snippet keeps this much
 SLICE = 256  # sessions in the first slice (and the least in any other)
 LARGEST_SLICE = 4096  # sessions per slice of a search without a limit
+GIVE_UP_TEXTS = 10  # texts given up after which the search stops
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ async def search(
         window = scope[progress.examined : progress.examined + size]
         async with db.read():
             progress.unaddressable += [i for i in window if not await _addressable(db, i)]
-            found = await _scan(db, window, query)
+            found = await _scan(db, window, query, progress)
             listed = await list_sessions(db, SessionFilter(ids=tuple(found)), limit=None)
             # an unexamined session was last active at most at its updated_at, so at most at
             # the last one examined: the sessions held at least as active as that go first
@@ -105,12 +111,15 @@ async def search(
             progress.sessions += 1
             progress.hits += hits.hit_count
             yield hits
+        if progress.stopped:
+            break
         if query.limit is None:
             size = min(2 * size, LARGEST_SLICE)
         else:
             found_so_far = progress.sessions + len(held)
             size = next_slice(progress.examined, found_so_far, query.limit, SLICE)
     progress.complete = progress.examined >= progress.in_scope and not held
+    progress.complete = progress.complete and not progress.stopped
 
 
 async def _updated_at(db: SessionDatabase, session_id: str) -> datetime:
@@ -130,9 +139,10 @@ def _full(query: SearchQuery, progress: SearchProgress) -> bool:
 
 
 async def _scan(
-    db: SessionDatabase, ids: Sequence[str], query: SearchQuery
+    db: SessionDatabase, ids: Sequence[str], query: SearchQuery, progress: SearchProgress
 ) -> dict[str, tuple[list[Hit], int]]:
-    """The hits in the rows of the sessions ``ids``: kept hits and the count, per session."""
+    """The hits in the rows of the sessions ``ids``: kept hits and the count, per session;
+    texts given up are added to ``progress``, which stops the scan at ``GIVE_UP_TEXTS``."""
     sql, params = rows_sql(db, ids, query.pattern.prefilter, query.roles)
     found: dict[str, tuple[list[Hit], int]] = {}
     async with aclosing(db.stream(sql, params)) as rows:
@@ -141,12 +151,14 @@ async def _scan(
             kept, count = found.get(session_id, ([], 0))
             if count and query.first_hit_only:
                 continue
-            hits = row_hits(query.pattern, row)
-            if not hits:
-                continue
-            room = len(hits) if query.max_hits is None else max(query.max_hits - len(kept), 0)
-            kept.extend(hits[:room])
-            found[session_id] = (kept, count + len(hits))
+            hits = row_hits(query.pattern, row, progress.given_up)
+            if hits:
+                room = len(hits) if query.max_hits is None else max(query.max_hits - len(kept), 0)
+                kept.extend(hits[:room])
+                found[session_id] = (kept, count + len(hits))
+            if len(progress.given_up) >= GIVE_UP_TEXTS:
+                progress.stopped = True
+                break
     return found
 
 
@@ -195,10 +207,14 @@ def _calls_condition(dialect: Dialect, prefilter: Prefilter) -> tuple[str, list[
     )
 
 
-def row_hits(pattern: Pattern, row: Sequence[Any]) -> list[Hit]:
+def row_hits(
+    pattern: Pattern, row: Sequence[Any], given_up: list[GivenUp] | None = None
+) -> list[Hit]:
     """The hits of one row selected by ``rows_sql``: its tool name, its text, then each of
-    its tool calls' name and arguments (JSON text as zett-agent stores it)."""
-    _, sequence, role, content, tool_name, created_at, envelope = row
+    its tool calls' name and arguments (JSON text as zett-agent stores it).  A text the
+    pattern is too slow on is added to ``given_up`` (without it, ``MatchTooSlow`` is raised)."""
+    session_id, sequence, role, content, tool_name, created_at, envelope = row
+    sequence = sequence if isinstance(sequence, int) else 0
     name = text_or_none(tool_name)
     found: list[tuple[Field, str | None, str | None, str | None]] = [
         (Field.tool_name, name, name, None),
@@ -212,14 +228,20 @@ def row_hits(pattern: Pattern, row: Sequence[Any]) -> list[Hit]:
             found.append((Field.arguments, arguments, call_name, call_id))
     hits: list[Hit] = []
     for where, text, about, call_id in found:
-        spans = pattern.spans(text) if text else None
+        try:
+            spans = pattern.spans(text) if text else None
+        except MatchTooSlow:
+            if given_up is None:
+                raise
+            given_up.append(GivenUp(text_or_none(session_id) or "", sequence, where, call_id))
+            continue
         if spans:
             hits.append(
                 _hit(
                     where,
                     text or "",
                     spans,
-                    sequence=sequence if isinstance(sequence, int) else 0,
+                    sequence=sequence,
                     role=role if isinstance(role, int) and not isinstance(role, bool) else 0,
                     created_at=parse_db_time(created_at),
                     tool_name=about,

@@ -107,9 +107,49 @@ def translate_sqlite_error(
                 f"cannot write to database {path}: {_why_read_only(path)}", path
             )
         return DatabaseUnreadable(f"cannot open database {path} ({text})", path)
+    full = _disk_full(name, text, path)
+    if full is not None:
+        return full
+    return DatabaseUnreadable(f"database {path}: {text}", path)
+
+
+def _disk_full(name: str, text: str, path: str) -> DiskFull | None:
+    """A write that found no room: SQLite's ``SQLITE_FULL`` (ENOSPC), or an I/O error while
+    the file or its journal has reached the process's file size limit."""
     if name == "SQLITE_FULL" or "disk is full" in text:
         return DiskFull(f"disk full while writing {path}", path)
-    return DatabaseUnreadable(f"database {path}: {text}", path)
+    limit = _file_size_limit_reached(path) if name.startswith("SQLITE_IOERR") else None
+    if limit is None:
+        return None
+    return DiskFull(
+        f"disk full while writing {path} (the file size limit of {limit:,} bytes, "
+        "ulimit -f, is reached)",
+        path,
+    )
+
+
+# The largest SQLite page: a write needing more than the limit leaves is one page or less.
+_MAX_PAGE = 65536
+
+
+def _file_size_limit_reached(path: str) -> int | None:
+    """The process's file size limit (``ulimit -f``, RLIMIT_FSIZE) when the database or its
+    journal has grown to within a page of it, else ``None``.  A write past that limit fails
+    with EFBIG, which SQLite reports as a plain I/O error (only ENOSPC is SQLITE_FULL)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not a Unix
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    for name in (path, f"{path}-wal", f"{path}-journal"):
+        try:
+            if os.path.getsize(name) + _MAX_PAGE > limit:
+                return limit
+        except OSError:
+            continue
+    return None
 
 
 _OPENED_READ_ONLY = "SQLite opened it read-only"

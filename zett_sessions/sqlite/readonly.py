@@ -101,6 +101,20 @@ def existing_file(path: Path) -> bool:
     raise _not_regular(path, mode)
 
 
+def link_to_nothing(path: Path) -> str | None:
+    """``"PATH is a symbolic link to TARGET, which leads to no file"`` when it is one, else
+    ``None``.  ``existing_file`` sees nothing there, yet a file to be made at such a path is
+    refused: an exclusive create finds the link, an open follows it to nothing, and replacing
+    it would destroy the link."""
+    if not path.is_symlink() or path.exists():
+        return None
+    try:
+        target = os.readlink(path)
+    except OSError:  # replaced meanwhile
+        return None
+    return f"{shown_path(path)} is a symbolic link to {target}, which leads to no file"
+
+
 def _not_regular(path: Path, mode: int) -> NotASessionDatabase:
     kind = next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
     return NotASessionDatabase(f"{shown_path(path)} is {kind}, not a database file", str(path))

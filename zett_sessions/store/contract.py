@@ -11,47 +11,22 @@ kit in ``zett_sessions.testing`` checks the semantics:
   rejects a stale ``expected_version`` and a boundary that is out of range or does not advance;
   never rewrites raw messages.
 
-This is also where code ported from ``from zett_agent.storage import …`` finds those names:
-``SQLiteSessionStorage`` (imported on first use, so this module stays light), ``MessageKind``
-and the message codec ``encode_messages`` / ``decode_messages``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from ..envelope.codec import decode_messages, encode_messages
 from ..json_types import JsonValue
 from ..models import (
     AnyMessage,
     CompactedMessage,
     ContextSnapshot,
-    MessageKind,
     MessageTiming,
     ModelUsage,
     SessionView,
 )
-
-if TYPE_CHECKING:
-    from ..sqlite.storage import SQLiteSessionStorage as SQLiteSessionStorage
-
-__all__ = [
-    "MessageKind",
-    "SQLiteSessionStorage",
-    "SessionStorage",
-    "decode_messages",
-    "encode_messages",
-]
-
-
-def __getattr__(name: str) -> Any:
-    """``SQLiteSessionStorage`` on first use (it imports aiosqlite), as zett-agent's module does."""
-    if name == "SQLiteSessionStorage":
-        from ..sqlite.storage import SQLiteSessionStorage
-
-        return SQLiteSessionStorage
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ The feature's modules, by layer (imports point one way, down this list):
   SQLite) and ``flagscan`` (flags from those facts);
 * renderers (pure): ``render`` (the terminal view, the header's JSON), ``markdown``
   (``--format markdown``), ``jsonrows`` (rows straight to record JSON text);
-* the flow the commands call (``cli/cmd_show``, ``cli/cmd_tail`` parse and hand it a
+* the flow the commands call (``cli/commands/show``, ``cli/commands/tail`` parse and hand it a
   ``write.Request``): ``write`` (resolve, read, render and write each record as it arrives) and
   ``records_json`` (``show --json`` of a whole session at SQLite's pace).
 

@@ -62,7 +62,7 @@ class NoSessions(SessionNotFound):
 
 async def latest_session(db: SessionDatabase) -> str:
     """Id of the most recently active session: the first row of ``list`` (its last message's
-    time, so a rename does not make a session the latest; issue 17, item 13).
+    time, so a rename does not make a session the latest).
 
     Runs inside the caller's read transaction (a page of one through the activity index).
     """

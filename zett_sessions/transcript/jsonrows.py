@@ -9,7 +9,7 @@ slicing.  ``json.loads`` of the result equals ``record_json(record_from_row(row)
 decodable row (a test checks all sample rows); the spliced element is the stored text itself, so
 for a row whose values pydantic would coerce, it is the more faithful of the two.
 
-As in ``cli/output.dumps``, characters a terminal may act on (DEL, C1, line separators, bidi
+As in ``render/output.dumps``, characters a terminal may act on (DEL, C1, line separators, bidi
 controls) are escaped as ``\\uXXXX``; JSON itself already escapes C0 controls.
 """
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 # uses (JSON records, Markdown) are imported where that format is written: here, they would
 # load more modules into a text show or tail (6-10 ms measured; bench/run.py's target for tail
 # is its imports + 50 ms).
-from ..cli.errors import StaleRun
-from ..cli.output import UNWRAPPED, Output, dumps
+from ..errors import StaleRun
 from ..queries.resolve import resolve_session, session_titles
 from ..render.jsonout import kind_name, snapshot_json
+from ..render.output import UNWRAPPED, Output, dumps
 from ..rows import record_from_row
 from .annotate import Annotator
 from .follow import Gone, Stale, follow, latest_session

@@ -1,6 +1,6 @@
 """The stable registry of verify finding codes: severity, what it means, what to do.
 
-Codes are a contract (scripts filter on them, the README lists them): add codes, never rename
+Codes are a contract (scripts filter on them, docs/verify.md lists them): add codes, never rename
 or remove one, never change a code's severity silently.  Severity rule of thumb:
 
 * **error** — zett-agent cannot read the row/session, or a resume loses or garbles history;

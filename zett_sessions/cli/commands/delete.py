@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from .errors import Refused, handle_errors
-from .filters import NO_FILTERS, FilterOptions, filter_options
-from .options import (
+from ..errors import Refused, handle_errors
+from ..filters import NO_FILTERS, FilterOptions, filter_options
+from ..options import (
     FULL_HELP,
     INT_MAX,
     DbOption,
@@ -23,15 +23,15 @@ from .options import (
     YesOption,
     session_argument,
 )
-from .state import AppState, app_state, run_with
+from ..state import AppState, app_state, run_with
 
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from ..backend import Runner, SessionDatabase
-    from ..retention import DeleteOutcome, DeletePlan, DeleteProgress
-    from .output import Output
-    from .progress import ProgressBar
+    from ...backend import Runner, SessionDatabase
+    from ...render.output import Output
+    from ...retention import DeleteOutcome, DeletePlan, DeleteProgress
+    from ..progress import ProgressBar
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ def read_ids(arguments: list[str], *, null: bool = False) -> tuple[tuple[str, ..
     line break or any other control character) or, with ``null``, ids each ended by a NUL byte
     (``list -0``: any id).  Nothing is stripped; empty entries are ignored.
     """
-    from ..errors import UsageError
+    from ...errors import UsageError
 
     if "-" not in arguments:
         if null:
@@ -96,7 +96,7 @@ def _refuse_crlf(lines: list[str]) -> None:
     does end in ``\\r``, which ``list -q`` left out), and taken as a line ending it could
     equally be meant as that one.  Refusing is the one answer that never deletes a session the
     list did not name."""
-    from ..errors import UsageError
+    from ...errors import UsageError
 
     number = next((n for n, line in enumerate(lines, 1) if line.endswith("\r")), None)
     if number is not None:
@@ -109,22 +109,25 @@ def _refuse_crlf(lines: list[str]) -> None:
 
 def check_archive_file(path: str) -> None:
     """``--archive-to`` passes the same path checks as ``--db`` before anything is read (a FIFO
-    there would block the delete forever; a symlink loop is no file)."""
-    from ..errors import DatabaseError, NotAnArchive, UsageError, ValidationError
-    from ..sqlite.readonly import database_file
+    there would block the delete forever; a symlink loop is no file), and is no symbolic link
+    to nothing (the archive could not be made there)."""
+    from ...errors import DatabaseError, NotAnArchive, UsageError, ValidationError
+    from ...sqlite.readonly import database_file, link_to_nothing
 
     try:
-        database_file(path)
+        dangling = link_to_nothing(database_file(path))
     except ValidationError as error:
         raise UsageError(f"--archive-to: {error}") from None
     except DatabaseError as error:
         raise NotAnArchive(f"--archive-to: {error}", path) from None
+    if dangling is not None:
+        raise NotAnArchive(f"--archive-to: {dangling}", path)
 
 
 def parse_window(text: str) -> timedelta:
     from datetime import timedelta
 
-    from ..timeutil import parse_duration
+    from ...timeutil import parse_duration
 
     return timedelta(0) if text.strip() in {"0", "off", "none"} else parse_duration(text)
 
@@ -232,9 +235,9 @@ def delete_command(
 
     Example: zett-sessions delete --older-than 90d --keep-last 20 --dry-run
     """
-    from ..retention import DeleteRequest, RetentionPolicy, delete_sessions
-    from ..timeutil import utc_now
-    from .progress import progress_bar
+    from ...retention import DeleteRequest, RetentionPolicy, delete_sessions
+    from ...timeutil import utc_now
+    from ..progress import progress_bar
 
     state = app_state(ctx)
     out = state.output()
@@ -301,7 +304,7 @@ def database_runner(state: AppState, db: str | None) -> Runner:
 
 
 def print_plan(out: Output, shown: Shown, plan: DeletePlan, *, dry_run: bool) -> None:
-    from ..render.delete import PLAN_ROWS, plan_renderable
+    from ...render.delete import PLAN_ROWS, plan_renderable
 
     renderable, hidden = plan_renderable(
         plan,
@@ -330,7 +333,7 @@ def confirm(
     if yes:
         return True
     if json_output or used_stdin or not stdin_is_tty():
-        from ..retention import RetentionRefused
+        from ...retention import RetentionRefused
 
         why = (
             "--json was given"
@@ -342,8 +345,8 @@ def confirm(
         raise RetentionRefused(
             f"not deleting without confirmation ({why}); pass --yes to delete", "confirmation"
         )
-    from ..render.delete import plan_totals
-    from .prompt import ask, ask_exact
+    from ...render.delete import plan_totals
+    from ..prompt import ask, ask_exact
 
     count = len(plan.sessions)
     if count >= plan.total_sessions or plan.percent > strong_above:
@@ -364,11 +367,11 @@ def render_outcome(out: Output, outcome: DeleteOutcome, shown: Shown) -> None:
         return
     result = outcome.result
     if shown.json_output:
-        from ..render.delete import delete_json
+        from ...render.delete import delete_json
 
         out.json(delete_json(outcome.plan, outcome.policy, result))
     elif result is not None and outcome.plan.sessions:
-        from ..render.delete import result_renderable
+        from ...render.delete import result_renderable
 
         out.print(
             result_renderable(outcome.plan, result, full_ids=shown.full_ids, width=out.out.width)
@@ -376,7 +379,7 @@ def render_outcome(out: Output, outcome: DeleteOutcome, shown: Shown) -> None:
     if outcome.refusal is not None:
         raise Refused(outcome.refusal)
     if result is not None and result.space is not None and result.space.vacuum_error:
-        from ..errors import DatabaseError
+        from ...errors import DatabaseError
 
         raise DatabaseError(
             f"the sessions were deleted, but VACUUM failed: {result.space.vacuum_error}"
@@ -384,6 +387,6 @@ def render_outcome(out: Output, outcome: DeleteOutcome, shown: Shown) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "delete", delete_command)

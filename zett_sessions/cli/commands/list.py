@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import handle_errors
-from .filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
-from .options import (
+from ..errors import handle_errors
+from ..filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
+from ..options import (
     DEFAULT_LIMIT,
     DEFAULT_OUTPUT,
     AllOption,
@@ -26,15 +26,15 @@ from .options import (
     format_option,
     output_options,
 )
-from .state import AppState, app_state, run_with
+from ..state import AppState, app_state, run_with
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..backend import SessionDatabase
-    from ..queries.sessions import SessionFilter, SessionPage
-    from ..verify.problems import ProblemPage
-    from .output import Output
+    from ...backend import SessionDatabase
+    from ...queries.sessions import SessionFilter, SessionPage
+    from ...render.output import Output
+    from ...verify.problems import ProblemPage
 
 
 class ListFormat(StrEnum):
@@ -107,8 +107,8 @@ def list_command(
 
     Example: zett-sessions list --agent coding-agent --since 7d --sort tokens
     """
-    from ..errors import UsageError
-    from ..timeutil import utc_now
+    from ...errors import UsageError
+    from ...timeutil import utc_now
 
     state = app_state(ctx)
     fmt = output.chosen(ListFormat)
@@ -157,7 +157,7 @@ def read_with_progress(
     bar on stderr when it is a terminal."""
     if not request.problems or request.limit is not None:
         return run_with(state.reader(db), partial(read_page, request))
-    from .progress import progress_bar
+    from ..progress import progress_bar
 
     with progress_bar("verifying", "messages") as bar:
         return run_with(state.reader(db), partial(read_page, request, progress=bar))
@@ -172,7 +172,7 @@ async def read_page(
     ``find_problems``)."""
     filters = await request.given.narrow(database, request.filters)
     if not request.problems:
-        from ..queries.sessions import SortKey, list_sessions
+        from ...queries.sessions import SortKey, list_sessions
 
         page = await list_sessions(
             database,
@@ -182,7 +182,7 @@ async def read_page(
             sort=SortKey(request.sort),
         )
         return page, None
-    from ..verify.problems import find_problems  # verify's scan: only when asked for
+    from ...verify.problems import find_problems  # verify's scan: only when asked for
 
     found = await find_problems(
         database,
@@ -199,7 +199,7 @@ def warn_unknown_age(out: Output, unknown_age: Sequence[str]) -> None:
     """Name the sessions an age filter (``--until``, ``--older-than``) left out because their
     last activity is not a time in the stored form (``list`` and ``search``)."""
     if unknown_age:
-        from ..values import plural
+        from ...values import plural
 
         out.warn(
             f"left out {plural(len(unknown_age), 'session')} whose last activity "
@@ -215,8 +215,8 @@ def print_ids(out: Output, ids: Iterable[str], *, null: bool) -> None:
     altered; it is left out (with a warning naming it) unless NUL ends each id (``-0``) and
     stdout is no terminal.  An empty id would read as a blank line; it is left out too.
     """
-    from ..render.sanitize import is_plain
-    from ..values import plural
+    from ...render.sanitize import is_plain
+    from ...values import plural
 
     exact_anything = null and not out.is_terminal
     end = "\0" if null else "\n"
@@ -249,19 +249,13 @@ def render_page(
 ) -> None:
     """The page in ``fmt``; with ``problems`` (``list --problems``) each session also carries
     its error codes and crash summary (JSON, CSV) or its crash summary in one line (table)."""
-    from ..render.sessions import (
-        csv_header,
-        csv_writable,
-        listing_json,
-        page_footer,
-        session_csv,
-    )
-    from ..values import plural
+    from ...render.sessions import csv_header, csv_writable, listing_json, page_footer, session_csv
+    from ...values import plural
 
     document, csv_row = listing_json, session_csv
     extra: tuple[str, ...] = ()
     if problems is not None:
-        from ..render import problems as shown
+        from ...render import problems as shown
 
         document = partial(shown.problem_json, problems)
         csv_row, extra = partial(shown.problem_csv, problems), shown.PROBLEM_CSV_FIELDS
@@ -289,7 +283,7 @@ def render_page(
         if problems is None:
             out.hint(page_footer(len(page.sessions), page.total, page.offset))
         else:
-            from ..render.problems import problems_footer
+            from ...render.problems import problems_footer
 
             out.hint(problems_footer(problems))
 
@@ -297,7 +291,7 @@ def render_page(
 def _table(
     out: Output, page: SessionPage, *, full_ids: bool, full: bool, problems: ProblemPage | None
 ) -> None:
-    from ..render.sessions import sessions_tables
+    from ...render.sessions import sessions_tables
 
     if not page.sessions:
         return
@@ -317,6 +311,6 @@ def _table(
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "list", list_command)

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import handle_errors
-from .options import DbOption, JsonOption, SessionArg
-from .state import app_state, run_with
+from ..errors import handle_errors
+from ..options import DbOption, JsonOption, SessionArg
+from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
-    from ..queries.sessions import SessionListing
+    from ...backend import SessionDatabase
+    from ...queries.sessions import SessionListing
 
 
 @handle_errors
@@ -39,12 +39,12 @@ def rename_command(
 
     Example: zett-sessions rename 019cadd4-611e "Find the slow tests"
     """
-    from ..backend import storage_on
-    from ..errors import SessionNotFound, ZettSessionsError
-    from ..queries.resolve import resolve_session, session_exists
-    from ..queries.sessions import get_listing
-    from ..schema import AGENT_NAME_MAX, TITLE_MAX
-    from ..store.rules import check_label
+    from ...backend import storage_on
+    from ...errors import SessionNotFound, ZettSessionsError
+    from ...queries.resolve import resolve_session, session_exists
+    from ...queries.sessions import get_listing
+    from ...schema import AGENT_NAME_MAX, TITLE_MAX
+    from ...store.rules import check_label
 
     state = app_state(ctx)
     new_title = check_label(title, "TITLE", TITLE_MAX, strip=True)
@@ -66,16 +66,16 @@ def rename_command(
     listing = run_with(state.writer(db), work)
     out = state.output()
     if json_output:
-        from ..render.jsonout import session_json
+        from ...render.jsonout import session_json
 
         out.json(session_json(listing))
         return
-    from ..render.sessions import session_card
+    from ...render.sessions import session_card
 
     out.print(session_card(listing))
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "rename", rename_command)

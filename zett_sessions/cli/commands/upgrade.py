@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .errors import Refused, handle_errors
-from .options import DbOption, DryRunOption, JsonOption, YesOption
-from .state import app_state
+from ..errors import Refused, handle_errors
+from ..options import DbOption, DryRunOption, JsonOption, YesOption
+from ..state import app_state
 
 if TYPE_CHECKING:
-    from ..upgrade import UpgradeOutcome, UpgradePlan
-    from .output import Output
+    from ...render.output import Output
+    from ...upgrade import UpgradeOutcome, UpgradePlan
 
 
 @handle_errors
@@ -33,8 +33,8 @@ def upgrade_command(
 
     Example: zett-sessions --db old.sqlite3 upgrade --dry-run
     """
-    from ..upgrade import UpgradeOutcome, upgrade_database
-    from .cmd_delete import database_runner
+    from ...upgrade import UpgradeOutcome, upgrade_database
+    from .delete import database_runner
 
     state = app_state(ctx)
     out = state.output()
@@ -55,7 +55,7 @@ def upgrade_command(
         )
     except Refused:
         if json_output and asked:
-            from ..render.upgrade import upgrade_json
+            from ...render.upgrade import upgrade_json
 
             out.json(upgrade_json(UpgradeOutcome(asked[0], "declined"), status="refused"))
         raise
@@ -66,25 +66,25 @@ def ask(plan: UpgradePlan, *, yes: bool, json_output: bool) -> bool:
     """``--yes``, or the answer to the question; refuse (exit 5) when nobody can answer."""
     if yes:
         return True
-    from .cmd_delete import stdin_is_tty
+    from .delete import stdin_is_tty
 
     if json_output or not stdin_is_tty():
         why = "--json was given" if json_output else "stdin is not a terminal"
         raise Refused(f"not upgrading without confirmation ({why}); pass --yes to upgrade")
-    from .prompt import ask as question
+    from ..prompt import ask as question
 
     return question(f"Upgrade {plan.database} to the newest layout?")
 
 
 def print_plan(out: Output, plan: UpgradePlan, *, sure: bool) -> None:
     """The plan; it says what it would do unless ``sure`` to run (--yes, not --dry-run)."""
-    from ..render.upgrade import plan_renderable
+    from ...render.upgrade import plan_renderable
 
     out.print(plan_renderable(plan, dry_run=not sure))
 
 
 def render_outcome(out: Output, outcome: UpgradeOutcome, *, json_output: bool) -> None:
-    from ..render.upgrade import outcome_text, upgrade_json
+    from ...render.upgrade import outcome_text, upgrade_json
 
     if json_output:
         out.json(upgrade_json(outcome))
@@ -95,6 +95,6 @@ def render_outcome(out: Output, outcome: UpgradeOutcome, *, json_output: bool) -
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "upgrade", upgrade_command)

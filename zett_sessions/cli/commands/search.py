@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .cmd_show import RoleOption, role_kinds
-from .errors import handle_errors
-from .filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
-from .options import (
+from ..errors import handle_errors
+from ..filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
+from ..options import (
     DEFAULT_LIMIT,
     DEFAULT_OUTPUT,
     INT_MAX,
@@ -21,11 +20,12 @@ from .options import (
     output_options,
     session_argument,
 )
+from .show import RoleOption, role_kinds
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
-    from ..search import SearchProgress, SearchQuery
-    from .output import Output
+    from ...backend import SessionDatabase
+    from ...render.output import Output
+    from ...search import SearchProgress, SearchQuery
 
 
 class SearchFormat(StrEnum):
@@ -97,9 +97,9 @@ def search_command(
 
     Example: zett-sessions search "pytest -q" --agent coding-agent --since 7d
     """
-    from ..search import Pattern, SearchProgress, SearchQuery
-    from ..timeutil import utc_now
-    from .state import app_state, run_with
+    from ...search import Pattern, SearchProgress, SearchQuery
+    from ...timeutil import utc_now
+    from ..state import app_state, run_with
 
     fmt = output.chosen(SearchFormat)
     ids_only = ids_only or null
@@ -123,14 +123,19 @@ def search_command(
         await _print(database, scoped, progress, out, fmt=fmt, ids_only=ids_only, null=null)
 
     run_with(state.reader(db), work)
-    from ..render.search import search_footer, unaddressable_warning
-    from .cmd_list import warn_unknown_age
+    from ...render.search import given_up_warning, search_footer, unaddressable_warning
+    from ..exit_codes import ExitCode
+    from .list import warn_unknown_age
 
     warn_unknown_age(out, progress.unknown_age)
     if progress.unaddressable:
         out.warn(unaddressable_warning(progress.unaddressable))
+    if progress.given_up:
+        out.warn(given_up_warning(progress))
     if fmt is SearchFormat.text and not ids_only:
         out.hint(search_footer(progress))
+    if progress.given_up:
+        raise typer.Exit(int(ExitCode.GAVE_UP))
 
 
 async def _scope(
@@ -140,7 +145,7 @@ async def _scope(
     children of ``--children-of``."""
     from dataclasses import replace
 
-    from ..queries.resolve import resolve_session
+    from ...queries.resolve import resolve_session
 
     filters = await given.narrow(database, query.filters)
     if sessions:
@@ -162,10 +167,10 @@ async def _print(
     """Each session with hits, as it is found, in ``fmt``."""
     from contextlib import aclosing
 
-    from ..render.search import session_block, session_hits_json
-    from ..search import search
-    from .cmd_list import print_ids
-    from .output import dumps
+    from ...render.output import dumps
+    from ...render.search import session_block, session_hits_json
+    from ...search import search
+    from .list import print_ids
 
     found = search(database, query, progress)
     async with aclosing(found) as results:
@@ -187,6 +192,6 @@ async def _print(
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "search", search_command)

@@ -6,15 +6,8 @@ from typing import Annotated
 
 import typer
 
-from .cmd_show import (
-    PLAIN_VIEW,
-    ShowFormat,
-    ViewOptions,
-    one_session,
-    view_options,
-)
-from .errors import handle_errors
-from .options import (
+from ..errors import handle_errors
+from ..options import (
     DEFAULT_OUTPUT,
     INT_MAX,
     DbOption,
@@ -23,6 +16,7 @@ from .options import (
     OutputOptions,
     output_options,
 )
+from .show import PLAIN_VIEW, ShowFormat, ViewOptions, one_session, view_options
 
 DEFAULT_COUNT = 10
 
@@ -85,11 +79,11 @@ def tail_command(
 
     Example: zett-sessions tail --latest -f --stale-after 10m
     """
-    from ..errors import UsageError
-    from ..timeutil import parse_duration
-    from ..transcript.query import Selection
-    from ..transcript.write import Format, Request, tail
-    from .state import app_state, run_with
+    from ...errors import UsageError
+    from ...timeutil import parse_duration
+    from ...transcript.query import Selection
+    from ...transcript.write import Format, Request, tail
+    from ..state import app_state, run_with
 
     fmt = output.chosen(ShowFormat)
     one_session(session, latest)
@@ -114,6 +108,6 @@ def tail_command(
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "tail", tail_command)

@@ -8,23 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..usage import GroupBy
-from .errors import handle_errors
-from .filters import NO_FILTERS, FilterOptions, filter_options
-from .options import (
-    DEFAULT_OUTPUT,
-    DbOption,
-    FullOption,
-    OutputOptions,
-    output_options,
-)
-from .state import app_state, run_with
+from ...usage import GroupBy
+from ..errors import handle_errors
+from ..filters import NO_FILTERS, FilterOptions, filter_options
+from ..options import DEFAULT_OUTPUT, DbOption, FullOption, OutputOptions, output_options
+from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
-    from ..usage.prices import PriceTable
-    from ..usage.query import UsageReport, UsageRequest
-    from .output import Output
+    from ...backend import SessionDatabase
+    from ...render.output import Output
+    from ...usage.prices import PriceTable
+    from ...usage.query import UsageReport, UsageRequest
 
 
 class UsageFormat(StrEnum):
@@ -94,8 +88,8 @@ def usage_command(
 
     Example: zett-sessions usage --since 30d --by model --prices prices.json
     """
-    from ..timeutil import utc_now
-    from ..usage.query import UsageRequest
+    from ...timeutil import utc_now
+    from ...usage.query import UsageRequest
 
     state = app_state(ctx)
     fmt = output.chosen(UsageFormat)
@@ -113,7 +107,7 @@ def _group(value: str) -> GroupBy:
     try:
         return GroupBy(value.lower())
     except ValueError:
-        from ..errors import UsageError
+        from ...errors import UsageError
 
         raise UsageError(f"--by {value!r} is not one of {GROUPS.replace('|', ', ')}") from None
 
@@ -121,7 +115,7 @@ def _group(value: str) -> GroupBy:
 def _prices(path: str | None) -> PriceTable | None:
     if path is None:
         return None
-    from ..usage.prices import load_prices
+    from ...usage.prices import load_prices
 
     return load_prices(path)
 
@@ -131,7 +125,7 @@ async def read_report(
 ) -> UsageReport:
     from dataclasses import replace
 
-    from ..usage.query import usage_report
+    from ...usage.query import usage_report
 
     filters = await given.narrow(database, request.filters)
     return await usage_report(database, replace(request, filters=filters))
@@ -140,7 +134,7 @@ async def read_report(
 def render_report(
     out: Output, report: UsageReport, fmt: UsageFormat, *, full: bool, prices: str | None
 ) -> None:
-    from ..usage.render import usage_csv, usage_json, usage_notes, usage_tables
+    from ...usage.render import usage_csv, usage_json, usage_notes, usage_tables
 
     if not report.has_token_columns:
         out.warn(
@@ -172,6 +166,6 @@ def render_report(
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "usage", usage_command)

@@ -7,17 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import Refused, handle_errors
-from .filters import NO_FILTERS, FilterOptions, filter_options
-from .options import (
-    DryRunOption,
-    JsonOption,
-)
-from .state import app_state
+from ..errors import Refused, handle_errors
+from ..filters import NO_FILTERS, FilterOptions, filter_options
+from ..options import DryRunOption, JsonOption
+from ..state import app_state
 
 if TYPE_CHECKING:
-    from ..transfer import CopyProgress, CopyReport
-    from .progress import ProgressBar
+    from ...transfer import CopyProgress, CopyReport
+    from ..progress import ProgressBar
 
 Source = Annotated[
     str,
@@ -72,10 +69,10 @@ def copy_command(
     """
     from dataclasses import replace
 
-    from ..timeutil import utc_now
-    from ..transfer import copy_sessions
-    from .interrupt import run_async
-    from .progress import progress_bar
+    from ...timeutil import utc_now
+    from ...transfer import copy_sessions
+    from ..interrupt import run_async
+    from ..progress import progress_bar
 
     state = app_state(ctx)
     out = state.output()
@@ -94,18 +91,18 @@ def copy_command(
     if json_output:
         out.json(_document(report))
     else:
-        from ..render.copy import copy_renderable
+        from ...render.copy import copy_renderable
 
         out.print(copy_renderable(report))
     if report.mismatches:
-        from ..errors import DatabaseError
+        from ...errors import DatabaseError
 
         raise DatabaseError(
             f"copied, but the counts of {len(report.mismatches)} sessions differ between "
             "source and destination (see above)"
         )
     if report.refused and not dry_run:  # as delete: a dry run reports, it does not refuse
-        from ..values import plural
+        from ...values import plural
 
         raise Refused(
             f"{plural(len(report.refused), 'session')} not copied (a different session under "
@@ -114,7 +111,7 @@ def copy_command(
 
 
 def _document(report: CopyReport) -> object:
-    from ..render.copy import copy_json
+    from ...render.copy import copy_json
 
     return copy_json(report)
 
@@ -124,6 +121,6 @@ def report_progress(bar: ProgressBar, step: CopyProgress) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "copy", copy_command)

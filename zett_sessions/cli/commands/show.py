@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import handle_errors
-from .option_group import option_group
-from .options import (
+from ..errors import handle_errors
+from ..option_group import option_group
+from ..options import (
     DEFAULT_OUTPUT,
     INT_MAX,
     DbOption,
@@ -23,7 +23,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..transcript.render import TranscriptOptions
+    from ...transcript.render import TranscriptOptions
 
 
 class ShowFormat(StrEnum):
@@ -75,14 +75,14 @@ DetailsOption = Annotated[
 
 def role_kinds(roles: Sequence[Role] | None) -> frozenset[int]:
     """The message kinds ``--role`` names (empty: every kind)."""
-    from ..transcript.query import ROLE_KINDS
+    from ...transcript.query import ROLE_KINDS
 
     return frozenset(ROLE_KINDS[role.value] for role in roles or ())
 
 
 def one_session(session: str | None, latest: bool) -> None:
     """A SESSION or ``--latest``, exactly one of them (show and tail)."""
-    from ..errors import UsageError
+    from ...errors import UsageError
 
     if latest == (session is not None):
         raise UsageError("give either a SESSION or --latest")
@@ -107,7 +107,7 @@ class ViewOptions:
     def transcript_options(self, fmt: ShowFormat) -> TranscriptOptions:
         """How records are rendered in ``fmt``.  Markdown is for sharing: whole bodies always
         (``--full``: every repeated system prompt too)."""
-        from ..transcript.render import TranscriptOptions
+        from ...transcript.render import TranscriptOptions
 
         return TranscriptOptions(
             full=self.full or fmt is ShowFormat.markdown,
@@ -162,10 +162,10 @@ def show_command(
 
     Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
     """
-    from ..errors import UsageError
-    from ..transcript.query import Selection
-    from ..transcript.write import Format, Request, show
-    from .state import app_state, run_with
+    from ...errors import UsageError
+    from ...transcript.query import Selection
+    from ...transcript.write import Format, Request, show
+    from ..state import app_state, run_with
 
     chosen = output.chosen(ShowFormat)
     one_session(session, latest)
@@ -193,6 +193,6 @@ def show_command(
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "show", show_command)

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import handle_errors
-from .options import FULL_HELP, DbOption, FullIdsOption, JsonOption, session_argument
-from .state import app_state, run_with
+from ..errors import handle_errors
+from ..options import FULL_HELP, DbOption, FullIdsOption, JsonOption, session_argument
+from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
-    from ..queries.snapshots import CompactedSession, SnapshotReport
+    from ...backend import SessionDatabase
+    from ...queries.snapshots import CompactedSession, SnapshotReport
 
 
 @handle_errors
@@ -40,10 +40,10 @@ def snapshot_info_command(
 
     Example: zett-sessions snapshot-info 019cadd4-8c4c --full
     """
-    from ..errors import UsageError
-    from ..queries.resolve import resolve_session
-    from ..queries.snapshots import compacted_sessions, session_snapshots
-    from ..values import plural
+    from ...errors import UsageError
+    from ...queries.resolve import resolve_session
+    from ...queries.snapshots import compacted_sessions, session_snapshots
+    from ...values import plural
 
     if show_all == (session is not None):
         raise UsageError("give a SESSION or --all (not both)")
@@ -77,8 +77,8 @@ def _print_session(
     full: bool,
     full_ids: bool,
 ) -> None:
-    from ..render.snapshots import session_view, snapshot_report_json
-    from .output import Output
+    from ...render.output import Output
+    from ...render.snapshots import session_view, snapshot_report_json
 
     assert isinstance(out, Output)
     if json_output:
@@ -97,9 +97,9 @@ def _print_session(
 def _print_all(
     out: object, sessions: list[CompactedSession], json_output: bool, *, full: bool, full_ids: bool
 ) -> None:
-    from ..render.snapshots import compacted_table, problem_lines, snapshot_report_json, summaries
-    from ..values import plural
-    from .output import Output
+    from ...render.output import Output
+    from ...render.snapshots import compacted_table, problem_lines, snapshot_report_json, summaries
+    from ...values import plural
 
     assert isinstance(out, Output)
     if json_output:
@@ -122,6 +122,6 @@ def _print_all(
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "snapshot-info", snapshot_info_command)

@@ -7,22 +7,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import handle_errors
-from .exit_codes import ExitCode
-from .filters import NO_FILTERS, FilterOptions, filter_options
-from .options import (
-    DEFAULT_OUTPUT,
-    DbOption,
-    OutputOptions,
-    output_options,
-    session_argument,
-)
-from .state import app_state, run_with
+from ..errors import handle_errors
+from ..exit_codes import ExitCode
+from ..filters import NO_FILTERS, FilterOptions, filter_options
+from ..options import DEFAULT_OUTPUT, DbOption, OutputOptions, output_options, session_argument
+from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
-    from ..verify.models import VerifyReport
-    from .output import Output
+    from ...backend import SessionDatabase
+    from ...render.output import Output
+    from ...verify.models import VerifyReport
 
 
 class VerifyFormat(StrEnum):
@@ -92,11 +86,11 @@ def verify_command(
 
     Example: zett-sessions verify --since 1d --severity error
     """
-    from ..errors import UsageError
-    from ..queries.resolve import resolve_session
-    from ..queries.sessions import SessionFilter
-    from ..timeutil import utc_now
-    from ..verify import CODES, Severity, verify_database
+    from ...errors import UsageError
+    from ...queries.resolve import resolve_session
+    from ...queries.sessions import SessionFilter
+    from ...timeutil import utc_now
+    from ...verify import CODES, Severity, verify_database
 
     unknown = sorted(set(codes or ()) - set(CODES))
     if unknown:
@@ -111,7 +105,7 @@ def verify_command(
     chosen = filters.parse(utc_now())
     filtered = chosen != SessionFilter() or filters.children_of is not None
 
-    from .progress import progress_bar
+    from ..progress import progress_bar
 
     with progress_bar("verifying", "messages") as bar:
 
@@ -137,7 +131,7 @@ def verify_command(
 
 
 def print_codes(out: Output, fmt: VerifyFormat) -> None:
-    from ..render.verify import registry_json, registry_view
+    from ...render.verify import registry_json, registry_view
 
     if fmt is VerifyFormat.json:
         out.json(registry_json())
@@ -150,8 +144,8 @@ def print_codes(out: Output, fmt: VerifyFormat) -> None:
 
 
 def render_report(out: object, report: VerifyReport, fmt: VerifyFormat, *, quiet: bool) -> None:
-    from ..render.verify import finding_json, summary_line, verify_json, verify_view
-    from .output import Output
+    from ...render.output import Output
+    from ...render.verify import finding_json, summary_line, verify_json, verify_view
 
     assert isinstance(out, Output)
     if fmt is VerifyFormat.json:
@@ -167,6 +161,6 @@ def render_report(out: object, report: VerifyReport, fmt: VerifyFormat, *, quiet
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "verify", verify_command)

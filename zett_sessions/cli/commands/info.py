@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .errors import handle_errors
-from .options import DbOption, JsonOption
-from .state import app_state, run_with
+from ..errors import handle_errors
+from ..options import DbOption, JsonOption
+from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
-    from ..queries.info import DatabaseInfo
+    from ...backend import SessionDatabase
+    from ...queries.info import DatabaseInfo
 
 
 @handle_errors
@@ -32,7 +32,7 @@ def info_command(
 
     Example: zett-sessions --db zett-demo.sqlite3 info --tokens
     """
-    from ..queries.info import database_info
+    from ...queries.info import database_info
 
     state = app_state(ctx)
 
@@ -42,16 +42,16 @@ def info_command(
     info = run_with(state.reader(db), work)
     out = state.output()
     if json_output:
-        from ..render.info import info_json
+        from ...render.info import info_json
 
         out.json(info_json(info))
         return
-    from ..render.info import info_view
+    from ...render.info import info_view
 
     out.print(info_view(info))
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "info", info_command)

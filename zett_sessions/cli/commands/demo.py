@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from .errors import handle_errors
-from .options import JsonOption
-from .state import app_state
+from ..errors import handle_errors
+from ..options import JsonOption
+from ..state import app_state
 
 
 @handle_errors
@@ -31,9 +31,9 @@ def demo_command(
     Example: zett-sessions demo /tmp/demo.sqlite3 && zett-sessions --db /tmp/demo.sqlite3 list
     """
 
-    from ..demo import write_demo
-    from ..errors import UnusablePath, UsageError
-    from ..render.demo import demo_json, demo_summary
+    from ...demo import write_demo
+    from ...errors import UnusablePath, UsageError
+    from ...render.demo import demo_json, demo_summary
 
     out = app_state(ctx).output()
     try:
@@ -56,7 +56,7 @@ def demo_command(
 def _quoted(path: str) -> str:
     import shlex
 
-    from ..render.sanitize import single_line
+    from ...render.sanitize import single_line
 
     return shlex.quote(single_line(path))
 
@@ -93,6 +93,6 @@ def invoked_as(
 
 
 def register(app: typer.Typer) -> None:
-    from .command import register
+    from ..command import register
 
     register(app, "demo", demo_command)

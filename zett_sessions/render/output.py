@@ -25,7 +25,7 @@ from rich.console import Console, RenderableType
 from rich.control import STRIP_CONTROL_CODES
 from rich.text import Text
 
-from ..render.sanitize import JSON_UNSAFE, single_line
+from .sanitize import JSON_UNSAFE, single_line
 
 
 def _strip_control_codes(text: str, _translate_table: dict[int, None] | None = None) -> str:
