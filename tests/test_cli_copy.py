@@ -228,9 +228,26 @@ def test_postgresql_without_asyncpg_is_one_error_line_naming_the_extra(
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr == (
-        "Error: PostgreSQL support needs asyncpg, which is not installed: "
-        "pip install 'zett-sessions[postgres]'\n"
+        "Error: PostgreSQL support needs asyncpg, which is not installed: install the postgres "
+        "extra (pip install '.[postgres]' in a clone of zett-sessions) or asyncpg itself "
+        "(pip install 'asyncpg>=0.30,<0.33')\n"
     )
+
+
+def test_the_asyncpg_hint_names_the_extra_this_project_declares() -> None:
+    """The hint's commands are true for a clone: the extra exists under that name and the
+    asyncpg range is the one the extra asks for."""
+    import tomllib
+
+    from zett_sessions.errors import BackendMissing
+
+    declared = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    (requirement,) = declared["project"]["optional-dependencies"]["postgres"]
+    assert requirement == "asyncpg>=0.30,<0.33"
+    source = (Path(__file__).parent.parent / "zett_sessions/postgres/connection.py").read_text()
+    assert f"pip install '{requirement}'" in source and "pip install '.[postgres]'" in source
+    assert "zett-sessions[postgres]" not in source
+    assert issubclass(BackendMissing, ImportError)
 
 
 def test_an_old_destination_file_is_refused(fixture_db: FixtureDb) -> None:

@@ -363,6 +363,37 @@ def test_top_level_help_lists_exit_codes() -> None:
     assert "Exit codes: 0 success" in result.stdout
 
 
+def test_top_level_help_shows_every_command_summary_whole() -> None:
+    """Each command's first help paragraph appears in full (wrapped, never cut with ``...``)."""
+    from zett_sessions.cli.command import command_summary
+
+    result = run_cli(["--help"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    listing = result.stdout.split("Commands:", 1)[1].split("Exit codes:", 1)[0]
+    assert "..." not in listing
+    flowing = " ".join(listing.split())
+    group = app_command()
+    for name in COMMANDS:
+        summary = command_summary(group.commands[name])
+        assert f"{name} {summary}" in flowing, name
+
+
+def app_command() -> Any:
+    import typer
+
+    return typer.main.get_command(app)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_help_quotes_no_cost_figures(command: str) -> None:
+    """How much CPU an option costs belongs in the docs, not in the help a user reads."""
+    result = run_cli([command, "--help"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    assert not re.search(r"\bCPU\b|\d s more|\bat 1M\b", result.stdout), command
+
+
 def test_version_prints_the_package_version() -> None:
     from zett_sessions import __version__
 

@@ -2,7 +2,7 @@
 
 The public names are imported lazily (PEP 562) so that ``zett-sessions --help`` does not pay for
 pydantic and aiosqlite; ``from zett_sessions import SQLiteSessionStorage`` works as usual.
-``PostgresSessionStorage`` needs the optional extra ``zett-sessions[postgres]`` (asyncpg), which
+``PostgresSessionStorage`` needs the optional extra ``postgres`` (asyncpg), which
 is imported only when that name is used.
 """
 

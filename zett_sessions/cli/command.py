@@ -127,6 +127,12 @@ def write_text(formatter: Any, text: str | None) -> None:
             formatter.write_text(keep_words(text, formatter.width - formatter.current_indent))
 
 
+def command_summary(command: Any) -> str:
+    """The first paragraph of ``command``'s help, on one line: what the command list shows."""
+    text = inspect.cleandoc((command.help or "").partition("\f")[0])
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
 def _suggestions(command: Any, typo: str) -> list[str]:
     """Canonical option names of ``command`` close to ``typo`` (compared without dashes)."""
     names: dict[str, str] = {}
@@ -222,6 +228,16 @@ class Group(typer.core.TyperGroup):
     def format_options(self, ctx: Any, formatter: Any) -> None:
         write_rows(formatter, "Options", help_rows(self, ctx)[1])
         self.format_commands(ctx, formatter)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command with its whole summary (the first paragraph of its help), wrapped;
+        Click cuts a summary at the first line's width and ends it with ``...``."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command_summary(command)))
+        write_rows(formatter, "Commands", rows)
 
     def format_epilog(self, ctx: Any, formatter: Any) -> None:
         write_text(formatter, self.epilog)

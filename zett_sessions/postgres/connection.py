@@ -45,8 +45,9 @@ try:
     import asyncpg
 except ImportError as missing:  # the optional extra is not installed
     raise BackendMissing(
-        "PostgreSQL support needs asyncpg, which is not installed: "
-        "pip install 'zett-sessions[postgres]'"
+        "PostgreSQL support needs asyncpg, which is not installed: install the postgres "
+        "extra (pip install '.[postgres]' in a clone of zett-sessions) or asyncpg itself "
+        "(pip install 'asyncpg>=0.30,<0.33')"
     ) from missing
 
 from ..backend import check_busy_timeout

@@ -81,9 +81,8 @@ def list_command(
         format_option(
             ListSort,
             "activity (default: newest first), created (newest first), messages or tokens "
-            "(most first); messages counts every session in scope and tokens reads every raw "
-            "row in scope, so they cost a pass over the rows (about 0.1 s and 1 s more CPU at "
-            "1M messages).",
+            "(most first); messages and tokens read every session in scope before the first "
+            "row.",
             name="--sort",
         ),
     ] = "activity",
