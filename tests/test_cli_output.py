@@ -167,3 +167,46 @@ def test_list_on_a_real_60_column_terminal(tmp_path: Path) -> None:
     table = [line for line in lines if not line.startswith(("Hidden", "8 of"))]
     assert len(table) == 9 and max(len(line) for line in table) <= 60
     assert hidden_columns("\n".join(lines))
+
+
+# --- JSON keeps escape sequences; the docs' jq recipe strips them ----------------------------
+
+HOSTILE_TITLE = "a\x1b[2Jb\x1b]52;c;ZXZpbA==\x07c\x9b31md\x07e"
+
+
+def documented_strip_command() -> str:
+    """The ``… | jq -r …`` line docs/cli.md gives for printing JSON text without escapes."""
+    page = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    lines = [line.strip() for line in page.splitlines() if "| jq -r '" in line]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_json_keeps_stored_escapes_and_the_documented_jq_filter_strips_them(
+    tmp_path: Path,
+) -> None:
+    import json
+    import shutil
+    import subprocess
+
+    from support import SeedSession, seed_sessions
+
+    db = seed_sessions(tmp_path / "hostile.sqlite3", [SeedSession("s1", title=HOSTILE_TITLE)])
+    r = run_cli(["--db", str(db), "list", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == ""
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\x9b" not in r.stdout
+    assert "\\u001b[2J" in r.stdout
+    assert json.loads(r.stdout)[0]["title"] == HOSTILE_TITLE  # exactly what is stored
+
+    command = documented_strip_command()
+    assert command.startswith("zett-sessions list --json | jq -r ")
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed")
+    jq_filter = command.split("| ", 1)[1]
+    done = subprocess.run(
+        ["bash", "-c", jq_filter], input=r.stdout, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout == "abcde\n"
