@@ -369,6 +369,26 @@ def test_skip_active_leaves_busy_sessions_alone_and_reports_them(db: str) -> Non
     assert planned(db, "busy", "--skip-active", "0") == ["busy"]
 
 
+def test_skip_active_calls_a_new_empty_session_just_created_not_messaged(
+    tmp_path: Path,
+) -> None:
+    path = seed_sessions(
+        tmp_path / "fresh.sqlite3",
+        [
+            SeedSession("fresh", age=timedelta(minutes=1), messages=0),
+            SeedSession("talking", age=timedelta(minutes=1)),
+        ],
+    )
+    r = delete(path, "fresh", "talking", "--dry-run", "--full")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == ""
+    fresh = next(line for line in r.stdout.splitlines() if "fresh" in line)
+    talking = next(line for line in r.stdout.splitlines() if "talking" in line)
+    assert "created within the last 10m, no messages yet (--skip-active)" in fresh, r.stdout
+    assert "a message within" not in fresh
+    assert "a message within the last 10m (--skip-active)" in talking, r.stdout
+
+
 def test_all_selects_everything_but_active_sessions(db: str) -> None:
     assert set(planned(db, "--all")) == ALL - {"busy"}
 
@@ -496,6 +516,34 @@ def test_deleting_every_session_or_most_of_them_asks_for_the_number(
     else:
         assert r.stderr.endswith("Nothing deleted.\n") and "Error" not in r.stderr
         assert ids_in(db) == ALL
+
+
+def test_the_question_states_the_share_as_the_plan_line_does(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4 of 6 sessions: 66.7% on the plan's totals and in the question, never also 67%."""
+    monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
+    r = delete(db, "old-b", "old-c", "mid", "busy", "--skip-active", "0", input="n\n")
+    assert r.exit_code == 0, r.stderr
+    assert "Delete 4 sessions" in r.stderr
+    assert "— 66.7% of 6 sessions?" in r.stderr, r.stderr
+    assert "That is 66.7% of the database: type 4 to delete them: " in r.stderr, r.stderr
+    assert "67%" not in r.stderr and "67%" not in r.stdout
+    assert "Deleted" not in r.stdout
+
+
+@pytest.mark.parametrize("answer", ["y", "yes", "5", " 7 "])
+def test_a_wrong_answer_to_the_number_question_says_what_was_expected(
+    db: str, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
+    r = delete(db, "--all", "--skip-active", "0", input=f"{answer}\n")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.endswith(
+        f"type 6 to delete them: The answer was {answer.strip()!r}, not 6.\nNothing deleted.\n"
+    ), r.stderr
+    assert "Deleted" not in r.stdout
+    assert ids_in(db) == ALL
 
 
 def test_yes_deletes_every_session_without_a_question(db: str) -> None:

@@ -41,5 +41,11 @@ def ask(question: str) -> bool:
 
 def ask_exact(question: str, expected: str) -> bool:
     """``question`` answered by typing ``expected`` exactly (a number, say): anything else,
-    ``y`` included, is a no."""
-    return _answer(f"{question}: ") == expected
+    ``y`` included, is a no, and a typed answer that is not ``expected`` is told what was
+    (someone who typed ``y`` learns why nothing happened)."""
+    answer = _answer(f"{question}: ")
+    if answer and answer != expected:
+        from ..render.sanitize import single_line
+
+        sys.stderr.write(f"The answer was {single_line(answer)!r}, not {expected}.\n")
+    return answer == expected

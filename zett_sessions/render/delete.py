@@ -92,8 +92,14 @@ def plan_totals(plan: DeletePlan) -> str:
     return (
         f"{plural(len(plan.sessions), 'session')} ({plural(plan.messages, 'message')}, "
         f"{plural(plan.snapshots, 'snapshot')}, about {human_bytes(plan.estimated_bytes)}) — "
-        f"{plan.percent:.1f}% of {plural(plan.total_sessions, 'session')}"
+        f"{plan_share(plan)} of {plural(plan.total_sessions, 'session')}"
     )
+
+
+def plan_share(plan: DeletePlan) -> str:
+    """The plan's share of the database's sessions as every line that states it shows it (one
+    rounding: the question never says 67% under a plan line of 66.7%)."""
+    return f"{plan.percent:.1f}%"
 
 
 def _sessions_table(

@@ -415,6 +415,11 @@ def _maybe_active(
     if not session.dated or session.updated_at is None:
         return "unknown-age", f"{UNKNOWN_AGE}; it may be active (--skip-active 0 deletes it)"
     if (session.last_activity or session.updated_at) >= now - policy.skip_active:
+        if session.messages == 0:  # its creation is its activity: no message to speak of
+            return (
+                "active",
+                f"created within the last {_window(policy)}, no messages yet (--skip-active)",
+            )
         return "active", f"a message within the last {_window(policy)} (--skip-active)"
     return None
 

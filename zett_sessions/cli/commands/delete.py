@@ -345,12 +345,12 @@ def confirm(
         raise RetentionRefused(
             f"not deleting without confirmation ({why}); pass --yes to delete", "confirmation"
         )
-    from ...render.delete import plan_totals
+    from ...render.delete import plan_share, plan_totals
     from ..prompt import ask, ask_exact
 
     count = len(plan.sessions)
     if count >= plan.total_sessions or plan.percent > strong_above:
-        share = "every session" if count >= plan.total_sessions else f"{plan.percent:.0f}%"
+        share = "every session" if count >= plan.total_sessions else plan_share(plan)
         return ask_exact(
             f"Delete {plan_totals(plan)}?\nThat is {share} of the database: type {count} "
             "to delete them",
