@@ -127,12 +127,12 @@ def start_cluster(directory: Path) -> str:
     return _dsn(port)
 
 
-def _start_server(bindir: Path, owner: str | None, directory: Path) -> int:
+def _start_server(bindir: Path, owner: str | None, directory: Path, extra: str = "") -> int:
     """Start the server of ``directory/data`` on a free port (recorded in ``directory/port``)."""
     port = _free_port()
     options = (
         f"-p {port} -k {directory / 'sock'} -c listen_addresses=127.0.0.1 -c fsync=off"
-        " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" + extra
     )
     _run_as(
         owner,
@@ -201,7 +201,8 @@ def start_standby(directory: Path, primary: str) -> str:
             "--checkpoint=fast",  # else it waits for the next spread checkpoint (~90 s)
         ],
     )
-    return _dsn(_start_server(bindir, owner, directory))
+    # the primary keeps the rows a standby query still reads (no recovery conflict cancels it)
+    return _dsn(_start_server(bindir, owner, directory, " -c hot_standby_feedback=on"))
 
 
 def pgbouncer() -> str | None:

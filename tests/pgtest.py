@@ -27,6 +27,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
@@ -165,12 +166,12 @@ def pg_standby(pg_server: str) -> Iterator[str]:
         pgcluster.stop_cluster(parent)
 
 
-async def _replicated(primary: str, standby: str) -> None:
+async def _caught_up(primary: str, standby: str, done: str) -> None:
     import asyncpg
 
     source = await asyncpg.connect(direct(primary))
     try:
-        target = await source.fetchval("SELECT pg_current_wal_lsn()::text")
+        target = await source.fetchval("SELECT pg_current_wal_insert_lsn()::text")
     finally:
         await source.close()
     replica = await asyncpg.connect(standby)
@@ -179,17 +180,51 @@ async def _replicated(primary: str, standby: str) -> None:
         deadline = loop.time() + REPLAY_WITHIN
         # each poll is a round trip to the standby: no sleep, bounded by the deadline
         while not await replica.fetchval(
-            "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", target
+            f"SELECT pg_last_wal_{done}_lsn() >= $1::text::pg_lsn", target
         ):
             if loop.time() > deadline:
-                raise AssertionError(f"the standby did not replay up to {target}")
+                raise AssertionError(f"the standby did not {done} up to {target}")
     finally:
         await replica.close()
 
 
-def replicated(primary: str, standby: str) -> None:
-    """Until ``standby`` has replayed everything written on ``primary`` so far (bounded)."""
-    run_sync(_replicated(primary, standby))
+def replicated(primary: str, standby: str, done: str = "replay") -> None:
+    """Until ``standby`` has replayed (``done="receive"``: received) everything written on
+    ``primary`` so far (bounded by ``REPLAY_WITHIN``)."""
+    run_sync(_caught_up(primary, standby, done))
+
+
+@pytest.fixture
+def pg_seeded(tmp_path: Path, pg_server: str, request: pytest.FixtureRequest) -> str:
+    """The newest sample on a new schema of ``pg_server`` (dropped after the test)."""
+    import support
+
+    dsn = new_schema(pg_server, request)
+    copy_into(support.copy_sample(tmp_path), dsn)
+    return dsn
+
+
+def untimed(output: str) -> str:
+    """``output`` without verify's elapsed time (text ``0.14 s``, JSON ``"seconds": 0.14``)."""
+    return re.sub(r'(seconds": |, )\d+\.\d+( s)?', r"\1…\2", output)
+
+
+def assert_same_output(reference: str, other: str, args: Sequence[str]) -> None:
+    """The command ``args`` prints the same on ``other`` as on ``reference`` (the same
+    database reached another way), but for the address in the URL and verify's timing."""
+    from support import run_cli
+
+    want = run_cli(["--db", reference, *args])
+    got = run_cli(["--db", other, *args])
+    assert (got.exit_code, got.stderr) == (want.exit_code, want.stderr), got.stderr
+    assert got.exit_code in (0, 4), got.stderr  # verify: the sample's crashed session
+    shown = urlsplit(other).netloc, urlsplit(reference).netloc
+    assert untimed(got.stdout.replace(*shown)) == untimed(want.stdout)
+
+
+def reached_at(server: str, dsn: str) -> str:
+    """``dsn`` (a database and schema) at ``server``'s address: its pooler or its standby."""
+    return urlunsplit(urlsplit(dsn)._replace(netloc=urlsplit(server).netloc))
 
 
 @pytest.fixture

@@ -320,6 +320,35 @@ def test_follow_says_stale_when_calls_stay_open_too_long(databases: Databases) -
     assert stale.idle_for >= timedelta(minutes=1)
 
 
+def test_follow_counts_idle_time_only_up_to_what_a_replica_has_replayed(
+    databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read 50 s behind its primary, a run quiet for 60 s may have written 50 s ago: it is
+    dead only once quiet for 60 s of what the replica replayed (110 s by the clock)."""
+    from zett_sessions.postgres.connection import PgDatabase
+    from zett_sessions.sqlite.database import Database
+
+    async def lag(self: object) -> timedelta:
+        return timedelta(seconds=50)
+
+    for kind in (Database, PgDatabase):
+        monkeypatch.setattr(kind, "replay_lag", lag)
+    db = databases.sample(shared=False)
+    sid = NEWEST_IDS["plain"]
+    append_messages(db, sid, AssistantMessage(tool_calls=(ToolCall(id="slow", name="shell"),)))
+    clock = [datetime.now(UTC)]
+
+    async def on_sleep(writer: SQLiteSessionStorage, poll: int) -> bool:
+        clock[0] += timedelta(seconds=20)
+        return True
+
+    events = _follow_log(db, sid, on_sleep, stale_after=timedelta(minutes=1), now=lambda: clock[0])
+    stale = events[-1]
+    assert isinstance(stale, Stale)
+    assert clock[0] - stale.idle_since >= timedelta(seconds=110)
+    assert stale.idle_for == clock[0] - stale.idle_since - timedelta(seconds=50)
+
+
 def test_follow_is_not_stale_without_an_open_batch(databases: Databases) -> None:
     db = databases.sample(shared=False)
     sid = NEWEST_IDS["crashed"]  # its last batch (call_slow) is complete

@@ -10,60 +10,36 @@ carries no session; a statement cache asked for in the URL behind it is one ``Er
 from __future__ import annotations
 
 import asyncio
-import re
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from pgtest import copy_into, direct, new_schema, query, read_only, session_ids
-from support import NEWEST_IDS, assert_one_error_line, cli_process, copy_sample, run_cli
+from pgtest import assert_same_output, direct, query, reached_at, read_only, session_ids
+from support import NEWEST_IDS, assert_one_error_line, cli_process, run_cli
 from test_cli_postgres import INSPECTIONS
 from zett_sessions import PostgresSessionStorage, UserMessage
 from zett_sessions.errors import DatabaseReadOnly
 
 
-def through(pooler: str, dsn: str) -> str:
-    """``dsn`` (a schema on the server) reached through ``pooler``."""
-    return urlunsplit(urlsplit(dsn)._replace(netloc=urlsplit(pooler).netloc))
-
-
-@pytest.fixture
-def seeded(tmp_path: Path, pg_server: str, request: pytest.FixtureRequest) -> str:
-    dsn = new_schema(pg_server, request)
-    copy_into(copy_sample(tmp_path), dsn)
-    return dsn
-
-
-@pytest.mark.parametrize("args", INSPECTIONS)
+@pytest.mark.parametrize("args", [*INSPECTIONS, ["usage"]])
 def test_every_inspection_through_the_pooler_prints_what_it_prints_direct(
-    seeded: str, pg_pooler: str, args: list[str]
+    pg_seeded: str, pg_pooler: str, args: list[str]
 ) -> None:
-    pooled = through(pg_pooler, seeded)
-    want = run_cli(["--db", seeded, *args])
-    got = run_cli(["--db", pooled, *args])
-    assert (got.exit_code, got.stderr) == (want.exit_code, want.stderr), got.stderr
-    assert got.exit_code in (0, 4), got.stderr  # verify: the sample's crashed session
-    shown = urlsplit(pg_pooler).netloc, urlsplit(seeded).netloc
-    assert untimed(got.stdout.replace(*shown)) == untimed(want.stdout)
+    assert_same_output(pg_seeded, reached_at(pg_pooler, pg_seeded), args)
 
 
-def untimed(output: str) -> str:
-    """``output`` without verify's elapsed time (text ``0.14 s``, JSON ``"seconds": 0.14``)."""
-    return re.sub(r'(seconds": |, )\d+\.\d+( s)?', r"\1…\2", output)
-
-
-def test_rename_and_delete_with_vacuum_through_the_pooler(seeded: str, pg_pooler: str) -> None:
-    pooled = through(pg_pooler, seeded)
+def test_rename_and_delete_with_vacuum_through_the_pooler(pg_seeded: str, pg_pooler: str) -> None:
+    pooled = reached_at(pg_pooler, pg_seeded)
     r = run_cli(["--db", pooled, "rename", NEWEST_IDS["plain"], "Renamed"])
     assert r.exit_code == 0, r.stderr
     once = ["--skip-active", "0", "--yes", "--vacuum"]
     r = run_cli(["--db", pooled, "delete", NEWEST_IDS["crashed"], *once])
     assert r.exit_code == 0, r.stderr
     assert "Ran VACUUM (ANALYZE) agent_sessions, raw_messages, session_snapshots" in r.stdout
-    assert NEWEST_IDS["crashed"] not in session_ids(seeded)
-    title = query(seeded, "SELECT title FROM agent_sessions WHERE id = ?", (NEWEST_IDS["plain"],))
+    assert NEWEST_IDS["crashed"] not in session_ids(pg_seeded)
+    title = query(
+        pg_seeded, "SELECT title FROM agent_sessions WHERE id = ?", (NEWEST_IDS["plain"],)
+    )
     assert title == [("Renamed",)]
 
 
@@ -72,7 +48,7 @@ def test_the_urls_settings_hold_in_every_transaction_through_the_pooler(
 ) -> None:
     """``search_path`` chooses the schema and ``default_transaction_read_only`` refuses writes
     although the pooler hands each transaction to any server connection."""
-    pooled = through(pg_pooler, pg_dsn)
+    pooled = reached_at(pg_pooler, pg_dsn)
 
     async def scenario() -> list[int]:
         async with PostgresSessionStorage(pooled) as storage:
@@ -94,11 +70,11 @@ def test_the_urls_settings_hold_in_every_transaction_through_the_pooler(
 
 
 def test_a_statement_cache_asked_for_behind_the_pooler_is_one_error_line(
-    seeded: str, pg_pooler: str
+    pg_seeded: str, pg_pooler: str
 ) -> None:
     """Named prepared statements of separate clients meet on the shared server connections
     (processes: asyncpg numbers its statements per process, from 1)."""
-    cached = through(pg_pooler, seeded) + "&statement_cache_size=100"
+    cached = reached_at(pg_pooler, pg_seeded) + "&statement_cache_size=100"
     results = [cli_process(cached, "show", NEWEST_IDS["tools"]) for _ in range(3)]
     failed = [r for r in results if r.returncode != 0]
     assert failed, "three clients with a statement cache never met behind the pooler"
@@ -113,7 +89,7 @@ def test_the_statement_cache_is_kept_direct_and_dropped_behind_the_pooler(
 ) -> None:
     """Direct, a statement run twice is prepared once under a name (the cache); through the
     pooler no statement is ever named on the shared server connection."""
-    url = through(pg_pooler, pg_dsn) if pooled else pg_dsn
+    url = reached_at(pg_pooler, pg_dsn) if pooled else pg_dsn
 
     async def scenario() -> bool:
         async with PostgresSessionStorage(url) as storage:

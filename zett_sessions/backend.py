@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from .errors import ValidationError
@@ -63,6 +64,10 @@ class SessionDatabase(Protocol):
     async def close(self) -> None: ...
 
     def require_layout(self, operation: str) -> None: ...
+
+    async def replay_lag(self) -> timedelta | None:
+        """How far what it reads is behind the database it replicates: ``None`` unless it is
+        a read replica (a PostgreSQL hot standby); ``timedelta.max`` when unknown."""
 
     def read(self) -> AbstractAsyncContextManager[Any]: ...
 

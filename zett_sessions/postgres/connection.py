@@ -37,6 +37,7 @@ import itertools
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from ..errors import BackendMissing
@@ -437,6 +438,12 @@ class PgDatabase:
             self.schema_ready = True
         self._opened = True
         return self
+
+    async def replay_lag(self) -> timedelta | None:
+        """How far reads here are behind the primary (``None``: this is the primary)."""
+        from .replica import replay_lag
+
+        return await replay_lag(self)
 
     def require_layout(self, operation: str) -> None:
         """Every migrated PostgreSQL database has the newest layout (``open()`` checked it)."""

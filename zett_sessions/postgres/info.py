@@ -1,6 +1,7 @@
 """What ``info`` says about a PostgreSQL database beyond the counts every backend shares: the
-server's version, the schema migrations recorded, each table's and its indexes' size, and
-which of zett-agent's indexes are missing (looked up by name on the ``search_path``)."""
+server's version, the schema migrations recorded, each table's and its indexes' size, which
+of zett-agent's indexes are missing (looked up by name on the ``search_path``), and on a hot
+standby what it has replayed and how far behind it reads (``replica``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from ..backend import SessionDatabase
 from ..queries.info import RelationSize, ServerFacts
 from ..schema import INDEXES, TABLES
+from .replica import standby_facts
 from .schema import MIGRATIONS_TABLE
 
 
@@ -40,5 +42,6 @@ async def server_facts(db: SessionDatabase) -> dict[str, Any]:
             RelationSize(name=str(row[0]), table_bytes=int(row[1]), index_bytes=int(row[2]))
             for row in sizes
         ),
+        standby=await standby_facts(db),
     )
     return {"path": db.path, "server": facts, "missing": await missing_indexes(db)}

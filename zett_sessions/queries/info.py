@@ -57,6 +57,18 @@ class RelationSize(BaseModel):
     index_bytes: int
 
 
+class StandbyFacts(BaseModel):
+    """A hot standby (``postgres.replica``): what it has replayed of its primary's WAL."""
+
+    model_config = ConfigDict(frozen=True)
+
+    receiving: bool  # its WAL receiver runs (streams from the primary)
+    receive_lsn: str | None  # the WAL received so far (None: none by streaming)
+    replay_lsn: str | None  # the WAL replayed so far
+    last_replayed_at: datetime | None  # the primary's commit time of the last one replayed
+    replay_lag_seconds: float | None  # how far reads are behind (None: unknown)
+
+
 class ServerFacts(BaseModel):
     """A PostgreSQL database."""
 
@@ -66,6 +78,7 @@ class ServerFacts(BaseModel):
     migrations: tuple[str, ...]  # recorded in zett_sessions_migrations, oldest first
     schema_version: int  # how many of them
     relations: tuple[RelationSize, ...]
+    standby: StandbyFacts | None = None  # None: a primary
 
     @property
     def total_bytes(self) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..queries.info import DatabaseInfo, FileFacts, ServerFacts
+from ..queries.info import DatabaseInfo, FileFacts, ServerFacts, StandbyFacts
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import count, human_bytes, moment_label, safe_cell
@@ -55,6 +55,17 @@ def _server_json(server: ServerFacts) -> dict[str, Any]:
             for r in server.relations
         ],
         "total_bytes": server.total_bytes,
+        "standby": _standby_json(server.standby) if server.standby else None,
+    }
+
+
+def _standby_json(standby: StandbyFacts) -> dict[str, Any]:
+    return {
+        "receiving": standby.receiving,
+        "receive_lsn": standby.receive_lsn,
+        "replay_lsn": standby.replay_lsn,
+        "last_replayed_at": iso_utc(standby.last_replayed_at),
+        "replay_lag_seconds": standby.replay_lag_seconds,
     }
 
 
@@ -123,6 +134,23 @@ def _server_rows(server: ServerFacts) -> list[tuple[str, Text | str]]:
     schema = f"{server.schema_version} ({', '.join(server.migrations) or 'none recorded'})"
     return [
         ("Server", safe_cell(f"PostgreSQL {server.server_version}")),
+        *([("Standby", _standby(server.standby))] if server.standby else ()),
         ("Schema version", schema),
         ("Size", f"{human_bytes(server.total_bytes)}: {tables}"),
     ]
+
+
+def _standby(standby: StandbyFacts) -> Text:
+    """A hot standby's replay: how far behind its primary, and the WAL it has replayed."""
+    lag = standby.replay_lag_seconds
+    behind = "lag unknown" if lag is None else f"replay lag {lag:.1f} s"
+    text = Text(
+        f"hot standby, {behind}"
+        + ("" if standby.receiving else ", not receiving from its primary"),
+        style="" if standby.receiving and lag is not None else "yellow",
+    )
+    replayed = f"; replayed {standby.replay_lsn or '—'} of {standby.receive_lsn or '—'} received"
+    if standby.last_replayed_at is not None:
+        replayed += f", last transaction from {iso_utc(standby.last_replayed_at)}"
+    text.append(replayed, style="dim")
+    return text

@@ -498,6 +498,10 @@ class Database:
         if self.read_only:
             raise DatabaseReadOnly(f"database {self.path} was opened read-only", self.path)
 
+    async def replay_lag(self) -> None:
+        """A file is never a replica: what it reads is the database itself."""
+        return None
+
     def require_layout(self, operation: str) -> None:
         """Refuse writes whose row shape the (older) layout cannot hold."""
         if not self.layout.is_newest:

@@ -10,6 +10,11 @@ busy timeout) counts as "nothing new yet".  The follow ends by itself in two cas
 events: the session was deleted (``Gone``), or ``stale_after`` passed with no new row while the
 last assistant's tool calls still lack results (``Stale``: the run looks dead).  Clock and sleep
 are parameters so tests can drive the loop without waiting.
+
+On a read replica the rows arrive as late as its replay (``db.replay_lag()``): before calling
+a run dead the idle time is counted up to what the replica has replayed, not up to now, and
+while the lag itself is ``stale_after`` or more nothing is judged (``Lagging``, reported once
+each time the lag crosses it).  The lag is asked only when a run would otherwise be dead.
 """
 
 from __future__ import annotations
@@ -50,6 +55,15 @@ class Stale(Generic[ItemT]):
     batch: OpenBatch[ItemT]
     idle_since: datetime
     idle_for: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class Lagging:
+    """The replica read is ``lag`` behind its primary, at least ``stale_after``: whether the
+    run is dead cannot be told until it catches up (``timedelta.max``: lag unknown)."""
+
+    lag: timedelta
+    stale_after: timedelta
 
 
 class NoSessions(SessionNotFound):
@@ -132,6 +146,31 @@ async def _poll(
         return [], False
 
 
+@dataclass
+class _Judge(Generic[ItemT]):
+    """Whether a quiet run is dead (``stale_after``), the replica's lag taken into account."""
+
+    db: SessionDatabase
+    stale_after: timedelta | None
+    now: Callable[[], datetime]
+    lagging: bool = False  # Lagging was reported and the lag is still at least stale_after
+
+    async def __call__(
+        self, batch: OpenBatch[ItemT] | None, idle_since: datetime
+    ) -> Stale[ItemT] | Lagging | None:
+        idle_for = self.now() - idle_since
+        if self.stale_after is None or batch is None or idle_for < self.stale_after:
+            return None
+        lag = await self.db.replay_lag() or timedelta(0)
+        if lag >= self.stale_after:
+            first, self.lagging = not self.lagging, True
+            return Lagging(lag, self.stale_after) if first else None
+        self.lagging = False
+        if idle_for - lag < self.stale_after:
+            return None
+        return Stale(batch, idle_since, idle_for - lag)
+
+
 async def follow(
     db: SessionDatabase,
     session_id: str,
@@ -142,7 +181,7 @@ async def follow(
     stale_after: timedelta | None = None,
     now: Callable[[], datetime] = utc_now,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> AsyncGenerator[Entry[ItemT] | Gone | Stale[ItemT], None]:
+) -> AsyncGenerator[Entry[ItemT] | Gone | Stale[ItemT] | Lagging, None]:
     """New records (and late flags) as they are appended; ends with ``Gone`` or ``Stale``.
 
     ``state`` comes from the stream that printed the history (a non-holding annotator); a
@@ -153,6 +192,7 @@ async def follow(
         "WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
     )
     idle_since = await last_activity(db, session_id) or now()
+    judge: _Judge[ItemT] = _Judge(db, stale_after, now)
     annotator = state.annotator
     anchor = await _anchor(db, session_id, state)
     while True:
@@ -171,10 +211,8 @@ async def follow(
             idle_since = now()
             if len(rows) == POLL_BATCH:
                 continue
-        elif stale_after is not None:
-            batch = annotator.open_batch()
-            idle_for = now() - idle_since
-            if batch is not None and idle_for >= stale_after:
-                yield Stale(batch, idle_since, idle_for)
+        elif (verdict := await judge(annotator.open_batch(), idle_since)) is not None:
+            yield verdict
+            if isinstance(verdict, Stale):
                 return
         await sleep(interval)

@@ -55,7 +55,7 @@ from ..render.sanitize import sanitize, single_line
 from ..timeutil import iso_utc
 from ..values import plural
 from .annotate import Entry
-from .follow import Stale
+from .follow import Lagging, Stale
 from .query import Boundary, ResumeContext, Totals, TranscriptHeader
 
 BODY_CHARS = 2000
@@ -785,6 +785,17 @@ def dropped_json(dropped: Dropped[Any], sequence: int, role: str) -> dict[str, A
         "missing_call_ids": list(dropped.missing_call_ids),
         "unexpected_result_ids": list(dropped.unexpected_result_ids),
     }
+
+
+def lagging_message(lagging: Lagging) -> str:
+    """One line for ``tail --stale-after`` on a replica that lags at least the threshold."""
+    after = human_duration_ns(int(lagging.stale_after.total_seconds() * 1e9)) or "0 ms"
+    if lagging.lag == lagging.lag.max:
+        behind = "has replayed no transaction yet, so how far it is behind is unknown"
+    else:
+        lag = human_duration_ns(int(lagging.lag.total_seconds() * 1e9)) or "0 ms"
+        behind = f"replays {lag} behind its primary, more than --stale-after {after}"
+    return f"The replica {behind}: the run is not called dead until it catches up."
 
 
 def stale_message(stale: Stale[Any], *, local: bool = False) -> str:

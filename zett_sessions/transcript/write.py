@@ -30,7 +30,7 @@ from ..render.jsonout import kind_name, snapshot_json
 from ..render.output import UNWRAPPED, Output, dumps
 from ..rows import record_from_row
 from .annotate import Annotator
-from .follow import Gone, Stale, follow, latest_session
+from .follow import Gone, Lagging, Stale, follow, latest_session
 from .query import (
     Boundary,
     LogEnd,
@@ -57,6 +57,7 @@ from .render import (
     dropped_lines,
     header_json,
     header_table,
+    lagging_message,
     stale_message,
     totals_table,
 )
@@ -482,6 +483,9 @@ async def _follow(
                 return
             if isinstance(event, Stale):
                 raise StaleRun(stale_message(event, local=request.options.local))
+            if isinstance(event, Lagging):
+                out.warn(lagging_message(event))
+                continue
             if roles and event.item.kind not in roles:
                 continue
             if request.fmt is Format.markdown:
