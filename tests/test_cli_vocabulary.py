@@ -120,6 +120,61 @@ def test_a_mistyped_option_suggests_the_nearest_option_of_the_command(
     assert "Possible options" not in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["list", "--afer", "1d"],
+            "Error: No such option: --afer; did you mean --since? "
+            "(see `zett-sessions list --help`)",
+        ),
+        (
+            ["list", "--limit", "0"],
+            "Error: Invalid value for '--limit' / '-n': must be at least 1 "
+            "(see `zett-sessions list --help`)",
+        ),
+        (
+            ["list", "--limit", "many"],
+            "Error: Invalid value for '--limit' / '-n': must be a whole number "
+            "(see `zett-sessions list --help`)",
+        ),
+        (
+            ["--busy-timeout", "soon", "list"],
+            "Error: Invalid value for '--busy-timeout': must be a number "
+            "(see `zett-sessions --help`)",
+        ),
+        (
+            ["show", "a", "b"],
+            "Error: Got unexpected extra argument(s) (b) (see `zett-sessions show --help`)",
+        ),
+        (
+            ["list", "--sort"],
+            "Error: Option '--sort' requires an argument (see `zett-sessions list --help`)",
+        ),
+        (["--bogus", "list"], "Error: No such option: --bogus (see `zett-sessions --help`)"),
+        (["--db", "x.sqlite3"], "Error: Missing command (see `zett-sessions --help`)"),
+        (
+            ["lisst"],
+            "Error: No such command 'lisst'. Did you mean 'list'? (see `zett-sessions --help`)",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_error_line_with_a_hint(args: list[str], line: str) -> None:
+    """No ``Usage:``/``Try …`` lines, no pydantic wording; exit 2 as every usage error."""
+    r = run_cli(args)
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr == line + "\n"
+
+
+def test_no_command_at_all_still_prints_the_help() -> None:
+    r = run_cli([])
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr.startswith("Usage: zett-sessions [OPTIONS] COMMAND [ARGS]...")
+    assert "Commands:" in r.stderr and "Error" not in r.stderr
+
+
 # --- one vocabulary -----------------------------------------------------------------------
 
 

@@ -8,15 +8,19 @@ options after the command too, and suggestions for a mistyped option.
 * **Global options** ``--no-color``, ``--no-pager`` and ``--busy-timeout`` are accepted after
   the command as well (``--db`` is one of every command's own options); given there, they
   override the ones given before it.
+* **Usage errors** print as every other error does, on one line: ``Error: …`` and a hint
+  (``(see `zett-sessions list --help`)``), not Click's ``Usage:``/``Try …`` lines.
 * **A mistyped option** is matched against the command's own option names without their dashes
   (and a few words other tools use: ``--after`` → ``--since``), so ``--befor`` suggests
-  ``--until`` rather than whatever shares the most dashes.
+  ``--until`` rather than whatever shares the most dashes, and a typo of such a word
+  (``--afer``) leads to the option too.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import re
 import textwrap
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -149,6 +153,10 @@ def _suggestions(command: Any, typo: str) -> list[str]:
     if synonym in names:
         return [names[synonym]]
     bare = {name.lstrip("-"): canonical for name, canonical in names.items()}
+    # a typo of another tool's word (--afer) leads to this tool's option for it (--since)
+    for word, meant in SYNONYMS.items():
+        bare.setdefault(word.lstrip("-"), names.get(meant, ""))
+    bare = {name: canonical for name, canonical in bare.items() if canonical}
     typed = typo.lstrip("-")
     close = difflib.get_close_matches(typed, list(bare), n=3, cutoff=0.6)
     # only the nearest (within 0.1): --formt is --format, not also --sort
@@ -157,9 +165,22 @@ def _suggestions(command: Any, typo: str) -> list[str]:
     return list(dict.fromkeys(bare[name] for name in close if score[name] >= best - 0.1))
 
 
+# pydantic's wording of a conversion Typer made → the words the rest of the tool uses.
+_PYDANTIC_WORDS = (
+    (re.compile(r"^Value error, "), ""),
+    (re.compile(r"^Input should be "), "must be "),
+    (re.compile(r", unable to parse string as an? \w+$"), ""),
+    (re.compile(r"greater than or equal to "), "at least "),
+    (re.compile(r"less than or equal to "), "at most "),
+    (re.compile(r"\ba valid integer\b"), "a whole number"),
+    (re.compile(r"\ba valid number\b"), "a number"),
+)
+
+
 def improve_parse_error(command: Any, error: Exception) -> None:
     """Better wording for Typer's parse errors, in place (the caller re-raises): suggestions
-    from ``_suggestions`` for an unknown option, and no pydantic ``Value error, `` prefix."""
+    from ``_suggestions`` for an unknown option, and no pydantic wording (``Value error, ``,
+    ``Input should be greater than or equal to 1``: ``must be at least 1``)."""
     typo = getattr(error, "option_name", None)
     if hasattr(error, "possibilities") and isinstance(typo, str):
         suggested = _suggestions(command, typo)
@@ -167,18 +188,43 @@ def improve_parse_error(command: Any, error: Exception) -> None:
         message = getattr(error, "message", None)
         if suggested and isinstance(message, str):
             error.message = f"{message}; did you mean {' or '.join(suggested)}?"  # type: ignore[attr-defined]
-    elif isinstance(error, typer.BadParameter) and error.message.startswith("Value error, "):
-        error.message = error.message.removeprefix("Value error, ")
+    elif isinstance(error, typer.BadParameter):
+        for pattern, words in _PYDANTIC_WORDS:
+            error.message = pattern.sub(words, error.message)
+
+
+# Click's usage error, reached through a public name (``typer.BadParameter`` is one).
+_USAGE_ERROR: Any = typer.BadParameter.__mro__[1]
+
+
+def one_line_usage_error(error: Exception, ctx: Any = None) -> None:
+    """A usage error of Click's as the tool's other errors print: ``Error: …`` and a hint on
+    one line, instead of a ``Usage:`` line, a ``Try …`` line, a blank one and the error.  In
+    place (the caller re-raises); the help page printed for a bare ``zett-sessions`` (Click's
+    own kind of usage error, with its own ``show``) is left as it is.  ``ctx`` names the
+    command for the hint when the error carries no context of its own."""
+    if not isinstance(error, _USAGE_ERROR) or type(error).show is not _USAGE_ERROR.show:
+        return
+    ctx = getattr(error, "ctx", None) or ctx
+    if ctx is None or getattr(error, "one_line", False):
+        return
+    message = getattr(error, "message", None)
+    if isinstance(message, str):
+        error.message = f"{message.rstrip('.')} (see `{ctx.command_path} --help`)"
+    error.ctx = None  # no Usage/Try lines: Click prints those from the context
+    error.one_line = True
 
 
 def parse_args(
     command: Any, parse: Callable[[Any, list[str]], list[str]], ctx: Any, args: list[str]
 ) -> list[str]:
-    """``parse(ctx, args)``, its errors worded by ``improve_parse_error``."""
+    """``parse(ctx, args)``, its errors worded by ``improve_parse_error`` and put on one line
+    by ``one_line_usage_error``."""
     try:
         return parse(ctx, args)
     except Exception as error:
         improve_parse_error(command, error)
+        one_line_usage_error(error, ctx)
         raise
 
 
@@ -244,6 +290,14 @@ class Group(typer.core.TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return parse_args(self, super().parse_args, ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        """A missing or unknown command (``lisst``: "Did you mean 'list'?") on one line too."""
+        try:
+            return super().invoke(ctx)
+        except Exception as error:
+            one_line_usage_error(error, ctx)
+            raise
 
 
 # --- global options after the command ------------------------------------------------------
