@@ -147,3 +147,47 @@ def test_an_unknown_command_still_gets_suggestions() -> None:
     )
     assert done.returncode == 2
     assert "Did you mean 'list'?" in done.stderr
+
+
+# --- zett-sessions help [COMMAND] -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_command_prints_the_commands_help_page(command: str) -> None:
+    asked = run_cli(["help", command])
+    assert asked.exit_code == 0, asked.stderr
+    assert asked.stderr == ""
+    assert asked.stdout == run_cli([command, "--help"]).stdout
+    assert asked.stdout.startswith(f"Usage: zett-sessions {command} ")
+
+
+@pytest.mark.parametrize("args", [["help"], ["help", "help"], ["--db", "x.sqlite3", "help"]])
+def test_help_alone_prints_the_tools_help_page_which_lists_it(args: list[str]) -> None:
+    asked = run_cli(args)
+    assert asked.exit_code == 0, asked.stderr
+    assert asked.stderr == ""
+    assert asked.stdout == run_cli(["--help"]).stdout
+    listing = asked.stdout.split("Commands:", 1)[1]
+    assert "  help  " in listing and "zett-sessions help list" in listing
+
+
+def test_help_after_global_options_still_finds_the_command(tmp_path: Path) -> None:
+    asked = run_cli(["--db", str(tmp_path / "x.sqlite3"), "--no-color", "help", "show"])
+    assert asked.exit_code == 0, asked.stderr
+    assert asked.stderr == ""
+    assert asked.stdout.startswith("Usage: zett-sessions show [OPTIONS] [SESSION]")
+    assert not (tmp_path / "x.sqlite3").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["help", "lisst"], "Error: No such command 'lisst'. Did you mean 'list'?"),
+        (["help", "list", "show"], "Error: help takes one command, not 2 words (list show)"),
+    ],
+)
+def test_help_of_something_else_is_a_usage_error(args: list[str], line: str) -> None:
+    asked = run_cli(args)
+    assert asked.exit_code == 2
+    assert asked.stdout == ""
+    assert asked.stderr == f"{line} (see `zett-sessions --help`)\n"

@@ -283,13 +283,17 @@ class Group(typer.core.TyperGroup):
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
                 rows.append((name, command_summary(command)))
+        rows.append((HELP_COMMAND, HELP_SUMMARY))
         write_rows(formatter, "Commands", rows)
 
     def format_epilog(self, ctx: Any, formatter: Any) -> None:
         write_text(formatter, self.epilog)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return parse_args(self, super().parse_args, ctx, args)
+        def parse(ctx: Any, args: list[str]) -> list[str]:
+            return super(Group, self).parse_args(ctx, help_request(self, args))
+
+        return parse_args(self, parse, ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
         """A missing or unknown command (``lisst``: "Did you mean 'list'?") on one line too."""
@@ -298,6 +302,29 @@ class Group(typer.core.TyperGroup):
         except Exception as error:
             one_line_usage_error(error, ctx)
             raise
+
+
+# --- zett-sessions help [COMMAND] ---------------------------------------------------------
+
+HELP_COMMAND = "help"
+HELP_SUMMARY = "Show the help of a command (zett-sessions help list), or this page."
+
+
+def help_request(group: Any, args: list[str]) -> list[str]:
+    """``args`` with ``help [COMMAND]`` (as git and gh take it) written as Click's
+    ``[COMMAND] --help``, after whatever global options come first; anything else as it is.
+    A second word after the command is a usage error (``help`` explains one command)."""
+    from .fast_help import command_position
+
+    position = command_position(group, args)
+    if position is None or args[position] != HELP_COMMAND:
+        return args
+    before, topic = args[:position], args[position + 1 :]
+    if len(topic) > 1:
+        raise _USAGE_ERROR(f"help takes one command, not {len(topic)} words ({' '.join(topic)})")
+    if not topic or topic[0] == HELP_COMMAND:
+        return [*before, "--help"]
+    return [*before, topic[0], "--help"]
 
 
 # --- global options after the command ------------------------------------------------------

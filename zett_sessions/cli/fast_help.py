@@ -57,8 +57,15 @@ def help_page(app: typer.Typer, args: Sequence[str], prog_name: str) -> str | No
 
 def command_name(app: typer.Typer, args: Sequence[str]) -> str | None:
     """The command ``args`` name after plain global options (``None``: none, or unclear)."""
-    position = _scan(typer.main.get_command(app), args, 0)
-    return args[position] if position is not None and position < len(args) else None
+    position = command_position(typer.main.get_command(app), args)
+    return args[position] if position is not None else None
+
+
+def command_position(group: object, args: Sequence[str]) -> int | None:
+    """Where the command stands in ``args`` after plain global options of the Click group
+    ``group`` (``None``: no command, or the line is unclear)."""
+    position = _scan(group, args, 0)
+    return position if position is not None and position < len(args) else None
 
 
 def _program_name() -> str | None:
