@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -43,8 +44,10 @@ from zett_sessions.envelope import (
     ERAS,
     KINDS,
     decode_envelope,
+    encode_as_stored,
     encode_message,
     in_context,
+    jsontext,
     parse_envelope,
 )
 from zett_sessions.envelope.light import light_message, strict_json
@@ -63,6 +66,7 @@ from zett_sessions.envelope.sql import (
     scan_facts,
 )
 from zett_sessions.envelope.table import INCLUDE, Check
+from zett_sessions.errors import UnsupportedValue
 from zett_sessions.models import (
     AgentMessage,
     AssistantMessage,
@@ -531,6 +535,18 @@ EXAMPLES: list[tuple[object, bool]] = [
     # and their parser at a NUL character, which Python's rejects
     ('[{"kind": 1, "data": {"attributes": {}, "content": ""}}]\x00', False),
     ('[{"kind": 5, "data": {"content": "s"}}]\x00', False),
+    # what the fast JSON parser refuses and Python's reads (``envelope.jsontext``'s fallback)
+    ('[{"kind": 2, "data": {"content": "\\ud800 lone"}}]', True),
+    (
+        '[{"kind": 2, "data": {"content": "x", "attributes": {"n": 123456789012345678901234}}}]',
+        False,
+    ),
+    ('[{"kind": 2, "data": {"content": "x", "attributes": {"n": -9223372036854775809}}}]', False),
+    ('[{"kind": 2, "data": {"content": "x", "attributes": {"f": 1e400}}}]', False),
+    (
+        '[{"kind": 2, "data": {"content": "x", "attributes": ' + "[" * 3000 + "]" * 3000 + "}}]",
+        False,
+    ),
 ]
 
 
@@ -681,6 +697,30 @@ def _vouched(
 
 def test_every_reader_agrees_with_the_decoder_on_every_era_and_known_damage() -> None:
     check(canonical_examples() + EXAMPLES)  # the fast loop's share (the property below is slow)
+
+
+class _Refusing:
+    """A stand-in for the fast JSON parser that refuses every text: all goes to ``json``."""
+
+    def decode(self, text: object) -> Any:
+        raise msgspec.DecodeError("refused")
+
+
+def _decoded(text: object) -> tuple[object, ...]:
+    message = decode_envelope(text)
+    shown: str | None = None
+    if isinstance(message, Message):
+        with contextlib.suppress(UnsupportedValue):  # infinity: no JSON shows it
+            shown = encode_as_stored(message)
+    return type(message), message, shown, getattr(message, "reason", None)
+
+
+def test_the_fast_json_parser_and_its_fallback_decode_every_envelope_alike() -> None:
+    values = [text for text, _ in canonical_examples() + EXAMPLES]
+    fast = [_decoded(text) for text in values]
+    with mock.patch.object(jsontext, "_DECODER", _Refusing()):
+        assert [_decoded(text) for text in values] == fast
+        check(canonical_examples() + EXAMPLES)  # and every reader agrees with that decoder
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -35,7 +35,6 @@ from zett_sessions import (
     UserMessage,
 )
 from zett_sessions.envelope.codec import decode_envelope, encode_message
-from zett_sessions.models import WIRE_CONTEXT
 
 MOMENT = datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
 
@@ -250,10 +249,23 @@ def test_keyword_construction_refuses_unknown_fields_like_zett_agents_dataclasse
         build()
 
 
+@pytest.mark.parametrize(
+    "validate",
+    [
+        lambda: UserMessage.model_validate({"content": "x", "include_in_message": False}),
+        lambda: AssistantMessage.model_validate(
+            {"content": "", "tool_calls": [{"id": "c", "name": "t", "argument": {}}]}
+        ),
+        lambda: AssistantMessage(tool_calls=[{"id": "c", "name": "t", "argument": {}}]),
+    ],
+)
+def test_validating_refuses_unknown_keys_at_every_depth(validate: Callable[[], object]) -> None:
+    with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted"):
+        validate()
+
+
 def test_unknown_keys_are_kept_as_extras() -> None:
-    message = UserMessage.model_validate(
-        {"content": "x", "future_field": {"a": 1}}, context=WIRE_CONTEXT
-    )
+    message = UserMessage.from_wire({"content": "x", "future_field": {"a": 1}})
     assert message.model_extra == {"future_field": {"a": 1}}
     assert message != UserMessage(content="x")
 

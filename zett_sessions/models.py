@@ -14,10 +14,11 @@ boundary, minus messages with ``include_in_messages = false`` (logged system pro
 Decoding is lenient: unknown keys are kept (``extra="allow"``) and the keys a stored envelope
 actually carried are remembered, so a decoded message can be shown exactly as stored, whatever
 era wrote it (``codec.encode_as_stored``).  Writing always uses the newest key set
-(``codec.encode_message``), as zett-agent does.  Building a message by keyword (or
-``model_validate`` without the codec's context) is strict, like zett-agent's dataclasses: an
-unknown keyword (a typo such as ``include_in_message``) raises ``TypeError`` instead of being
-stored.  A row that cannot be decoded at all becomes an
+(``codec.encode_message``), as zett-agent does.  Building a message by keyword is strict,
+like zett-agent's dataclasses: an unknown keyword (a typo such as ``include_in_message``)
+raises ``TypeError`` instead of being stored; ``model_validate`` (and a nested block given as
+a dict) refuses one with a ``ValidationError``.  Only the codec's ``from_wire`` keeps unknown
+keys.  A row that cannot be decoded at all becomes an
 ``UndecodableMessage`` that carries the raw text and the reason.
 """
 
@@ -26,24 +27,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
-    PrivateAttr,
     Strict,
     Tag,
-    ValidationInfo,
-    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
-
-WIRE_CONTEXT = {"wire": True}
-"""Validation context the codec passes so models remember the keys a stored envelope had."""
+from pydantic.config import ExtraValues
 
 
 class MessageKind(IntEnum):
@@ -115,7 +111,33 @@ class ValueModel(BaseModel):
                     raise TypeError(f"{cls.__name__}() got multiple values for argument {name!r}")
                 data[name] = value
         _reject_unknown(cls, data)
-        super().__init__(**data)
+        # BaseModel.__init__, with nested blocks as strict as this constructor (the classes
+        # stored in an envelope allow unknown keys only when the codec decodes one).
+        cls.__pydantic_validator__.validate_python(data, self_instance=self, extra="forbid")
+
+    @classmethod
+    def model_validate(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        extra: ExtraValues | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """pydantic's ``model_validate``, refusing unknown keys unless ``extra`` says otherwise
+        (as strict as the constructor; the codec passes ``extra="allow"``)."""
+        return super().model_validate(
+            obj,
+            strict=strict,
+            extra="forbid" if extra is None else extra,
+            from_attributes=from_attributes,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
 
     # Validation (``model_validate``, decoding) must not go through this constructor: pydantic
     # would call it for every nested block.  Marked as pydantic's own ``__init__`` (RootModel
@@ -134,27 +156,25 @@ class WireModel(ValueModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True, extra="allow", protected_namespaces=())
 
-    _wire_keys: tuple[str, ...] | None = PrivateAttr(default=None)
+    # The keys a decoded envelope had, in its order, are kept in ``__pydantic_private__`` (set
+    # by ``from_wire``; ``None`` for a model built in code) rather than in a declared private
+    # attribute: pydantic runs Python for every instance of a class that declares one, which
+    # made validating a stored message half again as slow.
 
-    @model_validator(mode="wrap")
     @classmethod
-    def _remember_wire_keys(
-        cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
-    ) -> Any:
-        wire = bool(info.context and info.context.get("wire"))
-        if isinstance(data, dict) and not wire:  # model_validate: as strict as the constructor
-            _reject_unknown(cls, data)
-        instance = handler(data)
-        if isinstance(data, dict) and wire:
-            instance._wire_keys = tuple(data)
-        return instance
+    def from_wire(cls, data: dict[str, Any]) -> Self:
+        """The model of a stored envelope's ``data`` (parsed JSON): unknown keys are kept and
+        the keys of ``data`` and of its nested blocks are remembered, to show it as stored."""
+        model = cls.model_validate(data, extra="allow")
+        _remember_keys(model, data)
+        return model
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy; with ``update`` it no longer claims the stored key set (an edited field that
         the stored envelope lacked would otherwise vanish when the copy is shown)."""
         copy = super().model_copy(update=update, deep=deep)
         if update:
-            copy._wire_keys = None
+            _setattr(copy, "__pydantic_private__", None)
         return copy
 
     def __eq__(self, other: object) -> bool:
@@ -171,8 +191,9 @@ class WireModel(ValueModel):
     @property
     def wire_keys(self) -> tuple[str, ...]:
         """Keys to show, in order: those decoded from disk, else ``newest_keys``."""
-        if self._wire_keys is not None:
-            return self._wire_keys
+        remembered = self.__pydantic_private__
+        if remembered is not None:
+            return remembered["wire_keys"]  # type: ignore[no-any-return]
         return self.newest_keys
 
     @property
@@ -180,6 +201,43 @@ class WireModel(ValueModel):
         """Keys zett-agent writes today: every field in declaration order, then any unknown
         keys a decoded envelope carried (data from a newer writer is kept, not dropped)."""
         return (*type(self).model_fields, *(self.model_extra or {}))
+
+
+_setattr = object.__setattr__
+_NESTED: dict[type[WireModel], tuple[str, ...]] = {}
+
+
+def _nested_fields(cls: type[WireModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` whose values may hold stored blocks (``WireModel`` instances)."""
+    names = _NESTED.get(cls)
+    if names is None:
+        names = _NESTED[cls] = tuple(
+            name
+            for name, field in cls.model_fields.items()
+            if _mentions_wire_model(field.annotation)
+        )
+    return names
+
+
+def _mentions_wire_model(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, WireModel):
+        return True
+    return any(_mentions_wire_model(arg) for arg in get_args(annotation))
+
+
+def _remember_keys(model: WireModel, data: dict[str, Any]) -> None:
+    """Record the keys of ``data`` on the model validated from it, and so on for every nested
+    block (a tool call, a content block, an image source) and the object it came from."""
+    _setattr(model, "__pydantic_private__", {"wire_keys": tuple(data)})
+    for name in _nested_fields(type(model)):
+        value, raw = model.__dict__[name], data.get(name)
+        if isinstance(value, WireModel):
+            if isinstance(raw, dict):
+                _remember_keys(value, raw)
+        elif isinstance(value, tuple | list) and isinstance(raw, list):
+            for item, raw_item in zip(value, raw, strict=False):
+                if isinstance(item, WireModel) and isinstance(raw_item, dict):
+                    _remember_keys(item, raw_item)
 
 
 # --- content blocks ----------------------------------------------------------------------

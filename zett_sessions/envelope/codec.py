@@ -22,13 +22,13 @@ from typing_extensions import TypeIs
 
 from ..errors import UnsupportedValue, ValidationError
 from ..models import (
-    WIRE_CONTEXT,
     AnyMessage,
     CompactedMessage,
     Message,
     UndecodableMessage,
     WireModel,
 )
+from .jsontext import loads
 from .table import KINDS
 
 BYTES_MARKER = "__kcs_bytes__"
@@ -136,10 +136,11 @@ def _bytes_hook(obj: dict[str, Any]) -> Any:
 
 
 def loads_with_bytes(text: str) -> Any:
-    """``json.loads`` that turns bytes markers into ``bytes`` (the hook only when needed)."""
+    """``json.loads`` that turns bytes markers into ``bytes`` (the hook only when needed: a text
+    without one goes through the fast parser)."""
     if BYTES_MARKER in text:
         return json.loads(text, object_hook=_bytes_hook)
-    return json.loads(text)
+    return loads(text)
 
 
 def _describe(error: pydantic.ValidationError) -> str:
@@ -187,7 +188,7 @@ def decode_data(text: str, kind: int, data: dict[str, Any]) -> AnyMessage | Unde
     """The model of a parsed envelope (``text`` is kept as the raw text when it is invalid)."""
     cls = KINDS[kind].cls
     try:
-        message: AnyMessage = cls.model_validate(data, context=WIRE_CONTEXT)  # type: ignore[assignment]
+        message: AnyMessage = cls.from_wire(data)  # type: ignore[assignment]
     except pydantic.ValidationError as error:
         return UndecodableMessage(
             raw=text, reason=f"invalid {cls.__name__}: {_describe(error)}", kind=kind

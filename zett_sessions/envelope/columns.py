@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..models import Message, ToolMessage
+from .jsontext import loads
 
 
 def content_column(message: Message) -> str:
@@ -76,7 +77,7 @@ def decode_json_object(text: object, what: str) -> tuple[dict[str, Any], str | N
     if not isinstance(text, str):
         return {}, f"{what} is not text"
     try:
-        value = json.loads(text)
+        value = loads(text)
     except (ValueError, RecursionError):
         return {}, f"{what} is not valid JSON"
     if not isinstance(value, dict):

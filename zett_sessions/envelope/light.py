@@ -14,11 +14,11 @@ JSON (``strict_json``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from ..models import AssistantMessage, Message, ToolCall, ToolMessage
+from .jsontext import loads_strict
 from .table import INCLUDE, KINDS, Check, Role
 
 _EMPTY: dict[str, Any] = {}  # shared by light messages, never mutated
@@ -124,12 +124,8 @@ def strict_json(text: str) -> bool:
     again."""
     if not any(token in text for token in ("NaN", "Infinity")):
         return True
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(constant)
-
     try:
-        json.loads(text, parse_constant=refuse)
+        loads_strict(text)
     except (ValueError, RecursionError):
         return False
     return True

@@ -33,6 +33,7 @@ from typing import Any
 from ..ids import prefix_upper_bound
 from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
 from .codec import BYTES_MARKER, envelope_text, in_context
+from .jsontext import loads_strict
 from .table import BY_FREQUENCY, CHECKED, ERAS, INCLUDE, KINDS, Check, Era, KindSpec, Role
 
 # --- helpers -----------------------------------------------------------------------------
@@ -345,16 +346,12 @@ _OPENINGS = tuple(
 )
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)  # NaN, Infinity: not JSON (SQLite's json_valid says so too)
-
-
 def strict_loads(text: object) -> Any:
     """The parsed value of strict JSON text (what ``json_valid`` accepts), or ``MISSING``."""
     if not isinstance(text, str):
         return _MISSING
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return loads_strict(text)
     except (ValueError, RecursionError):
         return _MISSING
 

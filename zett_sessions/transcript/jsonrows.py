@@ -25,6 +25,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..envelope import element, element_text, strict_json
+from ..envelope.jsontext import loads
 from ..envelope.light import ElementPieces as _ElementPieces
 from ..models import Message
 from ..render.jsonout import kind_name, message_json
@@ -111,7 +112,7 @@ class _ObjectText:
         if not isinstance(value, str):
             return "{}", f"{self.what} is not text"
         try:
-            parsed = json.loads(value)
+            parsed = loads(value)
         except (ValueError, RecursionError):
             return "{}", f"{self.what} is not valid JSON"
         if not isinstance(parsed, dict):
