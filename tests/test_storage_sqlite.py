@@ -1351,19 +1351,16 @@ def test_a_write_failing_after_its_first_statement_rolls_back_the_whole_transact
 
     async def body(s: SQLiteSessionStorage) -> None:
         await s.append("s", "r", UserMessage(content="x"), title="Before")
-        original = s.database.execute
-
-        async def failing(sql: str, *args: Any, **kwargs: Any) -> Any:
-            if sql.startswith("INSERT INTO raw_messages"):
-                raise OSError("disk gone")
-            return await original(sql, *args, **kwargs)
-
-        s.database.execute = failing  # type: ignore[method-assign]
-        with pytest.raises(OSError, match="disk gone"):
+        # the raw row's INSERT fails inside SQLite, after the session row was written
+        await s.database.execute(
+            "CREATE TEMP TRIGGER refuse BEFORE INSERT ON raw_messages "
+            "BEGIN SELECT RAISE(ABORT, 'disk gone'); END"
+        )
+        with pytest.raises(DatabaseError, match="disk gone"):
             await s.append("s", "r", UserMessage(content="y"), title="After")
-        with pytest.raises(OSError, match="disk gone"):
+        with pytest.raises(DatabaseError, match="disk gone"):
             await s.append("new", "r", UserMessage(content="y"), title="New")
-        s.database.execute = original  # type: ignore[method-assign]
+        await s.database.execute("DROP TRIGGER temp.refuse")
         assert await s.append("s", "r", UserMessage(content="z")) == 2
 
     with_storage(db, body)
@@ -1445,3 +1442,22 @@ def test_sync_close_fails_a_call_that_is_in_flight_and_would_never_end(db: Path)
     assert len(outcome) == 1 and type(outcome[0]) is DatabaseError, outcome
     assert outcome[0].path == str(db)
     assert proxy.closed
+
+
+def test_text_that_is_not_utf8_loads_leniently_in_the_same_records(db: Path) -> None:
+    """A hot read decodes text with SQLite's strict UTF-8 decoder first; a row holding bytes
+    that are not UTF-8 reads as every other read does (U+FFFD), never as an error."""
+
+    async def seed(s: SQLiteSessionStorage) -> None:
+        await s.append("s", "r", UserMessage(content="fine"))
+        await s.append("s", "r", UserMessage(content="ok"))
+
+    with_storage(db, seed)
+    execute_sql(db, "UPDATE raw_messages SET content = CAST(X'6f6bff' AS TEXT) WHERE sequence = 2")
+
+    async def read(s: SQLiteSessionStorage) -> tuple[list[str], list[str]]:
+        view = await s.load("s")
+        listed = await s.list_raw_messages("s")
+        return [r.content for r in view.raw_tail], [r.content for r in listed]
+
+    assert with_storage(db, read) == (["fine", "ok\ufffd"], ["fine", "ok\ufffd"])

@@ -30,8 +30,9 @@ import os
 import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import aiosqlite
@@ -70,6 +71,7 @@ MEMORY = ":memory:"
 _MEMORY_URI = "file::memory:"
 
 Params = Sequence[Any] | dict[str, Any]
+T = TypeVar("T")
 
 
 def default_path() -> Path:
@@ -537,16 +539,8 @@ class Database:
         what this block did (and propagates), the enclosing write commits or rolls back the
         rest.  Inside a read it raises ``TransactionMisuse``: a read snapshot cannot safely
         become a write."""
-        await self.open()
-        self._require_writable()
-        enclosing = self._enclosing()
+        enclosing = await self._enter_write()
         if enclosing is not None:
-            if not enclosing.writing:
-                raise TransactionMisuse(
-                    f"cannot write to {self.path} inside a read transaction of the same "
-                    "connection; open the write first (its reads see its own changes)",
-                    self.path,
-                )
             async with self._savepoint(enclosing):
                 yield self
             return
@@ -558,6 +552,58 @@ class Database:
             except BaseException:
                 await self._end_transaction()
                 raise
+
+    async def read_in_worker(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` inside one read transaction, in one trip to the connection's
+        worker thread: what ``read()`` gives, without a trip per statement (a hot path, such as
+        loading a session, runs three queries).  Inside this task's transaction it joins it.
+
+        Text is decoded as UTF-8 by SQLite's own decoder; only when a value is not UTF-8 does
+        ``work`` run again (in the same snapshot) with the lenient decoder every other read uses,
+        so the result is the same either way.
+        """
+        await self.open()
+        if self._enclosing() is not None:
+            return await self._in_worker(partial(_strict_text_first, work))
+        async with self._transaction_lock(writing=False):
+            return await self._in_worker(partial(_read_transaction, work))
+
+    async def write_in_worker(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (a ``SAVEPOINT`` inside
+        this task's write), in one trip to the worker thread; any exception rolls it back.  The
+        transaction runs to its end in the worker even if the caller is cancelled meanwhile, so
+        it is never left open.  Inside a read it raises ``TransactionMisuse``, as ``write()``."""
+        enclosing = await self._enter_write()
+        if enclosing is not None:
+            enclosing.savepoints += 1
+            name = f"zett_sessions_{enclosing.savepoints}"
+            try:
+                return await self._in_worker(partial(_savepoint, name, work))
+            finally:
+                enclosing.savepoints -= 1
+        async with self._transaction_lock(writing=True):
+            return await self._in_worker(partial(_write_transaction, work))
+
+    async def _in_worker(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        connection = self._connection()
+        with self.errors():
+            # aiosqlite's queue of work for its thread (pinned <0.23): its public methods each
+            # queue one statement
+            return await connection._execute(lambda: work(connection._conn))  # type: ignore[no-untyped-call, no-any-return]
+
+    async def _enter_write(self) -> _Transaction | None:
+        """Open for a write; the write of this task it nests in (``None``: none).  A write
+        inside a read is ``TransactionMisuse``."""
+        await self.open()
+        self._require_writable()
+        enclosing = self._enclosing()
+        if enclosing is not None and not enclosing.writing:
+            raise TransactionMisuse(
+                f"cannot write to {self.path} inside a read transaction of the same "
+                "connection; open the write first (its reads see its own changes)",
+                self.path,
+            )
+        return enclosing
 
     def _enclosing(self) -> _Transaction | None:
         """The transaction the running task holds on this connection (``None``: it holds
@@ -646,6 +692,65 @@ class Database:
             with contextlib.suppress(sqlite3.Error, ValueError):
                 await conn.close()
             await _worker_ended(conn)
+
+
+def _run(connection: sqlite3.Connection, sql: str) -> None:
+    connection.execute(sql).close()
+
+
+def _strict_text_first(
+    work: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection
+) -> T:
+    """``work`` with SQLite's UTF-8 decoder (C, no Python call per value); again with the
+    connection's lenient one if a value is not UTF-8."""
+    lenient = connection.text_factory
+    connection.text_factory = str
+    try:
+        return work(connection)
+    except sqlite3.OperationalError as error:
+        if "Could not decode to UTF-8" not in str(error):
+            raise
+    finally:
+        connection.text_factory = lenient
+    return work(connection)
+
+
+def _read_transaction(work: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection) -> T:
+    _run(connection, "BEGIN")
+    try:
+        return _strict_text_first(work, connection)
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            _run(connection, "ROLLBACK")
+
+
+def _write_transaction(
+    work: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection
+) -> T:
+    _run(connection, "BEGIN IMMEDIATE")
+    try:
+        result = work(connection)
+        _run(connection, "COMMIT")  # a COMMIT that fails (busy) rolls back too
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):  # "no transaction is active": it ended
+            _run(connection, "ROLLBACK")
+        raise
+    return result
+
+
+def _savepoint(
+    name: str, work: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection
+) -> T:
+    _run(connection, f"SAVEPOINT {name}")
+    try:
+        result = work(connection)
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            _run(connection, f"ROLLBACK TO {name}")
+            _run(connection, f"RELEASE {name}")
+        raise
+    _run(connection, f"RELEASE {name}")
+    return result
 
 
 def _outcome_read(statement: asyncio.Future[Any]) -> None:

@@ -9,12 +9,20 @@ zett-agent it holds one connection per instance (opened on first use, closed by 
 from __future__ import annotations
 
 import os
+import sqlite3
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from ..errors import DatabaseDamaged, DatabaseError, SessionExists, UnsupportedLayout
 from ..ids import new_uuid7
-from ..models import MessageTiming, RawMessageRecord, SessionSummary, SessionView
+from ..models import (
+    ContextSnapshot,
+    MessageTiming,
+    RawMessageRecord,
+    SessionSummary,
+    SessionView,
+)
 from ..rows import (
     raw_select,
     record_from_row,
@@ -23,6 +31,7 @@ from ..rows import (
     snapshot_select,
     summary_from_row,
 )
+from ..schema import Layout
 from ..store.base import SessionStoreBase, session_view
 from ..store.rules import NewRawRow, NewSession, check_parent, snapshot_version
 from ..timeutil import format_db_time, parse_db_time, utc_now
@@ -94,100 +103,14 @@ class SQLiteSessionStorage(SessionStoreBase):
 
     async def _load(self, session_id: str) -> SessionView:
         db = await self._db()
-        layout = db.layout
-        async with db.read():
-            session = None
-            if layout.has_sessions_table:
-                session = await db.fetchone(
-                    f"SELECT {session_select(layout)} FROM agent_sessions WHERE id = ?",
-                    (session_id,),
-                )
-            snap_row = await db.fetchone(
-                f"SELECT {snapshot_select(layout)} FROM session_snapshots "
-                "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
-                (session_id,),
-            )
-            snapshot = snapshot_from_row(snap_row) if snap_row is not None else None
-            boundary = snapshot.compacted_through_sequence if snapshot else 0
-            rows = await db.fetchall(
-                f"SELECT {raw_select(layout)} FROM raw_messages "
-                "WHERE session_id = ? AND sequence > ? ORDER BY sequence",
-                (session_id, boundary),
-            )
+        session, snapshot, rows = await db.read_in_worker(
+            partial(_load_rows, db.layout, session_id)
+        )
         return session_view(session_id, session, snapshot, rows)
 
     async def _append(self, row: NewRawRow) -> int:
-        session_id = row.session_id
         db = await self._writer("append messages")
-        async with db.write():
-            now = utc_now()
-            now_text = format_db_time(now)
-            sequence = (
-                await db.scalar(
-                    "SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = ?",
-                    (session_id,),
-                )
-                + 1
-            )
-            existing = await db.fetchone(
-                "SELECT parent_session_id FROM agent_sessions WHERE id = ?", (session_id,)
-            )
-            if existing is None:
-                await db.execute(
-                    "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
-                    "agent_name, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?)",
-                    (
-                        session_id,
-                        row.parent_session_id,
-                        row.title,
-                        row.agent_name,
-                        now_text,
-                        now_text,
-                    ),
-                )
-            else:
-                check_parent(existing["parent_session_id"], row.parent_session_id)
-                await db.execute(
-                    "UPDATE agent_sessions SET title = coalesce(?, title), "
-                    "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
-                    (row.title, row.agent_name, now_text, session_id),
-                )
-            timing = row.timing or MessageTiming.instant(now)
-            await db.execute(
-                "INSERT INTO raw_messages (id, session_id, request_id, sequence, role, content, "
-                "tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
-                "duration_ns, reasoning_started_at, reasoning_completed_at, "
-                "reasoning_duration_ns, content_started_at, content_completed_at, "
-                "content_duration_ns, input_tokens, output_tokens, cache_read_tokens, "
-                "cache_write_tokens, reasoning_tokens, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?)",
-                (
-                    new_uuid7(),
-                    session_id,
-                    row.request_id,
-                    sequence,
-                    row.role,
-                    row.content,
-                    row.tool_name,
-                    row.message_json,
-                    row.metadata_json,
-                    row.tags_json,
-                    format_db_time(timing.started_at),
-                    format_db_time(timing.completed_at),
-                    timing.duration_ns,
-                    _time_or_none(timing.reasoning_started_at),
-                    _time_or_none(timing.reasoning_completed_at),
-                    timing.reasoning_duration_ns,
-                    _time_or_none(timing.content_started_at),
-                    _time_or_none(timing.content_completed_at),
-                    timing.content_duration_ns,
-                    *row.tokens,
-                    now_text,
-                    now_text,
-                ),
-            )
-        return int(sequence)
+        return await db.write_in_worker(partial(_append_row, row))
 
     async def _snapshot(
         self, session_id: str, boundary: int, expected_version: int, message_json: str
@@ -359,13 +282,112 @@ class SQLiteSessionStorage(SessionStoreBase):
         params: tuple[Any, ...] = (session_id, after)
         if through is not None:
             params += (through,)
-        async with db.read():
-            rows = await db.fetchall(
-                f"SELECT {raw_select(db.layout)} FROM raw_messages WHERE session_id = ? "
-                f"AND sequence > ? {upper} ORDER BY sequence LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            )
+        sql = (
+            f"SELECT {raw_select(db.layout)} FROM raw_messages WHERE session_id = ? "
+            f"AND sequence > ? {upper} ORDER BY sequence LIMIT ? OFFSET ?"
+        )
+        rows = await db.read_in_worker(
+            lambda conn: conn.execute(sql, (*params, limit, offset)).fetchall()
+        )
         return [record_from_row(row) for row in rows]
+
+
+def _load_rows(
+    layout: Layout, session_id: str, conn: sqlite3.Connection
+) -> tuple[sqlite3.Row | None, ContextSnapshot | None, list[sqlite3.Row]]:
+    """``load``'s three queries (one read transaction, in the connection's thread): the session
+    row, the latest snapshot, the raw rows after its boundary."""
+    session = None
+    if layout.has_sessions_table:
+        session = _one(
+            conn, f"SELECT {session_select(layout)} FROM agent_sessions WHERE id = ?", (session_id,)
+        )
+    snap_row = _one(
+        conn,
+        f"SELECT {snapshot_select(layout)} FROM session_snapshots "
+        "WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+        (session_id,),
+    )
+    snapshot = snapshot_from_row(snap_row) if snap_row is not None else None
+    boundary = snapshot.compacted_through_sequence if snapshot else 0
+    rows = conn.execute(
+        f"SELECT {raw_select(layout)} FROM raw_messages "
+        "WHERE session_id = ? AND sequence > ? ORDER BY sequence",
+        (session_id, boundary),
+    ).fetchall()
+    return session, snapshot, rows
+
+
+def _one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Any:
+    rows = conn.execute(sql, params).fetchall()
+    return rows[0] if rows else None
+
+
+def _append_row(row: NewRawRow, conn: sqlite3.Connection) -> int:
+    """``append``'s statements (inside ``BEGIN IMMEDIATE``, in the connection's thread)."""
+    session_id = row.session_id
+    now = utc_now()
+    now_text = format_db_time(now)
+    sequence = (
+        _one(
+            conn,
+            "SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = ?",
+            (session_id,),
+        )[0]
+        + 1
+    )
+    existing = _one(
+        conn, "SELECT parent_session_id FROM agent_sessions WHERE id = ?", (session_id,)
+    )
+    if existing is None:
+        conn.execute(
+            "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
+            "agent_name, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?)",
+            (session_id, row.parent_session_id, row.title, row.agent_name, now_text, now_text),
+        ).close()
+    else:
+        check_parent(existing["parent_session_id"], row.parent_session_id)
+        conn.execute(
+            "UPDATE agent_sessions SET title = coalesce(?, title), "
+            "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
+            (row.title, row.agent_name, now_text, session_id),
+        ).close()
+    timing = row.timing or MessageTiming.instant(now)
+    conn.execute(
+        "INSERT INTO raw_messages (id, session_id, request_id, sequence, role, content, "
+        "tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
+        "duration_ns, reasoning_started_at, reasoning_completed_at, "
+        "reasoning_duration_ns, content_started_at, content_completed_at, "
+        "content_duration_ns, input_tokens, output_tokens, cache_read_tokens, "
+        "cache_write_tokens, reasoning_tokens, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?)",
+        (
+            new_uuid7(),
+            session_id,
+            row.request_id,
+            sequence,
+            row.role,
+            row.content,
+            row.tool_name,
+            row.message_json,
+            row.metadata_json,
+            row.tags_json,
+            format_db_time(timing.started_at),
+            format_db_time(timing.completed_at),
+            timing.duration_ns,
+            _time_or_none(timing.reasoning_started_at),
+            _time_or_none(timing.reasoning_completed_at),
+            timing.reasoning_duration_ns,
+            _time_or_none(timing.content_started_at),
+            _time_or_none(timing.content_completed_at),
+            timing.content_duration_ns,
+            *row.tokens,
+            now_text,
+            now_text,
+        ),
+    ).close()
+    return int(sequence)
 
 
 def _time_or_none(moment: datetime | None) -> str | None:
