@@ -539,6 +539,8 @@ def read_commands(session_id: str) -> list[list[str]]:
         ["usage", "--by", "agent", "--format", "csv"],
         ["verify"],
         ["verify", "--json"],
+        ["secrets"],
+        ["secrets", session_id, "--json"],
     ]
 
 

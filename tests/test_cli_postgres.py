@@ -41,6 +41,8 @@ INSPECTIONS = [
     ["verify", "--json"],
     ["verify", NEWEST_IDS["crashed"][:13], "--integrity"],
     ["list", "--problems"],
+    ["secrets", "--json"],
+    ["secrets", NEWEST_IDS["tools"][:13], "--json"],
 ]
 
 

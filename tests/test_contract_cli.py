@@ -33,7 +33,7 @@ def test_command_help_explains_itself_with_an_example(command: str) -> None:
 # --- --json on a real database -----------------------------------------------------------
 
 # Exit codes of the --json runs below: verify reports the demo's two planted faults (4).
-JSON_EXIT_CODES = {"verify": 4}
+JSON_EXIT_CODES = {"verify": 4, "secrets": 4}
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,16 @@ def prefix(demo: DemoResult, key: str) -> str:
         for n in range(min(13, len(full)), len(full) + 1)
         if not any(o.startswith(full[:n]) for o in others)
     )
+
+
+def planted_copy(demo: DemoResult, tmp_path: Path) -> str:
+    """A copy of the demo database with a session holding fake secrets (``secrets`` finds
+    them)."""
+    from secret_shapes import plant_session
+
+    target = fresh_copy(demo, tmp_path, "planted.sqlite3")
+    plant_session(Path(target))
+    return target
 
 
 def legacy_copy(tmp_path: Path) -> str:
@@ -112,6 +122,7 @@ def json_runs(command: str, demo: DemoResult, tmp_path: Path) -> list[list[str]]
             [*db, "usage", "--by", "model", "--json"],
         ],
         "verify": [[*db, "verify", "--json"]],
+        "secrets": [["--db", planted_copy(demo, tmp_path), "secrets", "--json"]],
         "delete": [
             [*db, "delete", s["plain"], "--skip-active", "0", "--dry-run", "--json"],
             [
