@@ -131,7 +131,7 @@ def plant_session(path: Path, session_id: str = "planted-session", seed: int = 0
         ToolMessage,
         UserMessage,
     )
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
     f = fakes(seed)
     labels = list(f)
@@ -208,7 +208,7 @@ def plant_session(path: Path, session_id: str = "planted-session", seed: int = 0
 def write_decoys(path: Path, session_id: str = "decoy-session") -> None:
     """A session whose every text is a decoy."""
     from zett_sessions.models import AssistantMessage, ToolCall, ToolMessage, UserMessage
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
     texts = decoys()
 

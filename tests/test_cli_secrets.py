@@ -117,7 +117,7 @@ def test_own_patterns_come_from_a_file_and_a_bad_one_is_a_usage_error(
     import asyncio
 
     from zett_sessions.models import UserMessage
-    from zett_sessions.sqlite_storage import SQLiteSessionStorage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
 
     async def write() -> None:
         async with SQLiteSessionStorage(path) as storage:

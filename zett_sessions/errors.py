@@ -222,6 +222,16 @@ class ParentMismatch(ValidationError):
     of a session never changes (zett-agent raises ``ValueError`` with the same text)."""
 
 
+class RedactionRefused(ZettSessionsError):
+    """``show --redact`` found a secret in its own redacted output: nothing is written."""
+
+    def __init__(self, kinds: list[str]) -> None:
+        self.kinds = kinds
+        super().__init__(
+            f"--redact found {', '.join(kinds)} still in the redacted output; nothing was written"
+        )
+
+
 class UsageError(ZettSessionsError):
     """A command-line value cannot be understood (bad duration, bad date, …)."""
 

@@ -58,6 +58,10 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
         e.UnaddressableSession: (ExitCode.NOT_FOUND, ""),
         e.SessionDeleted: (ExitCode.NOT_FOUND, ""),
         e.SessionNotFound: (ExitCode.NOT_FOUND, " (see `zett-sessions list`)"),
+        e.RedactionRefused: (
+            ExitCode.REFUSED,
+            " (a secret split across texts the output joins: see docs/show.md, --redact)",
+        ),
         e.UsageError: (ExitCode.USAGE, ""),
         e.ValidationError: (ExitCode.USAGE, ""),
         Refused: (ExitCode.REFUSED, ""),

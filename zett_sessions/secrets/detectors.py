@@ -28,7 +28,7 @@ import binascii
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import UsageError
@@ -56,8 +56,11 @@ class Detector:
     pattern: re.Pattern[str]
     check: Callable[[str], bool] | None = None
     builtin: bool = True
+    anchors: tuple[str, ...] = ()  # literal text every match holds (none: always matched)
 
     def find(self, text: str) -> Iterator[Match]:
+        if self.anchors and not any(anchor in text for anchor in self.anchors):
+            return
         for found in self.pattern.finditer(text):
             group = "secret" if "secret" in self.pattern.groupindex else 0
             start, end = found.span(group)
@@ -99,7 +102,7 @@ def _regex(source: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _PEM_LABEL = r"(?:(?:RSA|DSA|EC|OPENSSH|ENCRYPTED|PGP|SSH2 ENCRYPTED) )?PRIVATE KEY(?: BLOCK)?"
-BUILTIN: tuple[Detector, ...] = (
+_TABLE: tuple[Detector, ...] = (
     Detector(
         "aws-access-key-id",
         _regex(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
@@ -155,31 +158,34 @@ BUILTIN: tuple[Detector, ...] = (
     Detector(
         "authorization-header",
         _regex(
-            r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer|basic|token)\s+"
+            r"(?:[Aa]uthorization|AUTHORIZATION)[\"']?\s*[:=]\s*[\"']?(?i:bearer|basic|token)\s+"
             r"(?P<secret>[A-Za-z0-9._~+/=-]{12,4000})"
         ),
         _credential,
     ),
 )
-# Literal text every built-in match holds, as it is stored (see the module's docstring); the
-# header's name in lower case (any case matches).  ``str.__contains__`` is checked for each:
-# ten times faster than one regular expression of the alternatives.
+# Literal text each kind's matches hold: a detector whose anchors a text lacks is not run.
+_ANCHORS_OF = {
+    "aws-access-key-id": ("AKIA", "ASIA"),
+    "github-token": ("gh", "github_pat_"),
+    "anthropic-api-key": ("sk-ant-",),
+    "openai-api-key": ("sk-",),
+    "slack-token": ("xox",),
+    "slack-webhook": ("hooks.slack.com",),
+    "private-key": ("PRIVATE KEY",),
+    "jwt": ("eyJ",),
+    "authorization-header": ("uthorization", "UTHORIZATION"),
+}
+BUILTIN = tuple(replace(d, anchors=_ANCHORS_OF[d.kind]) for d in _TABLE)
+# Literal text every built-in match holds, as it is stored (see the module's docstring): each
+# is looked for with ``str.__contains__`` (a regular expression of the alternatives is three
+# times slower in CPython's ``re``), but the five GitHub prefixes with one expression that has
+# a literal start, as fast as one of them.
 ANCHORS = (
-    "AKIA",
-    "ASIA",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "sk-",
-    "xox",
-    "hooks.slack.com",
-    "PRIVATE KEY",
-    "eyJ",
-)
-HEADER_ANCHOR = "authorization"
+    "AKIA", "ASIA", "github_pat_", "sk-", "xox", "hooks.slack.com", "PRIVATE KEY", "eyJ",
+    "uthorization", "UTHORIZATION",
+)  # fmt: skip
+GITHUB_ANCHOR = re.compile("gh[pousr]_")
 
 
 def may_hold(text: str) -> bool:
@@ -187,7 +193,7 @@ def may_hold(text: str) -> bool:
     for anchor in ANCHORS:
         if anchor in text:
             return True
-    return HEADER_ANCHOR in text.lower()
+    return GITHUB_ANCHOR.search(text) is not None
 
 
 @dataclass(frozen=True)

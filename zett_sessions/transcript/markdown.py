@@ -213,7 +213,7 @@ def entry_markdown_parts(
     if entry.flag is not None:
         parts.append([flag_markdown(entry.flag)])
     if options.details:
-        parts.append(block_parts(pretty_json(_details(record)), options, "json"))
+        parts.append(block_parts(pretty_json(record_details(record)), options, "json"))
     for index, part in enumerate(parts):
         if index:
             yield "\n\n"
@@ -253,8 +253,9 @@ def _message_parts(
     return parts
 
 
-def _details(record: RawMessageRecord) -> dict[str, Any]:
-    """``--details``: the record's ids, metadata and tags, and the message's attributes."""
+def record_details(record: RawMessageRecord) -> dict[str, Any]:
+    """``--details``: the record's ids, metadata and tags, and the message's attributes (the
+    Markdown and the HTML page show the same)."""
     details: dict[str, Any] = {
         "id": record.id,
         "request_id": record.request_id,

@@ -23,7 +23,7 @@ the last one until its batch closes, so flags are the same as in a full read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -572,7 +572,7 @@ async def first_of_last(
     return int(first) if first is not None else None
 
 
-async def stream_transcript(
+async def stream_transcript(  # noqa: PLR0913  what to read, how to build, where to stop
     db: SessionDatabase,
     session_id: str,
     selection: Selection,
@@ -582,6 +582,7 @@ async def stream_transcript(
     boundary: Boundary | None = None,
     live: bool = False,
     log: LogEnd | None = None,
+    complete: Callable[[SessionDatabase, Any], Awaitable[Any]] = with_message,
 ) -> AsyncGenerator[Entry[ItemT] | Boundary, None]:
     """Shown records (with flags and calls) and the boundary marker, in the log's order.
 
@@ -590,7 +591,8 @@ async def stream_transcript(
     ``state`` is updated as the stream goes.  At the end of the log an open segment is closed
     (an unanswered batch is flagged, as ``project`` would) unless ``live``: then its items are
     released unflagged and ``state`` can be handed to ``follow``, which keeps watching the same
-    session.
+    session.  ``complete`` turns each row into what ``build`` takes (by default: its envelope
+    read back in if it was left out for its size; ``show --redact``: redacted).
     """
     prepared = await _prepared(db, session_id, selection, log)
     if prepared is None:
@@ -600,7 +602,7 @@ async def stream_transcript(
     annotator = state.annotator
     async with aclosing(_rows(db, log, start, selection.through, annotator)) as rows:
         async for row in rows:
-            item = build(await with_message(db, row))
+            item = build(await complete(db, row))
             sequence = item.sequence
             if (
                 selection.through is not None

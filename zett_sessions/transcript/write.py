@@ -31,6 +31,7 @@ from ..render.output import UNWRAPPED, Output, dumps
 from ..rows import record_from_row
 from .annotate import Annotator
 from .follow import Gone, Lagging, Stale, follow, latest_session
+from .large_values import with_message
 from .query import (
     Boundary,
     LogEnd,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
     from ..backend import SessionDatabase
     from ..models import RawMessageRecord
+    from ..secrets.redact import Redactor
     from .annotate import Entry
     from .query import TranscriptHeader
     from .render import TranscriptOptions
@@ -77,6 +79,7 @@ class Format(StrEnum):
     text = "text"
     markdown = "markdown"
     json = "json"
+    html = "html"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ class Request:
     follow: bool = False
     interval: float = 0.5
     stale_after: timedelta | None = None
+    children: bool = False  # html: each sub-agent session (recursively) in the same page
+    redactor: Redactor | None = None  # show --redact: every secret replaced as it is read
 
 
 async def _session(db: SessionDatabase, request: Request, out: Output) -> str:
@@ -102,7 +107,10 @@ async def _session(db: SessionDatabase, request: Request, out: Output) -> str:
         return await resolve_session(db, request.session)
     session_id = await latest_session(db)
     if not request.follow:
-        out.hint(f"Latest session: {await session_label(db, session_id)}")
+        label = await session_label(db, session_id)
+        if request.redactor is not None:
+            label = request.redactor.text(label)
+        out.hint(f"Latest session: {label}")
     return session_id
 
 
@@ -155,6 +163,8 @@ async def show(db: SessionDatabase, request: Request, out: Output) -> None:
     async with db.read():
         session_id = await _session(db, request, out)
         header = await read_header(db, session_id, totals=not text)  # text: after the log
+        if request.redactor is not None:
+            header = request.redactor.header(header)
         log = await log_end(db, session_id)
         context = None
         if request.context:  # what one model request carries: read whole, with the header
@@ -166,6 +176,8 @@ async def show(db: SessionDatabase, request: Request, out: Output) -> None:
         await _show_json(db, log, header, request, out)
     elif request.fmt is Format.markdown:
         await _show_markdown(db, log, header, request, out)
+    elif request.fmt is Format.html:
+        await _show_html(db, log, header, request)
     else:
         await _show_text(db, log, header, request, out)
 
@@ -181,8 +193,17 @@ def _records(
     live: bool = False,
     log: LogEnd | None = None,
 ) -> AsyncGenerator[Any, None]:
+    complete = request.redactor.complete if request.redactor is not None else with_message
     return stream_transcript(
-        db, session_id, request.selection, build, state, boundary=boundary, live=live, log=log
+        db,
+        session_id,
+        request.selection,
+        build,
+        state,
+        boundary=boundary,
+        live=live,
+        log=log,
+        complete=complete,
     )
 
 
@@ -258,6 +279,65 @@ async def _show_markdown(
     await write_markdown_entries(stream, request.options, PromptRepeats())
 
 
+async def _show_html(
+    db: SessionDatabase, log: LogEnd, header: TranscriptHeader, request: Request
+) -> None:
+    """One page: the session, then (``children``) each sub-agent session below it, depth
+    first, each read as ``show`` reads one (its header and log end in one read transaction)."""
+    from ..queries.resolve import session_exists
+    from .html import page_end, page_start
+
+    write = sys.stdout.write
+    write(page_start(f"Session {header.session.title or header.session.session_id}"))
+    await _write_html_session(db, log, header, request, "", 1)
+    seen = {header.session.session_id}
+    pending = [child.id for child in header.children] if request.children else []
+    while pending:
+        child = pending.pop(0)
+        if child in seen:
+            continue
+        seen.add(child)
+        async with db.read():
+            if not await session_exists(db, child):
+                continue  # deleted since the parent's header was read
+            child_header = await read_header(db, child)
+            if request.redactor is not None:
+                child_header = request.redactor.header(child_header)
+            child_log = await log_end(db, child)
+        scope = f"s{len(seen) - 1}-"
+        await _write_html_session(db, child_log, child_header, request, scope, 2)
+        pending[:0] = [c.id for c in child_header.children]
+    write(page_end())
+    sys.stdout.flush()
+
+
+async def _write_html_session(
+    db: SessionDatabase,
+    log: LogEnd,
+    header: TranscriptHeader,
+    request: Request,
+    scope: str,
+    level: int,
+) -> None:
+    from .html import boundary_html, entry_html, header_html
+
+    write = sys.stdout.write
+    options = request.options
+    write(f'<article class="session">\n{header_html(header, local=options.local, level=level)}')
+    state: TranscriptState[RawMessageRecord] = TranscriptState(annotator_for(hold=True))
+    stream = _records(
+        db, log.session_id, request, record_from_row, state, _boundary(header), log=log
+    )
+    prompts = PromptRepeats()
+    async with aclosing(stream) as entries:
+        async for event in entries:
+            if isinstance(event, Boundary):
+                write(boundary_html(event))
+            else:
+                write(entry_html(event, options, prompts, scope))
+    write("</article>\n")
+
+
 async def write_markdown_entries(
     stream: AsyncGenerator[Entry[RawMessageRecord] | Boundary, None],
     options: TranscriptOptions,
@@ -293,7 +373,8 @@ async def _show_json(
     out.line("{")
     out.line(f'  "session": {dumps(header_json(header), indent=None)},')
     out.line(f'  "snapshot": {dumps(snapshot, indent=None)},')
-    if request.selection == Selection():  # the whole session: records straight from the query
+    whole = request.selection == Selection() and request.redactor is None
+    if whole:  # the whole session: records straight from the query
         from .records_json import flags_document, write_session_records
 
         scan = await write_session_records(db, session_id, indent="  ", log=log)

@@ -21,15 +21,29 @@ from ..options import (
     OutputOptions,
     output_options,
 )
+from .secrets import PatternsOption
 
 if TYPE_CHECKING:
+    from ...secrets.redact import Redactor
     from ...transcript.render import TranscriptOptions
+
+
+class TranscriptFormat(StrEnum):
+    """tail's formats (and show's, but html)."""
+
+    text = "text"
+    markdown = "markdown"
+    json = "json"
 
 
 class ShowFormat(StrEnum):
     text = "text"
     markdown = "markdown"
     json = "json"
+    html = "html"
+
+
+SHARED_FORMATS = ("markdown", "html")  # for sharing: whole bodies always
 
 
 class Role(StrEnum):
@@ -104,13 +118,13 @@ class ViewOptions:
         """The message kinds ``--role`` names (empty: every kind)."""
         return role_kinds(self.roles)
 
-    def transcript_options(self, fmt: ShowFormat) -> TranscriptOptions:
-        """How records are rendered in ``fmt``.  Markdown is for sharing: whole bodies always
-        (``--full``: every repeated system prompt too)."""
+    def transcript_options(self, fmt: StrEnum) -> TranscriptOptions:
+        """How records are rendered in ``fmt``.  Markdown and HTML are for sharing: whole bodies
+        always (``--full``: every repeated system prompt too)."""
         from ...transcript.render import TranscriptOptions
 
         return TranscriptOptions(
-            full=self.full or fmt is ShowFormat.markdown,
+            full=self.full or fmt.value in SHARED_FORMATS,
             reasoning=self.reasoning,
             details=self.details,
             every_prompt=self.full,
@@ -131,7 +145,9 @@ view_options = option_group("view", ViewOptions, VIEW_OPTIONS)
 
 
 @handle_errors
-@output_options(ShowFormat, "text (default), markdown (shareable) or json.")
+@output_options(
+    ShowFormat, "text (default), markdown or html (shareable: one self-contained page), or json."
+)
 @view_options
 def show_command(
     ctx: typer.Context,
@@ -148,6 +164,22 @@ def show_command(
             "what the projection dropped.",
         ),
     ] = False,
+    children: Annotated[
+        bool,
+        typer.Option(
+            "--children",
+            help="With --format html: each sub-agent session (recursively) in the same page.",
+        ),
+    ] = False,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Replace each secret `secrets` finds by [REDACTED:kind:fingerprint]; the "
+            "output is scanned again and refused (exit 5, nothing written) if one survives.",
+        ),
+    ] = False,
+    patterns: PatternsOption = None,
     output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
 ) -> None:
@@ -156,7 +188,7 @@ def show_command(
     Tool results are paired with their call, incomplete tool batches and orphan results are
     flagged in place, and a marker shows where the latest snapshot's boundary sits.  Long
     messages are cut and a repeated system prompt is printed once unless --full (--format
-    markdown shows whole bodies); times are local with their zone unless --utc.  --latest
+    markdown and html show whole bodies); times are local with their zone unless --utc.  --latest
     shows the most recently active session (named on stderr).  --json writes one lossless
     document ({"session", "snapshot", "records", "flags"}; times in UTC).
 
@@ -173,8 +205,14 @@ def show_command(
         raise UsageError(f"--through {through} is before --from {first}")
     if context and (first is not None or through is not None or view.roles):
         raise UsageError("--context shows the whole resume context; drop --from/--through/--role")
-    if context and chosen is ShowFormat.markdown:
-        raise UsageError("--context has no markdown format; use text or --json")
+    if context and chosen.value in SHARED_FORMATS:
+        raise UsageError(f"--context has no {chosen.value} format; use text or --json")
+    if children and chosen is not ShowFormat.html:
+        raise UsageError("--children puts sub-agent sessions in one page: add --format html")
+    if redact and context:
+        raise UsageError("--redact shows the log, not the resume context: drop --context")
+    if patterns and not redact:
+        raise UsageError("--patterns says what --redact replaces: add --redact")
     state = app_state(ctx)
     request = Request(
         session=session,
@@ -187,9 +225,25 @@ def show_command(
         fmt=Format(chosen.value),
         context=context,
         latest=latest,
+        children=children,
+        redactor=_redactor(patterns) if redact else None,
     )
-    out = state.output()
-    run_with(state.reader(db), lambda database: show(database, request, out))
+    if request.redactor is None:
+        out = state.output()
+        run_with(state.reader(db), lambda database: show(database, request, out))
+        return
+    from ...secrets.guard import redacted_stdout
+
+    with redacted_stdout(request.redactor.detectors):
+        out = state.output()  # its stdout is the spool
+        run_with(state.reader(db), lambda database: show(database, request, out))
+
+
+def _redactor(patterns: str | None) -> Redactor:
+    from ...secrets.detectors import Detectors
+    from ...secrets.redact import Redactor
+
+    return Redactor(Detectors().with_patterns(patterns))
 
 
 def register(app: typer.Typer) -> None:

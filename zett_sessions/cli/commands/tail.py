@@ -16,13 +16,15 @@ from ..options import (
     OutputOptions,
     output_options,
 )
-from .show import PLAIN_VIEW, ShowFormat, ViewOptions, one_session, view_options
+from .show import PLAIN_VIEW, TranscriptFormat, ViewOptions, one_session, view_options
 
 DEFAULT_COUNT = 10
 
 
 @handle_errors
-@output_options(ShowFormat, "text (default), markdown or json (NDJSON, a record a line, with -f).")
+@output_options(
+    TranscriptFormat, "text (default), markdown or json (NDJSON, a record a line, with -f)."
+)
 @view_options
 def tail_command(
     ctx: typer.Context,
@@ -85,7 +87,7 @@ def tail_command(
     from ...transcript.write import Format, Request, tail
     from ..state import app_state, run_with
 
-    fmt = output.chosen(ShowFormat)
+    fmt = output.chosen(TranscriptFormat)
     one_session(session, latest)
     if stale_after is not None and not follow:
         raise UsageError("--stale-after only applies with --follow")
