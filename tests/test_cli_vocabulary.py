@@ -428,3 +428,65 @@ def test_json_with_another_format_is_refused_before_opening_and_with_format_json
             json_only.exit_code,
             type(json.loads(json_only.stdout)),
         )
+
+
+# --- --color auto|always|never ------------------------------------------------------------
+
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--color", "always", "list"], ["list", "--color", "always"], ["--color=ALWAYS", "list"]],
+)
+def test_color_always_styles_piped_stdout_despite_no_color(db: Path, args: list[str]) -> None:
+    """``| less -R``: colours through a pipe, also with NO_COLOR and TERM=dumb (the fixture's);
+    the messages on stderr stay plain (a colour for the data is none for a log)."""
+    r = run_cli(["--db", str(db), *args])
+    assert r.exit_code == 0, r.stderr
+    assert colours(r.stdout) and "project-notes" in SGR.sub("", r.stdout)
+    assert r.stderr.strip() and "\x1b" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["--color", "never", "list"], {"FORCE_COLOR": "1"}),
+        (["--color", "always", "list", "--no-color"], {}),  # after the command: it wins
+        (["--no-color", "list"], {"FORCE_COLOR": "1"}),
+    ],
+)
+def test_color_never_writes_no_escape_sequence_even_with_force_color(
+    db: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str]
+) -> None:
+    monkeypatch.delenv("NO_COLOR")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    r = run_cli(["--db", str(db), *args])
+    assert r.exit_code == 0, r.stderr
+    assert "\x1b" not in r.stdout and "project-notes" in r.stdout
+    assert r.stderr.strip() and "\x1b" not in r.stderr
+
+
+def test_color_auto_is_plain_in_a_pipe_and_honours_force_color(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_COLOR")
+    plain = run_cli(["--db", str(db), "--color", "auto", "list"])
+    assert plain.exit_code == 0, plain.stderr
+    assert "\x1b" not in plain.stdout and "\x1b" not in plain.stderr
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    forced = run_cli(["--db", str(db), "list"])
+    assert forced.exit_code == 0, forced.stderr
+    assert colours(forced.stdout)
+
+
+@pytest.mark.parametrize("args", [["--color", "sometimes", "list"], ["list", "--color", "yes"]])
+def test_an_unknown_color_mode_is_a_usage_error(db: Path, args: list[str]) -> None:
+    r = run_cli(["--db", str(db), *args])
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr.startswith("Error: Invalid value for '--color': ")
+    assert "is not one of auto, always, never (see `zett-sessions" in r.stderr
+    assert r.stderr.count("\n") == 1

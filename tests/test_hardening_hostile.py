@@ -329,7 +329,7 @@ def test_messages_on_stderr_that_quote_a_hostile_id_are_sanitized() -> None:
 def test_every_stderr_message_is_sanitized(method: str, capsys: pytest.CaptureFixture[str]) -> None:
     from zett_sessions.render.output import Output
 
-    getattr(Output(color=False), method)("a\x1b]52;c;ZXZpbA==\x07b\x9b31mc\u202ed\nnext")
+    getattr(Output(color="never"), method)("a\x1b]52;c;ZXZpbA==\x07b\x9b31mc\u202ed\nnext")
     captured = capsys.readouterr()
     assert captured.out == ""
     assert TERMINAL_ACTIVE.search(captured.err) is None

@@ -5,9 +5,9 @@ options after the command too, and suggestions for a mistyped option.
   range up to 2**63 is left out (``[0<=x<=9223372036854775807]`` says nothing a reader needs),
   hidden alias spellings (``--before`` beside ``--until``) are never listed, and text is never
   broken at a hyphen (``~/.zett-agent/…``, ``--older-than`` stay whole).
-* **Global options** ``--no-color``, ``--no-pager`` and ``--busy-timeout`` are accepted after
-  the command as well (``--db`` is one of every command's own options); given there, they
-  override the ones given before it.
+* **Global options** ``--color``, ``--no-color``, ``--no-pager`` and ``--busy-timeout`` are
+  accepted after the command as well (``--db`` is one of every command's own options); given
+  there, they override the ones given before it.
 * **Usage errors** print as every other error does, on one line: ``Error: …`` and a hint
   (``(see `zett-sessions list --help`)``), not Click's ``Usage:``/``Try …`` lines.
 * **A mistyped option** is matched against the command's own option names without their dashes
@@ -28,7 +28,7 @@ from typing import Annotated, Any
 import typer
 import typer.core
 
-from .options import BUSY_TIMEOUT_MAX
+from .options import BUSY_TIMEOUT_MAX, color_mode
 
 # Second spellings kept for scripts and muscle memory; the help shows only the canonical name.
 HIDDEN_NAMES = frozenset({"--before"})
@@ -330,6 +330,7 @@ def help_request(group: Any, args: list[str]) -> list[str]:
 # --- global options after the command ------------------------------------------------------
 
 _GLOBAL_AFTER: dict[str, Any] = {
+    "global_color": Annotated[str | None, typer.Option("--color", hidden=True)],
     "global_no_color": Annotated[bool, typer.Option("--no-color", hidden=True)],
     "global_no_pager": Annotated[bool, typer.Option("--no-pager", hidden=True)],
     "global_busy_timeout": Annotated[
@@ -338,6 +339,7 @@ _GLOBAL_AFTER: dict[str, Any] = {
     ],
 }
 _GLOBAL_DEFAULTS: dict[str, Any] = {
+    "global_color": None,
     "global_no_color": False,
     "global_no_pager": False,
     "global_busy_timeout": None,
@@ -359,11 +361,13 @@ def with_global_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def command(*args: Any, **kwargs: Any) -> Any:
+        color = kwargs.pop("global_color", None)
         no_color = kwargs.pop("global_no_color", False)
         no_pager = kwargs.pop("global_no_pager", False)
         busy_timeout = kwargs.pop("global_busy_timeout", None)
         state = app_state(kwargs["ctx"])
-        state.color = state.color and not no_color
+        if color is not None or no_color:
+            state.color = color_mode(color, no_color)
         state.pager = state.pager and not no_pager
         if busy_timeout is not None:
             state.busy_timeout_ms = int(busy_timeout * 1000)

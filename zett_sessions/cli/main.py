@@ -16,7 +16,7 @@ from .. import __version__
 from .command import Group
 from .commands import COMMANDS
 from .exit_codes import EXIT_CODES_HELP
-from .options import BUSY_TIMEOUT_MAX
+from .options import BUSY_TIMEOUT_MAX, ColorOption, NoColorOption, color_mode
 from .state import AppState
 
 
@@ -38,9 +38,8 @@ def main(
             "[default: ~/.zett-agent/sessions.sqlite3].",
         ),
     ] = None,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).")
-    ] = False,
+    color: Annotated[str, ColorOption] = "auto",
+    no_color: Annotated[bool, NoColorOption] = False,
     no_pager: Annotated[
         bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
     ] = False,
@@ -66,7 +65,10 @@ def main(
     Example: zett-sessions --db demo.sqlite3 list
     """
     ctx.obj = AppState(
-        db=db, color=not no_color, pager=not no_pager, busy_timeout_ms=int(busy_timeout * 1000)
+        db=db,
+        color=color_mode(color, no_color),
+        pager=not no_pager,
+        busy_timeout_ms=int(busy_timeout * 1000),
     )
 
 

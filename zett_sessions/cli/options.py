@@ -52,6 +52,38 @@ JsonOption = Annotated[
 FULL_HELP = "Shorten nothing: whole text, full ids"
 FullOption = Annotated[bool, typer.Option("--full", help=f"{FULL_HELP}.")]
 FullIdsOption = Annotated[bool, typer.Option("--full-ids", help="Show session ids in full.")]
+# --color, global: before the command (cli.main) or after it (cli.command).
+COLOR_MODES = ("auto", "always", "never")  # render.output's (not imported: --help stays cheap)
+
+
+def _complete_color(incomplete: str) -> list[str]:
+    return [mode for mode in COLOR_MODES if mode.startswith(incomplete)]
+
+
+ColorOption = typer.Option(
+    "--color",
+    metavar="<auto|always|never>",
+    help="Colours: auto (on a terminal; NO_COLOR takes them away, FORCE_COLOR adds them), "
+    "always (also through a pipe: | less -R), never (no escape sequences) [default: auto].",
+    autocompletion=_complete_color,
+    show_default=False,
+)
+NoColorOption = typer.Option("--no-color", help="Same as --color never.")
+
+
+def color_mode(value: str | None, no_color: bool) -> str:
+    """The ``--color`` mode ``value`` and ``--no-color`` choose (``never`` wins: asking for no
+    colour twice is no conflict); anything but ``auto``, ``always``, ``never`` is exit 2."""
+    if no_color:
+        return "never"
+    mode = (value or "auto").strip().lower()
+    if mode not in COLOR_MODES:
+        raise typer.BadParameter(
+            f"{value!r} is not one of {', '.join(COLOR_MODES)}", param_hint="'--color'"
+        )
+    return mode
+
+
 # SQLite integers are 64-bit: a larger number cannot be a row count, a sequence or a type.
 INT_MAX = 2**63 - 1
 # SQLite takes the busy timeout in milliseconds as a 32-bit int: longer would not wait at all

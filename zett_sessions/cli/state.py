@@ -28,7 +28,7 @@ class AppState:
     """What the global options chose; commands read it through ``app_state(ctx)``."""
 
     db: str | None = None
-    color: bool = True
+    color: str = "auto"  # --color: auto, always or never (render.output.Output)
     pager: bool = True
     busy_timeout_ms: int = 5000
 

@@ -97,28 +97,53 @@ class _Console(Console):
     exit 0.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        try:
+            self.on_a_terminal = bool(self.file.isatty())
+        except (AttributeError, ValueError):
+            self.on_a_terminal = False
+
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
 
     def _render_buffer(self, buffer: Any) -> str:
         rendered = super()._render_buffer(buffer)
-        if self.is_terminal or " " not in rendered:
+        if self.on_a_terminal or " " not in rendered:  # (--color always forces is_terminal)
             return rendered
         return _TRAILING_SPACES.sub(r"\1", rendered)
 
 
 class Output:
-    """Where a command's results and messages go."""
+    """Where a command's results and messages go.
 
-    def __init__(self, *, color: bool = True, pager: bool = True) -> None:
-        self.color = color and "NO_COLOR" not in os.environ
+    ``color`` is ``--color``: ``auto`` styles a terminal only (``NO_COLOR`` takes the colours
+    away, ``FORCE_COLOR`` styles a pipe too: rich reads it), ``always`` styles stdout wherever
+    it goes (``| less -R``), ``NO_COLOR`` or not, ``never`` writes no escape sequence at all,
+    ``FORCE_COLOR`` or not.  Messages on stderr follow ``auto`` unless ``never``: a colour
+    asked for the data is no reason to put escape sequences in a log of the warnings.
+    """
+
+    def __init__(self, *, color: str = "auto", pager: bool = True) -> None:
+        self.color_mode = color
+        self.color = color == "always" or (color == "auto" and "NO_COLOR" not in os.environ)
         self.pager_allowed = pager
-        self.out = self._console(sys.stdout)
+        self.out = self._console(sys.stdout, **self._forced())
         self.err = self._console(sys.stderr)
+
+    def _forced(self) -> dict[str, Any]:
+        """The console settings of ``--color always`` (none otherwise): a terminal's styles
+        even off one, in the colours ``$TERM`` names (basic ones for a dumb or unknown one)."""
+        if self.color_mode != "always":
+            return {}
+        dumb = os.environ.get("TERM", "").strip().lower() in {"", "dumb", "unknown"}
+        return {"force_terminal": True, "color_system": "standard" if dumb else "auto"}
 
     def _console(self, file: Any, **extra: Any) -> Console:
         extra.setdefault("width", off_terminal_width(file))
+        if self.color_mode == "never":
+            extra.update(force_terminal=False, color_system=None)
         return _Console(
             file=file,
             markup=False,
