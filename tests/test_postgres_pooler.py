@@ -10,12 +10,21 @@ carries no session; a statement cache asked for in the URL behind it is one ``Er
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pgtest import assert_same_output, direct, query, reached_at, read_only, session_ids
-from support import NEWEST_IDS, assert_one_error_line, cli_process, run_cli
+from pgtest import (
+    assert_same_output,
+    direct,
+    fingerprint,
+    query,
+    reached_at,
+    read_only,
+    session_ids,
+)
+from support import NEWEST_IDS, assert_one_error_line, cli_process, copy_sample, run_cli
 from test_cli_postgres import INSPECTIONS
 from zett_sessions import PostgresSessionStorage, UserMessage
 from zett_sessions.errors import DatabaseReadOnly
@@ -104,3 +113,18 @@ def test_the_statement_cache_is_kept_direct_and_dropped_behind_the_pooler(
             return await storage.database.run(work, write=False)
 
     assert asyncio.run(scenario()) is named
+
+
+def test_copy_into_and_out_of_the_pooler_keeps_every_row(
+    pg_dsn: str, pg_pooler: str, pg_seeded: str, tmp_path: Path
+) -> None:
+    """``copy`` writes with COPY inside its transactions, through the pooler both ways."""
+    pooled = reached_at(pg_pooler, pg_dsn)
+    source = copy_sample(tmp_path)
+    r = run_cli(["copy", str(source), pooled, "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert fingerprint(pg_dsn) == fingerprint(pg_seeded)  # as a direct copy stores it
+    back = tmp_path / "back.sqlite3"
+    r = run_cli(["copy", pooled, str(back), "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert session_ids(back) == session_ids(source)
