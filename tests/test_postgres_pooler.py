@@ -26,6 +26,7 @@ from pgtest import (
 )
 from support import NEWEST_IDS, assert_one_error_line, cli_process, copy_sample, run_cli
 from test_cli_postgres import INSPECTIONS
+from test_completions import complete
 from zett_sessions import PostgresSessionStorage, UserMessage
 from zett_sessions.errors import DatabaseReadOnly
 
@@ -128,3 +129,9 @@ def test_copy_into_and_out_of_the_pooler_keeps_every_row(
     r = run_cli(["copy", pooled, str(back), "--json"])
     assert r.exit_code == 0, r.stderr
     assert session_ids(back) == session_ids(source)
+
+
+def test_session_ids_complete_through_the_pooler(pg_seeded: str, pg_pooler: str) -> None:
+    pooled = reached_at(pg_pooler, pg_seeded)
+    assert complete("show", "019cadd4-8c", pooled) == [NEWEST_IDS["compacted"]]
+    assert complete("show", "", pooled) == complete("show", "", pg_seeded)

@@ -25,6 +25,7 @@ from support import (
 )
 from test_cli_postgres import INSPECTIONS
 from test_cli_tail import OPEN_CALL
+from test_completions import complete
 
 
 @pytest.fixture
@@ -116,3 +117,8 @@ def test_tail_follow_stale_after_waits_for_a_lagging_standby_and_says_so(
     assert warning.startswith("Warning: The replica replays ") and "--stale-after" in warning
     assert "the run is not called dead until it catches up" in warning
     assert error.startswith("Error: the run looks dead: nothing new for "), err
+
+
+def test_session_ids_complete_on_the_standby(pg_seeded: str, standby: str) -> None:
+    assert complete("show", "019cadd4-8c", standby) == [NEWEST_IDS["compacted"]]
+    assert complete("show", "", standby) == complete("show", "", pg_seeded)
