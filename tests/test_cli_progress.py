@@ -60,6 +60,17 @@ def test_verify_draws_a_bar_on_a_terminal_and_the_json_is_unchanged(db: Path) ->
     assert piped.stderr == ""
 
 
+def test_secrets_draws_a_bar_on_a_terminal_and_the_json_is_unchanged(db: Path) -> None:
+    code, stdout, screen = on_terminal("--db", str(db), "secrets", "--json")
+    piped = run_cli(["--db", str(db), "secrets", "--json"])
+    assert (code, piped.exit_code) == (0, 0), screen
+    scanned = json.loads(piped.stdout)["summary"]["sessions_scanned"]
+    assert "scanning" in plain(screen), screen
+    assert f"{scanned}/{scanned} sessions" in plain(screen), screen
+    assert json.loads(stdout) == json.loads(piped.stdout)
+    assert piped.stderr == ""
+
+
 def test_list_problems_all_draws_a_bar_on_a_terminal(db: Path) -> None:
     args = ("--db", str(db), "list", "--problems", "--all", "--json")
     code, stdout, screen = on_terminal(*args)
@@ -94,6 +105,7 @@ def test_copy_draws_a_bar_on_a_terminal(db: Path, tmp_path: Path) -> None:
     "args",
     [
         ["verify", "--json"],
+        ["secrets", "--json"],
         ["list", "--problems", "--all", "--json"],
         ["delete", "--all", "--skip-active", "0", "--children", "delete", "--yes", "--vacuum"],
     ],

@@ -31,6 +31,13 @@ def stderr_is_terminal() -> bool:
         return False
 
 
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 class ProgressBar:
     """``bar(done, total)`` reports the work done; ``bar.stage(label)`` starts a stage of
     unknown size.  Use through ``progress_bar``."""
@@ -67,6 +74,10 @@ class ProgressBar:
                 _figures(),
                 console=Console(stderr=True),
                 transient=True,
+                # rich sends what is written to stdout meanwhile through the bar's console,
+                # stderr: right for a terminal (it prints above the bar), wrong for data piped
+                # or redirected (secrets streams its findings while the bar is drawn)
+                redirect_stdout=_stdout_is_terminal(),
             )
             self._progress.start()
         self._task = self._progress.add_task(label, completed=done, total=total, unit=unit)

@@ -137,11 +137,10 @@ async def _print(
                     opening = ","
             out.write('{\n  "findings": [],\n' if opening != "," else "\n  ],\n")
             out.line(f'  "summary": {dumps(summary_json(progress), indent=None)}\n}}')
-        else:
-            with out.paged() as console:
-                async for found in slices:
-                    for finding in found:
-                        console.print(finding_line(finding), end="", soft_wrap=True)
+        else:  # line by line, no pager: a terminal shows them above the progress bar
+            async for found in slices:
+                for finding in found:
+                    out.out.print(finding_line(finding), end="", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
