@@ -46,7 +46,6 @@ from zett_sessions.envelope import (
     decode_envelope,
     encode_as_stored,
     encode_message,
-    in_context,
     jsontext,
     parse_envelope,
 )
@@ -82,15 +81,16 @@ from zett_sessions.models import (
     UndecodableMessage,
     UserMessage,
     blocks_text,
+    in_context,
 )
 from zett_sessions.schema import INDEXES, TABLES, Layout
 from zett_sessions.sqlite.dialect import SQLITE
+from zett_sessions.sqlite.verify import Reader
 from zett_sessions.transcript import large_values
 from zett_sessions.transcript.jsonrows import ElementPieces, RecordWriter, Stored, string_piece
 from zett_sessions.transcript.query import row_item
 from zett_sessions.verify.checks_batches import rescanned, stand_in
 from zett_sessions.verify.checks_snapshots import payload_problem
-from zett_sessions.verify.reader import Reader
 from zett_sessions.verify.scan import CTX, FLAGS, IDS, KIND, SUSPECT, scanned_row
 from zett_sessions.verify.walk import valid_calls
 

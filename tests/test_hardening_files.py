@@ -45,7 +45,7 @@ from support import (
 )
 from zett_sessions.demo import write_demo
 from zett_sessions.errors import DatabaseReadOnly, DatabaseUnreadable
-from zett_sessions.sqlite.database import translate_sqlite_error
+from zett_sessions.sqlite.errors import translate_sqlite_error
 
 SESSION = "project-notes"  # in the demo and in both samples
 WRITE_COMMANDS = [

@@ -19,9 +19,9 @@ from zett_sessions.cli.complete import _file_rows
 from zett_sessions.errors import DatabaseError, DatabaseNotFound
 from zett_sessions.schema import Layout
 from zett_sessions.sqlite.database import Database
+from zett_sessions.sqlite.integrity import integrity_check
 from zett_sessions.sqlite.readonly import ReadOnlyFile, read_only_file
-from zett_sessions.verify.checks_database import integrity_check
-from zett_sessions.verify.reader import Reader
+from zett_sessions.sqlite.verify import Reader
 
 MARK = "PRAGMA cache_size = -777"  # a setting no reader makes by itself
 FAIL = "SELECT zs_no_such_function()"  # a configuration that cannot run

@@ -14,7 +14,7 @@ from typing import TypeVar
 import pytest
 
 from support import SeedSession, seed_sessions
-from zett_sessions.backend import SessionDatabase, open_database
+from zett_sessions.backend import open_database
 from zett_sessions.errors import UsageError
 from zett_sessions.queries.sessions import SessionFilter
 from zett_sessions.retention import (
@@ -24,6 +24,7 @@ from zett_sessions.retention import (
     RetentionRefused,
     delete_sessions,
 )
+from zett_sessions.session_database import SessionDatabase
 from zett_sessions.timeutil import utc_now
 
 T = TypeVar("T")

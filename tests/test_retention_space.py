@@ -14,7 +14,7 @@ import pytest
 from support import SeedSession, retention_run, seed_sessions
 from zett_sessions.render.delete import space_text
 from zett_sessions.retention import DeleteResult, RetentionPolicy
-from zett_sessions.retention import space as space_module
+from zett_sessions.sqlite import space as space_module
 
 DAY = timedelta(days=1)
 

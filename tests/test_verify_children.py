@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from zett_sessions.child import HOLD_ENV
 from zett_sessions.demo import write_demo
-from zett_sessions.verify.child import HOLD_ENV
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 

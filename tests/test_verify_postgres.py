@@ -25,7 +25,7 @@ from verify_fixtures import append, build_clean, call, execute, found, result, v
 from zett_sessions.demo import write_demo
 from zett_sessions.models import AssistantMessage, SystemMessage, UserMessage
 from zett_sessions.sqlite.database import Database
-from zett_sessions.verify.reader import Reader
+from zett_sessions.sqlite.verify import Reader
 from zett_sessions.verify.scan import object_flags, raw_scan_sql, scanned_row
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -26,9 +26,10 @@ from hypothesis import strategies as st
 from support import command_settings, copy_raw_rows_sql, full_scans, generate_database, traced_sql
 from verify_fixtures import verify
 from zett_sessions.queries.sessions import SessionFilter
+from zett_sessions.sqlite import integrity as checks_database
 from zett_sessions.sqlite.database import Database
 from zett_sessions.timeutil import format_db_time, parse_db_time
-from zett_sessions.verify import VerifyReport, checks_database, runner
+from zett_sessions.verify import VerifyReport, runner
 from zett_sessions.verify import problems as problems_module
 from zett_sessions.verify.models import Finding
 

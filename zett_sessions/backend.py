@@ -1,11 +1,7 @@
-"""The database a command works on: an SQLite file or a PostgreSQL server, behind one surface.
+"""The one place that picks a backend: an SQLite file or a PostgreSQL server.
 
-``SessionDatabase`` is what the queries, ``verify``, retention and the commands use: SQLite's
-``sqlite.database.Database`` and PostgreSQL's ``postgres.connection.PgDatabase`` both provide it
-(one connection primitive per backend).  Queries are written once; what differs in their SQL is the
-backend's ``dialect``; what only one backend can do (SQLite's pages, journal and integrity
-check; PostgreSQL's relation sizes and migrations) is a capability of its own module, chosen
-through the database object, never by a test on the backend in a command.
+What a database object offers (``SessionDatabase``) is ``session_database``'s; what differs
+between the backends is a method of that object, implemented in the backend's package.
 
 ``open_database`` is the one place that decides the backend from a location: a
 ``postgresql://`` (or ``postgres://``) URL is a server, anything else a file path.  This module
@@ -14,117 +10,18 @@ imports neither aiosqlite nor asyncpg.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
-
-from .errors import ValidationError
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar, cast
 
 if TYPE_CHECKING:
     from .postgres.connection import PgDatabase
     from .postgres.storage import PostgresSessionStorage
     from .schema import Layout
+    from .session_database import ScanReader, SessionDatabase
     from .sqlite.database import Database
-    from .sqlite.dialect import Dialect
     from .sqlite.storage import SQLiteSessionStorage
 
-
-class SessionDatabase(Protocol):
-    """An opened (or lazily opening) session database of either backend."""
-
-    @property
-    def path(self) -> str:
-        """What messages and reports name it by (a file path, or a URL with its password
-        masked)."""
-
-    @property
-    def location(self) -> str:
-        """What opens this database again from another process (a file path, or the URL
-        *with* its password: never shown, only handed to verify's own workers)."""
-
-    @property
-    def read_only(self) -> bool: ...
-
-    @property
-    def busy_timeout_ms(self) -> int:
-        """How long a statement waits for a busy writer (SQLite) or a lock (PostgreSQL)."""
-
-    @property
-    def is_memory(self) -> bool: ...
-
-    @property
-    def dialect(self) -> Dialect: ...
-
-    @property
-    def layout(self) -> Layout: ...
-
-    async def open(self) -> Any: ...
-
-    async def close(self) -> None: ...
-
-    def require_layout(self, operation: str) -> None: ...
-
-    async def replay_lag(self) -> timedelta | None:
-        """How far what it reads is behind the database it replicates: ``None`` unless it is
-        a read replica (a PostgreSQL hot standby); ``timedelta.max`` when unknown."""
-
-    def read(self) -> AbstractAsyncContextManager[Any]: ...
-
-    def write(self) -> AbstractAsyncContextManager[Any]: ...
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-    async def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
-
-    def stream(
-        self,
-        sql: str,
-        params: Sequence[Any] = (),
-        batch: int = 512,
-        *,
-        heavy: Callable[[Any], bool] | None = None,
-    ) -> AsyncGenerator[Any, None]: ...
-
-
-class Queryable(Protocol):
-    """A database handle shared queries can build SQL for (``Database``, ``PgDatabase``)."""
-
-    @property
-    def dialect(self) -> Dialect: ...
-
-    @property
-    def layout(self) -> Layout: ...
-
-
 T = TypeVar("T")
-
-
-class Runner(Protocol):
-    """How a flow (delete, upgrade) reaches the database: open a handle (read-only or
-    writable), run ``work`` on it, close it again.  The caller owns the handles; the flow
-    decides which step needs which."""
-
-    def __call__(
-        self, work: Callable[[SessionDatabase], Awaitable[T]], *, read_only: bool
-    ) -> T: ...
-
-
-BUSY_TIMEOUT_MAX_MS = 2**31 - 1  # a C int in SQLite, as PostgreSQL's lock_timeout
-
-
-def check_busy_timeout(value: object) -> int:
-    """How long a statement may wait for a lock, in ms (SQLite's busy timeout, PostgreSQL's
-    ``lock_timeout``): the same range on both, where larger would mean no wait at all."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError("busy_timeout_ms must be an integer number of milliseconds")
-    if not 0 <= value <= BUSY_TIMEOUT_MAX_MS:
-        raise ValidationError(f"busy_timeout_ms must be between 0 and {BUSY_TIMEOUT_MAX_MS}")
-    return value
 
 
 def is_server(location: str) -> bool:
@@ -142,6 +39,12 @@ def hints_for(location: str | None) -> Mapping[type[BaseException], str]:
     else:
         from .sqlite.hints import HINTS
     return HINTS
+
+
+def by_location(location: str, *, file: Callable[[], T], server: Callable[[], T]) -> T:
+    """``file()`` or ``server()``, as ``location`` names a file or a server: for what is
+    chosen before any database object exists (copy's two ends, shell completion)."""
+    return server() if is_server(location) else file()
 
 
 def open_database(
@@ -163,6 +66,21 @@ def open_database(
     from .sqlite.database import Database
 
     return Database(location, read_only=read_only, create=create, busy_timeout_ms=busy_timeout_ms)
+
+
+def open_scan_reader(
+    location: str, layout: Layout, busy_timeout_ms: int = 5000, *, lenient: bool = False
+) -> ScanReader:
+    """verify's reader of one range of the database at ``location`` (a file, or a PostgreSQL
+    URL): a synchronous read-only connection of its own, opened where the range is checked (a
+    thread, or a child process that has only the location)."""
+    if is_server(location):
+        from .postgres.verify import PgReader
+
+        return PgReader(location, layout, busy_timeout_ms, lenient=lenient)
+    from .sqlite.verify import Reader
+
+    return Reader(location, layout, busy_timeout_ms, lenient=lenient)
 
 
 def storage_on(db: SessionDatabase) -> SQLiteSessionStorage | PostgresSessionStorage:

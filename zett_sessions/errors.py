@@ -243,3 +243,8 @@ class UnsupportedValue(ValidationError, TypeError):
 class StaleRun(Exception):
     """``tail --stale-after`` decided the run is dead (exit 6).  Not a ``ZettSessionsError``:
     nothing is wrong with the database, the run it follows stopped writing."""
+
+
+class NotUtf8(Exception):
+    """A TEXT value is not valid UTF-8: verify reads the range again with a lenient reader
+    (``lenient=True``), which puts U+FFFD in place of the bytes, as every other command does."""

@@ -40,6 +40,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.config import ExtraValues
+from typing_extensions import TypeIs
 
 
 class MessageKind(IntEnum):
@@ -456,6 +457,12 @@ class UndecodableMessage(BaseModel):
         return ROLE_OF_KIND.get(self.kind) if self.kind is not None else None
 
 
+def in_context(message: Message | UndecodableMessage) -> TypeIs[Message]:
+    """Whether a message belongs in model context: decodable and ``include_in_messages`` (whose
+    default, for an envelope without the key, is its kind's: false for a system message)."""
+    return isinstance(message, Message) and message.include_in_messages
+
+
 # --- per-record values -------------------------------------------------------------------
 
 
@@ -789,8 +796,6 @@ class SessionView(ValueModel):
         checkpoint = self.snapshot.compacted_message if self.snapshot is not None else None
         if isinstance(checkpoint, CompactedMessage):
             result.append(checkpoint)
-        from .envelope import in_context  # the envelope's module builds on this one
-
         for record in self.raw_tail:
             message = record.message
             if in_context(message):

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from .envelope import in_context
 from .errors import DamagedHistory, ParentMismatch, ValidationError
 from .ids import new_uuid7
 from .models import (
@@ -40,6 +39,7 @@ from .models import (
     SessionView,
     SystemMessage,
     UndecodableMessage,
+    in_context,
 )
 from .projection import Projection, project
 from .store.contract import SessionStorage

@@ -17,8 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-from .envelope import in_context
-from .models import AssistantMessage, Message, ToolMessage, UndecodableMessage
+from .models import AssistantMessage, Message, ToolMessage, UndecodableMessage, in_context
 
 T = TypeVar("T")
 

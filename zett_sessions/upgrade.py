@@ -19,19 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
-from .backend import Runner, SessionDatabase
+from .session_database import Runner, SessionDatabase
 
 Status = Literal["dry-run", "nothing", "declined", "upgraded"]
 NEWEST = "E"
-
-
-@runtime_checkable
-class Upgradable(Protocol):
-    """A database that can bring its own layout up to date (an SQLite file)."""
-
-    async def upgrade(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -64,17 +57,11 @@ async def plan_upgrade(db: SessionDatabase) -> UpgradePlan:
     """What ``upgrade`` would do to ``db`` (read only)."""
     await db.open()
     layout = db.layout
-    steps: tuple[str, ...] = ()
-    if isinstance(db, Upgradable):  # an SQLite file; a PostgreSQL schema is always the newest
-        from .sqlite.upgrade import upgrade_steps
-
-        steps = tuple(upgrade_steps(layout))
-    return UpgradePlan(db.path, layout.name, layout.note, steps)
+    return UpgradePlan(db.path, layout.name, layout.note, tuple(db.upgrade_steps()))
 
 
 async def _upgrade(db: SessionDatabase) -> tuple[tuple[str, ...], str]:
     await db.open()
-    assert isinstance(db, Upgradable)  # the plan had steps: an SQLite file
     steps = await db.upgrade()
     return tuple(steps), db.layout.name
 

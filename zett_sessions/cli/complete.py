@@ -41,14 +41,14 @@ def complete_session_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, 
     character, an escape sequence, a line break) is never offered, since sanitizing it would
     offer an id that names no session.
     """
-    from ..backend import is_server
+    from ..backend import by_location
     from ..render.sanitize import is_plain, single_line
 
     location = _database_path(ctx)
-    rows = (
-        _server_rows(location, incomplete)
-        if is_server(location)
-        else _file_rows(location, incomplete)
+    rows = by_location(
+        location,
+        file=lambda: _file_rows(location, incomplete),
+        server=lambda: _server_rows(location, incomplete),
     )
     return [
         (session_id, single_line(title, 60) if isinstance(title, str) else "")
@@ -96,9 +96,7 @@ def _server_rows(dsn: str, incomplete: str) -> list[Any]:
     import asyncio
 
     try:
-        import asyncpg
-
-        from ..postgres.connection import ASYNCPG_ERRORS
+        from ..postgres.connection import ASYNCPG_ERRORS, connect
     except ImportError:  # the optional extra is not installed: nothing to offer
         return []
     from ..errors import ZettSessionsError
@@ -108,9 +106,10 @@ def _server_rows(dsn: str, incomplete: str) -> list[Any]:
     sql, params = _query(incomplete)
 
     async def fetch(settings: ConnectionSettings) -> list[Any]:
-        options = settings.connect_options("zett-sessions completion")
-        connection = await asyncpg.connect(
-            **options, timeout=SERVER_TIMEOUT, statement_cache_size=0
+        # no statement cache, and no round trip to find out whether a pooler is in between
+        direct = [False]
+        connection = await connect(
+            settings, "zett-sessions completion", direct=direct, timeout=SERVER_TIMEOUT
         )
         begin = f"BEGIN READ ONLY; SET LOCAL statement_timeout = {int(SERVER_TIMEOUT * 1000)}"
         setup = settings.setup()

@@ -24,8 +24,8 @@ from .options import INT_MAX
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..backend import SessionDatabase
     from ..queries.sessions import SessionFilter
+    from ..session_database import SessionDatabase
 
 R = TypeVar("R")
 

@@ -12,8 +12,8 @@ import typer
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
     from ..render.output import Output
+    from ..session_database import SessionDatabase
 
 T = TypeVar("T")
 

@@ -9,8 +9,8 @@ prompt is false and of any other old message true.
 * ``table`` declares the kinds (class, key sets per era, defaults) and the keys a fast reader
   must check before it may vouch for an envelope.
 * ``codec`` is the full Python decoder and encoder: the reference (also zett-agent's list
-  functions ``encode_messages`` / ``decode_messages``).  ``in_context`` is the one
-  meaning of "belongs in model context".
+  functions ``encode_messages`` / ``decode_messages``).  "Belongs in model context" is
+  ``models.in_context``, a fact of the decoded message.
 * ``light`` reads the checked keys only, without building the model (``show``'s JSON stream,
   the flag scan, verify's stand-ins), and splices the stored element into JSON output.
 * ``sql`` generates what SQLite computes instead of Python: ``show --json``'s envelope code and
@@ -32,7 +32,6 @@ from .codec import (
     encode_as_stored,
     encode_message,
     encode_messages,
-    in_context,
     parse_envelope,
     to_wire,
 )
@@ -54,7 +53,6 @@ __all__ = [
     "encode_as_stored",
     "encode_message",
     "encode_messages",
-    "in_context",
     "light_message",
     "parse_envelope",
     "strict_json",

@@ -18,7 +18,6 @@ from enum import Enum
 from typing import Any
 
 import pydantic
-from typing_extensions import TypeIs
 
 from ..errors import UnsupportedValue, ValidationError
 from ..models import (
@@ -250,9 +249,3 @@ def decode_checkpoint(text: object) -> CompactedMessage | UndecodableMessage:
         reason=f"snapshot holds a {type(message).__name__}, not a checkpoint",
         kind=int(message.kind),
     )
-
-
-def in_context(message: Message | UndecodableMessage) -> TypeIs[Message]:
-    """Whether a message belongs in model context: decodable and ``include_in_messages`` (whose
-    default, for an envelope without the key, is its kind's: false for a system message)."""
-    return isinstance(message, Message) and message.include_in_messages

@@ -31,8 +31,8 @@ import json
 from typing import Any
 
 from ..ids import prefix_upper_bound
-from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
-from .codec import BYTES_MARKER, envelope_text, in_context
+from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage, in_context
+from .codec import BYTES_MARKER, envelope_text
 from .jsontext import loads_strict
 from .table import BY_FREQUENCY, CHECKED, ERAS, INCLUDE, KINDS, Check, Era, KindSpec, Role
 

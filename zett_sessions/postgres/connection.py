@@ -38,7 +38,7 @@ import random
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import BackendMissing
 
@@ -51,7 +51,6 @@ except ImportError as missing:  # the optional extra is not installed
         "(pip install 'asyncpg>=0.30,<0.33')"
     ) from missing
 
-from ..backend import check_busy_timeout
 from ..driver_logs import quiet_unless_configured
 from ..errors import (
     DatabaseAccessDenied,
@@ -68,6 +67,7 @@ from ..errors import (
     UnsupportedLayout,
     ValidationError,
 )
+from ..session_database import check_busy_timeout
 from .dialect import LAYOUT, POSTGRES, numbered
 from .dsn import check_dsn, mask_dsn
 from .schema import (
@@ -78,6 +78,10 @@ from .schema import (
     MIGRATIONS_TABLE,
 )
 from .settings import ConnectionSettings, connection_settings
+
+if TYPE_CHECKING:
+    from .schema_check import SchemaCheck
+    from .space import ServerSpace
 
 T = TypeVar("T")
 
@@ -668,6 +672,33 @@ class PgDatabase:
                 self.shown,
                 "newer",
             )
+
+    # --- what differs from SQLite beyond SQL (``SessionDatabase``) --------------------------
+
+    @property
+    def attach_uri(self) -> str | None:
+        return None  # a server's rows are fetched, never ATTACHed
+
+    def space(self) -> ServerSpace:
+        from .space import ServerSpace
+
+        return ServerSpace(self)
+
+    def database_check(self, deep: bool) -> SchemaCheck:
+        from .schema_check import SchemaCheck
+
+        return SchemaCheck(self)
+
+    async def facts(self) -> dict[str, Any]:
+        from .info import server_facts
+
+        return await server_facts(self)
+
+    def upgrade_steps(self) -> list[str]:
+        return []  # the schema is migrated when the database is opened: always the newest
+
+    async def upgrade(self) -> list[str]:
+        return []
 
     # --- closing ---------------------------------------------------------------------------
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend import SessionDatabase
-from ..queries.info import RelationSize, ServerFacts
+from ..reports import RelationSize, ServerFacts
 from ..schema import INDEXES, TABLES
+from ..session_database import SessionDatabase
 from .replica import standby_facts
 from .schema import MIGRATIONS_TABLE
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..backend import SessionDatabase
-from ..queries.info import StandbyFacts
+from ..reports import StandbyFacts
+from ..session_database import SessionDatabase
 
 _FACTS = (
     "SELECT pg_is_in_recovery(), pg_last_wal_receive_lsn()::text, "

@@ -15,19 +15,29 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Protocol
 
-from ..backend import SessionDatabase
 from ..errors import DatabaseError
-from ..retention.models import SpaceReport
+from ..reports import Refusal, SpaceReport
 from ..schema import TABLES
+from ..session_database import SessionDatabase
 
 VACUUM = f"VACUUM (ANALYZE) {', '.join(TABLES)}"
 _RELATIONS = "unnest(?::text[]) AS name"
 
 
+class Server(SessionDatabase, Protocol):
+    """A server's database (``connection.PgDatabase``), as the space around a delete uses it."""
+
+    async def execute_alone(self, sql: str) -> None: ...
+
+
 class ServerSpace:
-    def __init__(self, db: SessionDatabase) -> None:
+    def __init__(self, db: Server) -> None:
         self.db = db
+
+    def disk_refusal(self) -> Refusal | None:
+        return None  # VACUUM (ANALYZE) copies nothing
 
     async def size(self) -> int:
         total = await self.db.scalar(
@@ -63,6 +73,7 @@ class ServerSpace:
             vacuum_error=error,
             database_bytes=after,
             backend="postgres",
+            one_file=False,
             vacuum_statement=VACUUM,
         )
 
@@ -80,9 +91,6 @@ class ServerSpace:
                     f"only the tables' owner (or a superuser) may VACUUM them; not owned by "
                     f"this role: {names}"
                 )
-            from .connection import PgDatabase
-
-            assert isinstance(self.db, PgDatabase)
             tables = await self.db.fetchall(
                 "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
                 "FROM unnest(?::text[]) WITH ORDINALITY AS t(name, k) "

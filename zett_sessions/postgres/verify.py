@@ -1,7 +1,7 @@
-"""``verify`` on PostgreSQL: the reader its checks use, the scan's SQL, and the schema check.
+"""``verify`` on PostgreSQL: the reader its checks use and the scan's SQL.
 
 The checks are the same code on both backends (``verify.runner``); they reach the database
-only through a reader (``verify.reader``'s methods).  ``PgReader`` answers them here:
+only through a reader (``session_database.ScanReader``'s methods).  ``PgReader`` answers them here:
 
 * one read-only ``REPEATABLE READ`` transaction per range (``snapshot``; a query outside one
   runs in one of its own, as every statement must behind a pooler: ``settings``), rows
@@ -16,9 +16,7 @@ only through a reader (``verify.reader``'s methods).  ``PgReader`` answers them 
   not fail the whole query on one malformed value;
 * a row is found again by its primary key ``id`` (SQLite: its rowid).
 
-``SchemaCheck`` stands where SQLite's ``quick_check`` stands (the whole-database check a scoped
-run skips unless ``--integrity``): the recorded migrations, each of zett-agent's indexes (and
-whether the unique ones are unique and valid) and each table's primary key, from the catalog.
+The whole-database check is ``schema_check.SchemaCheck``.
 """
 
 from __future__ import annotations
@@ -28,11 +26,8 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..backend import SessionDatabase
 from ..closing import Closing
-from ..schema import AGENT_NAME_MAX, INDEXES, TABLES, TIME_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
-from ..verify.checks_database import CheckName
-from ..verify.models import Finding
+from ..schema import AGENT_NAME_MAX, TIME_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
 from ..verify.scan import (
     AGENT_NAME,
     PARENT_MISSING,
@@ -46,11 +41,9 @@ from ..verify.scan import (
 from .connection import ASYNCPG_ERRORS, connect, declare_cursor, fetch_cursor, translate_error
 from .dialect import numbered
 from .dsn import mask_dsn
-from .schema import MIGRATION_NAMES, MIGRATIONS_TABLE
 from .settings import connection_settings
 
 _TIMES = frozenset(TIME_COLUMNS)
-_UNIQUE = ("ux_raw_session_sequence", "ux_snapshot_session_version")
 
 
 def time_text(column: str) -> str:
@@ -268,96 +261,3 @@ class PgReader(Closing):
             "WHERE id = ANY(?::text[]) AND parent_session_id IS NOT NULL",
             (ids,),
         )
-
-
-# --- the schema check ----------------------------------------------------------------------
-
-
-class SchemaCheck:
-    """What the catalog says of the schema zett-sessions created (``schema_check``)."""
-
-    name: CheckName = "schema_check"
-
-    def __init__(self, db: SessionDatabase) -> None:
-        self.db = db
-        self.codes = [
-            "schema_migration_missing",
-            "schema_newer",
-            "missing_index",
-            "index_invalid",
-            "index_not_unique",
-            "primary_key_missing",
-        ]
-
-    async def run(self) -> list[Finding]:
-        async with self.db.read():
-            return [*await self._migrations(), *await self._indexes(), *await self._keys()]
-
-    async def _migrations(self) -> list[Finding]:
-        rows = await self.db.fetchall(
-            f"SELECT name FROM {MIGRATIONS_TABLE} ORDER BY applied_at, name"
-        )
-        applied = [str(row[0]) for row in rows]
-        findings = []
-        unknown = [name for name in applied if name not in MIGRATION_NAMES]
-        missing = [name for name in MIGRATION_NAMES if name not in applied]
-        if unknown:
-            findings.append(
-                Finding.of(
-                    "schema_newer",
-                    f"schema migrations this version does not know: {', '.join(unknown)}",
-                    migrations=unknown,
-                )
-            )
-        if missing:
-            findings.append(
-                Finding.of(
-                    "schema_migration_missing",
-                    f"schema migrations not recorded: {', '.join(missing)}",
-                    migrations=missing,
-                )
-            )
-        return findings
-
-    async def _indexes(self) -> list[Finding]:
-        rows = await self.db.fetchall(
-            "SELECT name, i.indisunique, i.indisvalid FROM unnest(?::text[]) AS name "
-            "LEFT JOIN pg_index i ON i.indexrelid = to_regclass(name)",
-            (list(INDEXES),),
-        )
-        findings = []
-        for name, unique, valid in rows:
-            if unique is None:
-                findings.append(Finding.of("missing_index", f"index {name} is missing", index=name))
-            elif not valid:
-                findings.append(
-                    Finding.of(
-                        "index_invalid",
-                        f"index {name} is invalid (a failed CREATE INDEX CONCURRENTLY?)",
-                        index=name,
-                    )
-                )
-            elif name in _UNIQUE and not unique:
-                findings.append(
-                    Finding.of(
-                        "index_not_unique",
-                        f"index {name} does not enforce uniqueness",
-                        index=name,
-                    )
-                )
-        return findings
-
-    async def _keys(self) -> list[Finding]:
-        rows = await self.db.fetchall(
-            "SELECT name FROM unnest(?::text[]) AS name WHERE NOT EXISTS (SELECT 1 FROM "
-            "pg_constraint c WHERE c.conrelid = to_regclass(name) AND c.contype = 'p')",
-            (list(TABLES),),
-        )
-        return [
-            Finding.of(
-                "primary_key_missing",
-                f"table {row[0]} has no primary key (ids may repeat)",
-                table=str(row[0]),
-            )
-            for row in rows
-        ]

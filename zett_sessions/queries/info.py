@@ -7,82 +7,23 @@ nothing is JSON-decoded.  Token totals need a scan of every raw row (no index ho
 columns): about 1 s warm / 3 s cold on a 1M-message, 3.4 GB file, so they are computed only
 when asked for (``tokens=True``).
 
-What only one backend can say comes from that backend's facts (``FACTS``, chosen by the
-database's dialect): an SQLite file's journal mode, pages and side file (``file_facts``); a
-PostgreSQL server's version, recorded migrations and table and index sizes
-(``postgres.info.server_facts``).
+What only one backend can say comes from the database object (``db.facts()``): an SQLite
+file's journal mode, pages and side file (``sqlite.info.file_facts``); a PostgreSQL server's
+version, recorded migrations and table and index sizes (``postgres.info.server_facts``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SkipValidation
 
-from ..backend import SessionDatabase
 from ..models import ModelUsage
+from ..reports import FileFacts, ServerFacts
 from ..schema import INDEXES, TOKEN_COLUMNS
-from ..sqlite.readonly import file_size
+from ..session_database import SessionDatabase
 from ..timeutil import parse_db_time
 from ..values import whole_number
-
-
-class FileFacts(BaseModel):
-    """An SQLite database file."""
-
-    model_config = ConfigDict(frozen=True)
-
-    journal_mode: str
-    page_size: int
-    page_count: int
-    file_size: int
-    wal_size: int | None  # None: no -wal file beside the database
-    free_pages: int
-
-    @property
-    def free_bytes(self) -> int:
-        return self.free_pages * self.page_size
-
-
-class RelationSize(BaseModel):
-    """One of the three tables on a server: its bytes (with TOAST) and its indexes' bytes."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    table_bytes: int
-    index_bytes: int
-
-
-class StandbyFacts(BaseModel):
-    """A hot standby (``postgres.replica``): what it has replayed of its primary's WAL."""
-
-    model_config = ConfigDict(frozen=True)
-
-    receiving: bool  # its WAL receiver runs (streams from the primary)
-    receive_lsn: str | None  # the WAL received so far (None: none by streaming)
-    replay_lsn: str | None  # the WAL replayed so far
-    last_replayed_at: datetime | None  # the primary's commit time of the last one replayed
-    replay_lag_seconds: float | None  # how far reads are behind (None: unknown)
-
-
-class ServerFacts(BaseModel):
-    """A PostgreSQL database."""
-
-    model_config = ConfigDict(frozen=True)
-
-    server_version: str
-    migrations: tuple[str, ...]  # recorded in zett_sessions_migrations, oldest first
-    schema_version: int  # how many of them
-    relations: tuple[RelationSize, ...]
-    standby: StandbyFacts | None = None  # None: a primary
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(r.table_bytes + r.index_bytes for r in self.relations)
 
 
 class DatabaseInfo(BaseModel):
@@ -138,38 +79,6 @@ async def _token_totals(db: SessionDatabase) -> ModelUsage:
     )
 
 
-async def file_facts(db: SessionDatabase) -> dict[str, Any]:
-    """An SQLite file: its absolute path, storage, and the indexes its layout lacks (the
-    layout was read when it was opened)."""
-    journal = await db.scalar("PRAGMA journal_mode")
-    page_size = await db.scalar("PRAGMA page_size")
-    page_count = await db.scalar("PRAGMA page_count")
-    free_pages = await db.scalar("PRAGMA freelist_count")
-    facts = FileFacts(
-        journal_mode=str(journal).lower(),
-        page_size=int(page_size),
-        page_count=int(page_count),
-        file_size=file_size(db.path) or 0,
-        wal_size=file_size(db.path + "-wal"),
-        free_pages=int(free_pages),
-    )
-    return {"path": os.path.abspath(db.path), "file": facts, "missing": db.layout.missing_indexes}
-
-
-async def _server_facts(db: SessionDatabase) -> dict[str, Any]:
-    from ..postgres.info import server_facts
-
-    return await server_facts(db)
-
-
-# What only the backend can say, by dialect name: the ``DatabaseInfo`` fields ``path`` and
-# ``file`` or ``server``, and ``missing`` (index names).
-FACTS: dict[str, Callable[[SessionDatabase], Awaitable[dict[str, Any]]]] = {
-    "sqlite": file_facts,
-    "postgres": _server_facts,
-}
-
-
 async def database_info(db: SessionDatabase, *, tokens: bool = False) -> DatabaseInfo:
     """Facts about the open database ``db`` (token totals only when ``tokens``)."""
     layout = db.layout
@@ -184,7 +93,7 @@ async def database_info(db: SessionDatabase, *, tokens: bool = False) -> Databas
         compacted = await db.scalar("SELECT count(DISTINCT session_id) FROM session_snapshots")
         oldest, newest = await _activity(db)
         totals = await _token_totals(db) if tokens and has_tokens else None
-        facts = await FACTS[db.dialect.name](db)
+        facts = await db.facts()
     missing = facts.pop("missing")
     return DatabaseInfo(
         **facts,

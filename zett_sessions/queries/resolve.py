@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..backend import SessionDatabase
 from ..errors import AmbiguousSessionId, SessionNotFound, UnaddressableSession
 from ..ids import prefix_upper_bound
 from ..schema import Layout
+from ..session_database import SessionDatabase
 
 _CANDIDATE_LIMIT = 11
 UNREADABLE = "\ufffd"  # what lenient decoding puts where a stored id has bytes that are not UTF-8

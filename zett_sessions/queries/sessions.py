@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from ..backend import Queryable, SessionDatabase
 from ..errors import DatabaseDamaged
 from ..schema import SESSION_COLUMNS
+from ..session_database import Queryable, SessionDatabase
 from ..timeutil import parse_db_time
 from ..values import int_or_none, text_or_none, whole_number
 

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from ..backend import SessionDatabase
-from ..envelope import decode_envelope, in_context
+from ..envelope import decode_envelope
 from ..models import (
     CHECKPOINT_PREFIX,
     AssistantMessage,
     CompactedMessage,
     ContextSnapshot,
     ToolMessage,
+    in_context,
 )
 from ..rows import snapshot_from_row, snapshot_select
+from ..session_database import SessionDatabase
 
 LOOKAHEAD = 20
 CHECKPOINT_LINE = CHECKPOINT_PREFIX.rstrip("\n")

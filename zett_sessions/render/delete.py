@@ -15,13 +15,13 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..reports import SpaceReport
 from ..retention.models import (
     BlockedChild,
     DeletePlan,
     DeleteResult,
     RetentionPolicy,
     SkippedSession,
-    SpaceReport,
 )
 from ..timeutil import iso_utc
 from ..values import plural
@@ -225,7 +225,7 @@ def result_renderable(
 
 
 def space_text(space: SpaceReport) -> Text:
-    if space.backend != "sqlite":
+    if not space.one_file:
         return _tables_space_text(space)
     if space.vacuumed and space.reclaim_pending:
         return Text(

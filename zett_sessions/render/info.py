@@ -8,7 +8,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ..queries.info import DatabaseInfo, FileFacts, ServerFacts, StandbyFacts
+from ..queries.info import DatabaseInfo
+from ..reports import FileFacts, ServerFacts, StandbyFacts
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import count, human_bytes, moment_label, safe_cell

@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
-
-from rich.text import Text
 
 from ..queries.sessions import SessionListing
 from ..timeutil import iso_utc
 from ..values import plural
-from ..verify.models import CrashSummary
 from ..verify.problems import ProblemPage
-from .common import relative_time
 from .sanitize import single_line
 from .sessions import csv_line, listing_json, page_footer, session_csv
 from .verify import crash_json
-
-
-def crash_cells(summary: CrashSummary | None, now: datetime | None = None) -> list[Text | str]:
-    """verify's crash summary in one line: ``#31 5 min ago`` and the open calls' names."""
-    if summary is None:
-        return ["—", "—"]
-    last = summary.last_sequence
-    durable = "none" if last is None else f"#{last} {relative_time(summary.last_message_at, now)}"
-    names = [single_line(call.name or "?", 64) for call in summary.open_tool_calls]
-    return [durable, Text(", ".join(names)) if names else Text("none", style="dim")]
 
 
 def problems_footer(problems: ProblemPage) -> str:

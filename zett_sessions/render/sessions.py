@@ -97,7 +97,7 @@ def sessions_tables(
             cells.append(relative_time(session.created_at, now))
         cells.append(relative_time(session.last_activity or session.updated_at, now))
         if crashes is not None:
-            from .problems import crash_cells  # verify's models: only for --problems
+            from .verify import crash_cells  # verify's models: only for --problems
 
             cells += crash_cells(crashes.get(session.session_id), now)
         rows.append(cells)

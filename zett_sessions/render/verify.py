@@ -22,7 +22,7 @@ from ..timeutil import iso_utc
 from ..values import plural
 from ..verify.codes import CODES, Severity
 from ..verify.models import CrashSummary, Finding, VerifyReport
-from .common import count, moment_label
+from .common import count, moment_label, relative_time
 from .jsonout import kind_name
 from .sanitize import single_line
 
@@ -43,6 +43,16 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "message": finding.message,
         "details": finding.details,
     }
+
+
+def crash_cells(summary: CrashSummary | None, now: datetime | None = None) -> list[Text | str]:
+    """verify's crash summary in one line: ``#31 5 min ago`` and the open calls' names."""
+    if summary is None:
+        return ["—", "—"]
+    last = summary.last_sequence
+    durable = "none" if last is None else f"#{last} {relative_time(summary.last_message_at, now)}"
+    names = [single_line(call.name or "?", 64) for call in summary.open_tool_calls]
+    return [durable, Text(", ".join(names)) if names else Text("none", style="dim")]
 
 
 def crash_json(summary: CrashSummary) -> dict[str, Any]:

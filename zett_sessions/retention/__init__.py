@@ -16,6 +16,7 @@ so agents are never locked out for longer than one batch; a rerun after an inter
 finishes the job.
 """
 
+from ..reports import Refusal, SpaceReport
 from .execute import execute_plan
 from .flow import DeleteOutcome, DeleteRequest, delete_sessions
 from .models import (
@@ -27,11 +28,9 @@ from .models import (
     DeleteProgress,
     DeleteResult,
     PlannedSession,
-    Refusal,
     RetentionPolicy,
     RetentionRefused,
     SkippedSession,
-    SpaceReport,
 )
 from .plan import build_plan, check_guards
 

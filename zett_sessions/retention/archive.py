@@ -26,12 +26,11 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
-from ..backend import SessionDatabase
 from ..errors import DatabaseError, NotAnArchive, NotASessionDatabase, UsageError
 from ..rows import SNAPSHOT_COLUMNS
 from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
+from ..session_database import SessionDatabase
 from ..sqlite.database import Database
 from ..sqlite.dialect import IN_IDS, json_ids
 from ..transfer.rows import sqlite_values
@@ -139,15 +138,12 @@ class Source(Protocol):
 class AttachedSource:
     """An SQLite source: ATTACHed read-only to the archive's connection, copied by SQL."""
 
-    def __init__(self, source: SessionDatabase) -> None:
-        self._path = source.path
+    def __init__(self, source: SessionDatabase, uri: str) -> None:
+        self._uri = uri  # the source's ``attach_uri``
         self._sources = _sources(source.layout)
 
     async def prepare(self, archive: Database) -> None:
-        # Plain mode=ro, never readonly.read_only_uri's immutable=1: this file is being
-        # written (by the caller's transaction) right after the copy.
-        source_uri = f"file:{quote(str(Path(self._path).resolve()))}?mode=ro"
-        await archive.execute("ATTACH DATABASE ? AS src", (source_uri,))
+        await archive.execute("ATTACH DATABASE ? AS src", (self._uri,))
 
     async def copy(self, archive: Database, ids: Sequence[str]) -> None:
         fresh = json_ids(ids)
@@ -234,11 +230,13 @@ _COLUMNS = {
     "raw_messages": RAW_COLUMNS,
     "session_snapshots": SNAPSHOT_COLUMNS,
 }
-# How each backend's rows reach the archive (by dialect name).
-SOURCES: dict[str, type[AttachedSource] | type[FetchedSource]] = {
-    "sqlite": AttachedSource,
-    "postgres": FetchedSource,
-}
+
+
+def source_of(db: SessionDatabase) -> Source:
+    """How ``db``'s rows reach the archive: by SQL, where the archive's connection can ATTACH
+    the database (an SQLite file); fetched and inserted otherwise (a server)."""
+    uri = db.attach_uri
+    return FetchedSource(db) if uri is None else AttachedSource(db, uri)
 
 
 class ArchiveWriter:
@@ -317,7 +315,7 @@ async def open_archive(source: SessionDatabase, path: Path) -> AsyncIterator[Arc
             raise NotAnArchive(f"--archive-to: {error}", str(path)) from None
         lock.require_at_path()
         await archive.execute("PRAGMA synchronous = FULL")
-        rows: Source = SOURCES[source.dialect.name](source)
+        rows = source_of(source)
         await rows.prepare(archive)
         yield ArchiveWriter(rows, lock, archive)
     finally:

@@ -23,7 +23,7 @@ On PostgreSQL a batch is one ``READ COMMITTED`` transaction that first locks its
 (``FOR UPDATE``, in id order; the dialect says whether rows are locked): appends to those
 sessions wait for it, appends in flight commit first and are counted, other sessions are never
 held up.  What a backend does around the batches — WAL checkpoints, the size it reports,
-VACUUM — is its ``space.Space``.
+VACUUM — is its ``Space`` (``db.space()``, in the backend's package).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..backend import SessionDatabase
 from ..errors import DatabaseError, ZettSessionsError
+from ..session_database import SessionDatabase, Space
 from ..values import plural
 from .archive import ArchiveWriter, open_archive
 from .models import (
@@ -49,7 +49,6 @@ from .models import (
     SkippedSession,
 )
 from .plan import replan, skipped_session
-from .space import Space, pause, space_of
 
 DEFAULT_LIMITS = BatchLimits()
 
@@ -82,7 +81,7 @@ async def execute_plan(
     """
     limits = limits or DEFAULT_LIMITS
     await db.open()
-    space = space_of(db)
+    space = db.space()
     before = await space.size()
     units = deque(_units(plan, policy))
     budget = _Budget(limits)
@@ -356,3 +355,10 @@ async def _delete(db: SessionDatabase, final: Sequence[PlannedSession]) -> None:
 async def _delete_from(db: SessionDatabase, table: str, column: str, ids: object) -> int:
     """One set-based delete; returns how many rows it removed."""
     return await db.execute(f"DELETE FROM {table} WHERE {column} {db.dialect.in_ids}", (ids,))
+
+
+async def pause(seconds: float, started: float) -> None:
+    """Sleep what is left of ``seconds`` since ``started`` (the loop's clock)."""
+    rest = seconds - (asyncio.get_running_loop().time() - started)
+    if rest > 0:
+        await asyncio.sleep(rest)

@@ -28,13 +28,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from ..backend import Runner, SessionDatabase
+from ..reports import Refusal
+from ..session_database import Runner, SessionDatabase
 from ..timeutil import utc_now
 from .archive import check_archive_path
 from .execute import execute_plan
 from .models import DeletePlan, DeleteProgress, DeleteResult, RetentionPolicy, RetentionRefused
 from .plan import build_plan, nothing_selected
-from .space import disk_refusal
 
 Status = Literal["dry-run", "nothing", "refused", "declined", "deleted"]
 
@@ -112,12 +112,13 @@ def _plan(request: DeleteRequest, run: Runner) -> tuple[DeletePlan, Path | None]
     """The plan (the disk guard added when VACUUM is asked for) and the checked archive path."""
     now = request.now or utc_now()
 
-    async def planning(db: SessionDatabase) -> DeletePlan:
+    async def planning(db: SessionDatabase) -> tuple[DeletePlan, Refusal | None]:
         async with db.read():
-            return await build_plan(db, request.policy, now=now)
+            plan = await build_plan(db, request.policy, now=now)
+        return plan, db.space().disk_refusal() if request.vacuum and plan.sessions else None
 
-    plan = run(planning, read_only=request.dry_run)
+    plan, refusal = run(planning, read_only=request.dry_run)
     archive = check_archive_path(plan.database, request.archive_to) if request.archive_to else None
-    if request.vacuum and plan.sessions and (refusal := disk_refusal(plan.database)) is not None:
+    if refusal is not None:
         plan = plan.model_copy(update={"refusals": (*plan.refusals, refusal)})
     return plan, archive

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ZettSessionsError
 from ..queries.sessions import SessionFilter
+from ..reports import Refusal, SpaceReport
 
 ChildrenMode = Literal["refuse", "delete", "keep"]
 
@@ -130,11 +131,6 @@ class BlockedChild(_Frozen):
     updated_at: datetime | None = None
 
 
-class Refusal(_Frozen):
-    guard: Literal["children", "max-sessions", "max-percent", "disk"]
-    message: str
-
-
 class DeletePlan(_Frozen):
     database: str
     layout: str
@@ -190,24 +186,6 @@ class ArchiveReport(_Frozen):
     messages: int
     snapshots: int
     already_archived: tuple[str, ...] = ()
-
-
-class SpaceReport(_Frozen):
-    page_size: int
-    file_bytes_before: int
-    file_bytes_after: int  # the database file as it is on disk after the command
-    free_bytes: int  # freelist pages × page size: what a VACUUM would give back
-    vacuumed: bool = False
-    vacuum_error: str | None = None
-    wal_bytes_after: int = 0  # its -wal file on disk after the command
-    database_bytes: int = 0  # page count × page size: the file once every change is in it
-    # another connection still reads the contents from before the VACUUM: the file (and its
-    # -wal) shrink to database_bytes only when that read ends (when it closes, at the latest)
-    reclaim_pending: bool = False
-    # "sqlite" (the sizes are the file's) or "postgres" (the three tables' with their indexes;
-    # a deleted row's space becomes reusable, the tables rarely shrink; free_bytes is 0)
-    backend: str = "sqlite"
-    vacuum_statement: str = "VACUUM"  # what --vacuum runs
 
 
 class DeleteResult(_Frozen):

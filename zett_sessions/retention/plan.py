@@ -23,22 +23,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..backend import SessionDatabase
 from ..errors import SessionNotFound, UsageError
 from ..queries.resolve import UNADDRESSABLE, id_spellings, resolve_session, session_exists
 from ..queries.sessions import SessionFilter, iter_sessions, last_message_sql, unknown_age_sessions
+from ..reports import Refusal
 from ..rows import session_select, text_or_none
+from ..session_database import SessionDatabase
 from ..timeutil import parse_db_time, utc_now
 from ..values import plural
-from .models import (
-    BlockedChild,
-    DeletePlan,
-    PlannedSession,
-    Refusal,
-    RetentionPolicy,
-    SkippedSession,
-)
-from .space import space_of
+from .models import BlockedChild, DeletePlan, PlannedSession, RetentionPolicy, SkippedSession
 
 # Bytes a raw row takes besides its large text columns (ids, times, counters, four index
 # entries, page slack); calibrated on the benchmark database, where the estimate lands
@@ -612,7 +605,7 @@ async def _raw_bytes(
             (ids,),
         )
         return {row[0]: int(row[1]) for row in rows}
-    per_row = await space_of(db).bytes_per_raw_row()
+    per_row = await db.space().bytes_per_raw_row()
     return {s.id: round(s.messages * per_row) for s in sessions}
 
 

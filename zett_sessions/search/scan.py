@@ -50,8 +50,7 @@ from .models import Field, GivenUp, Hit, SearchProgress, SessionHits
 from .pattern import MatchTooSlow, Pattern, Prefilter
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
-    from ..sqlite.dialect import Dialect
+    from ..session_database import Dialect, SessionDatabase
 
 BEFORE = 60  # characters of context a snippet keeps before the first match
 AFTER = 100  # … and after it

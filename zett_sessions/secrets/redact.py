@@ -25,7 +25,7 @@ from .detectors import Detectors, Match
 from .models import fingerprint, fingerprint_key
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
+    from ..session_database import SessionDatabase
     from ..transcript.query import TranscriptHeader
 
 TEXT_COLUMNS = ("content", "tool_name")

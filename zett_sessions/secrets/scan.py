@@ -23,7 +23,7 @@ from .fields import row_texts, snapshot_texts
 from .models import Field, Finding, SecretsProgress, fingerprint, fingerprint_key
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
+    from ..session_database import SessionDatabase
 
 SLICE = 256  # sessions in the first slice
 LARGEST_SLICE = 4096  # sessions per slice later on

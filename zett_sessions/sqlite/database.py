@@ -32,30 +32,27 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import aiosqlite
 
-from ..backend import check_busy_timeout
 from ..errors import (
-    DatabaseAccessDenied,
-    DatabaseDamaged,
     DatabaseError,
     DatabaseLocked,
     DatabaseNotFound,
     DatabaseReadOnly,
     DatabaseUnreadable,
-    DiskFull,
     NotASessionDatabase,
     TransactionMisuse,
-    UnfinishedTransaction,
     UnsupportedLayout,
     ValidationError,
 )
 from ..schema import INDEXES, TABLES, Layout, classify
+from ..session_database import check_busy_timeout
 from ..values import lenient_text
 from .dialect import SQLITE
+from .errors import translate_sqlite_error
 from .readonly import (
     DEFAULT_PATH,
     ReadOnlyFile,
@@ -65,6 +62,10 @@ from .readonly import (
     read_only_file,
 )
 from .upgrade import upgrade_steps
+
+if TYPE_CHECKING:
+    from .integrity import IntegrityCheck
+    from .space import FileSpace
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MEMORY = ":memory:"
@@ -76,95 +77,6 @@ T = TypeVar("T")
 
 def default_path() -> Path:
     return DEFAULT_PATH.expanduser()
-
-
-def translate_sqlite_error(
-    error: sqlite3.Error, path: str, *, writing: bool = False
-) -> DatabaseError:
-    """Map an ``sqlite3`` error to the typed error a user can act on (``writing``: the
-    connection was opened for writes, so a file that cannot be opened may be a read-only one)."""
-    name = getattr(error, "sqlite_errorname", "") or ""
-    text = str(error)
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in text:
-        return DatabaseLocked(f"database {path} is locked by another process", path)
-    if name == "SQLITE_NOTADB" or "file is not a database" in text:
-        return NotASessionDatabase(f"{path} is not an SQLite database", path)
-    if name == "SQLITE_READONLY_ROLLBACK":
-        return UnfinishedTransaction(
-            f"database {path} holds an unfinished transaction of a crashed writer "
-            f"({path}-journal), which a read-only command cannot roll back",
-            path,
-        )
-    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
-        return DatabaseReadOnly(f"cannot write to database {path}: {_why_read_only(path)}", path)
-    if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
-        return DatabaseDamaged(f"database {path} is damaged ({text})", path)
-    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
-        if os.path.exists(path) and not os.access(path, os.R_OK):
-            return DatabaseAccessDenied(f"cannot read {path}: permission denied", path)
-        if writing and os.path.exists(path) and _why_read_only(path) != _OPENED_READ_ONLY:
-            # a WAL file on a read-only file system: its -shm cannot be made, so SQLite
-            # reports "unable to open" where a rollback-journal file says "readonly"
-            return DatabaseReadOnly(
-                f"cannot write to database {path}: {_why_read_only(path)}", path
-            )
-        return DatabaseUnreadable(f"cannot open database {path} ({text})", path)
-    full = _disk_full(name, text, path)
-    if full is not None:
-        return full
-    return DatabaseUnreadable(f"database {path}: {text}", path)
-
-
-def _disk_full(name: str, text: str, path: str) -> DiskFull | None:
-    """A write that found no room: SQLite's ``SQLITE_FULL`` (ENOSPC), or an I/O error while
-    the file or its journal has reached the process's file size limit."""
-    if name == "SQLITE_FULL" or "disk is full" in text:
-        return DiskFull(f"disk full while writing {path}", path)
-    limit = _file_size_limit_reached(path) if name.startswith("SQLITE_IOERR") else None
-    if limit is None:
-        return None
-    return DiskFull(
-        f"disk full while writing {path} (the file size limit of {limit:,} bytes, "
-        "ulimit -f, is reached)",
-        path,
-    )
-
-
-# The largest SQLite page: a write needing more than the limit leaves is one page or less.
-_MAX_PAGE = 65536
-
-
-def _file_size_limit_reached(path: str) -> int | None:
-    """The process's file size limit (``ulimit -f``, RLIMIT_FSIZE) when the database or its
-    journal has grown to within a page of it, else ``None``.  A write past that limit fails
-    with EFBIG, which SQLite reports as a plain I/O error (only ENOSPC is SQLITE_FULL)."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not a Unix
-        return None
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if limit == resource.RLIM_INFINITY:
-        return None
-    for name in (path, f"{path}-wal", f"{path}-journal"):
-        try:
-            if os.path.getsize(name) + _MAX_PAGE > limit:
-                return limit
-        except OSError:
-            continue
-    return None
-
-
-_OPENED_READ_ONLY = "SQLite opened it read-only"
-
-
-def _why_read_only(path: str) -> str:
-    """Which permission stops a write (SQLite's own text only says "readonly database")."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        return "the file is read-only"
-    if not os.access(directory, os.W_OK):
-        return f"its directory {directory} is not writable (SQLite keeps its journal there)"
-    return _OPENED_READ_ONLY
 
 
 @dataclass(eq=False)
@@ -384,6 +296,32 @@ class Database:
                     f"database {self.path} is locked by another process", self.path
                 )
             await asyncio.sleep(0.01)
+
+    # --- what differs from PostgreSQL beyond SQL (``SessionDatabase``) ----------------------
+
+    @property
+    def attach_uri(self) -> str:
+        """Plain ``mode=ro``, never ``readonly.read_only_uri``'s ``immutable=1``: the archive
+        attaches a file that the delete writes right after the copy."""
+        return f"file:{quote(str(Path(self.path).resolve()))}?mode=ro"
+
+    def space(self) -> FileSpace:
+        from .space import FileSpace
+
+        return FileSpace(self)
+
+    def database_check(self, deep: bool) -> IntegrityCheck:
+        from .integrity import IntegrityCheck
+
+        return IntegrityCheck(self, deep)
+
+    async def facts(self) -> dict[str, Any]:
+        from .info import file_facts
+
+        return await file_facts(self)
+
+    def upgrade_steps(self) -> list[str]:
+        return upgrade_steps(self.layout)
 
     async def upgrade(self) -> list[str]:
         """Bring an older layout to D/E in one transaction (``upgrade_steps``); returns the

@@ -27,8 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from ..envelope import in_context
-from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
+from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage, in_context
 from ..projection import Dropped, project
 
 T = TypeVar("T")

@@ -14,9 +14,9 @@ through ``row_item``.
 
 from __future__ import annotations
 
-from ..backend import Queryable
 from ..envelope.sql import CODE as CODE
 from ..envelope.sql import needs_python as needs_python
+from ..session_database import Queryable
 
 
 def code_column(db: Queryable) -> str:

@@ -21,9 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..envelope import in_context
 from ..envelope.light import light_calls, light_result
-from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage
+from ..models import AssistantMessage, Message, ToolMessage, UndecodableMessage, in_context
 from ..projection import Dropped, project
 from .annotate import is_head
 

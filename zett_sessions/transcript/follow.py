@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic
 
-from ..backend import SessionDatabase
 from ..errors import (
     DatabaseLocked,
     SessionNotFound,
@@ -34,6 +33,7 @@ from ..errors import (
 from ..queries.resolve import addressable, session_exists
 from ..queries.sessions import SessionFilter, list_sessions
 from ..rows import raw_select
+from ..session_database import SessionDatabase
 from ..timeutil import parse_db_time, utc_now
 from .annotate import Entry, OpenBatch
 from .query import ItemT, TranscriptState

@@ -22,7 +22,6 @@ import html
 from collections.abc import Iterator
 from typing import Any
 
-from ..envelope import in_context
 from ..models import (
     AssistantMessage,
     Content,
@@ -34,6 +33,7 @@ from ..models import (
     TextContent,
     ToolMessage,
     UndecodableMessage,
+    in_context,
 )
 from ..projection import Dropped
 from ..render.common import count, exact_time, human_duration_ns

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..envelope import element, element_text, strict_json
 from ..envelope.jsontext import loads
@@ -33,8 +34,11 @@ from ..render.sanitize import JSON_UNSAFE
 from ..schema import CONTEXT_COLUMNS, RAW_COLUMNS, TOKEN_COLUMNS
 from ..timeutil import iso_utc, parse_db_time
 from ..values import int_or_none
-from .large_values import left_out, row_ref
+from .large_values import left_out, row_ref, text_chunks
 from .query import RowItem
+
+if TYPE_CHECKING:
+    from ..session_database import SessionDatabase
 
 _UNSAFE_RE = re.compile("[" + "".join(re.escape(chr(code)) for code in JSON_UNSAFE) + "]")
 _NON_FINITE = ("NaN", "Infinity")
@@ -353,3 +357,23 @@ def _role_text(role: object) -> str:
 def record_json_text(item: RowItem) -> str:
     """One record as a single line of JSON (for many records, reuse one ``RecordWriter``)."""
     return RecordWriter()(item)
+
+
+async def write_record(db: SessionDatabase, parts: list[Any]) -> None:
+    """Write one record's ``RecordWriter.parts``, reading each left-out value in pieces."""
+    write = sys.stdout.write
+    for part in parts:
+        if isinstance(part, str):
+            write(part)
+            continue
+        pieces = text_chunks(db, part.column, part.ref)
+        if part.as_string:
+            write('"')
+            async for piece in pieces:
+                write(string_piece(piece))
+            write('"')
+        else:
+            element = ElementPieces()
+            async for piece in pieces:
+                write(element(piece))
+            write(element.end())

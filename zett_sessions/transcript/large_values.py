@@ -30,9 +30,9 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from ..backend import Queryable, SessionDatabase
 from ..errors import SessionDeleted
 from ..schema import RAW_COLUMNS
+from ..session_database import Queryable, SessionDatabase
 from ..values import lenient_text, text_or_none
 
 LARGE = 1 << 20  # bytes: a longer text value is left out of the row and read on its own

@@ -18,7 +18,6 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..envelope import in_context
 from ..models import (
     AssistantMessage,
     Content,
@@ -29,6 +28,7 @@ from ..models import (
     TextContent,
     ToolMessage,
     UndecodableMessage,
+    in_context,
 )
 from ..projection import Dropped
 from ..render.common import count, exact_time, human_duration_ns

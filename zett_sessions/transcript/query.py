@@ -31,7 +31,6 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..backend import SessionDatabase
 from ..envelope import decode_envelope, light_message, parse_envelope, strict_json
 from ..envelope.codec import decode_data
 from ..errors import SessionDeleted, SessionRewritten
@@ -45,6 +44,7 @@ from ..models import (
 from ..projection import Dropped, project
 from ..rows import session_select, snapshot_from_row, snapshot_select, summary_from_row
 from ..schema import RAW_COLUMNS, TOKEN_COLUMNS
+from ..session_database import SessionDatabase
 from ..timeutil import parse_db_time
 from ..values import int_or_none, text_or_none, whole_number
 from .annotate import Annotator, Entry, is_head

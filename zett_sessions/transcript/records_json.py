@@ -25,14 +25,13 @@ from ..render.jsonout import kind_name
 from ..schema import RAW_COLUMNS
 from .classify import code_column, needs_python
 from .flagscan import FlagScan
-from .jsonrows import CONTENT, MESSAGE, SEQUENCE, RecordWriter
+from .jsonrows import CONTENT, MESSAGE, SEQUENCE, RecordWriter, write_record
 from .large_values import EXTRA_COLUMNS, has_large, with_message
 from .query import LogEnd, log_end, log_rows, row_item
 from .render import dropped_json
-from .write import write_record
 
 if TYPE_CHECKING:
-    from ..backend import SessionDatabase
+    from ..session_database import SessionDatabase
 
 _CODE = len(RAW_COLUMNS) + len(EXTRA_COLUMNS)
 _BLOCK = 256  # records per write

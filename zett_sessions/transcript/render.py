@@ -22,7 +22,6 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.console import RenderableType
 from rich.text import Span, Text
 
-from ..envelope import in_context
 from ..models import (
     AgentMessage,
     AssistantMessage,
@@ -38,6 +37,7 @@ from ..models import (
     ToolMessage,
     UndecodableMessage,
     UserMessage,
+    in_context,
 )
 from ..projection import DROP_REASON_CODES, Dropped
 from ..render.common import (

@@ -67,9 +67,9 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.text import Text
 
-    from ..backend import SessionDatabase
     from ..models import RawMessageRecord
     from ..secrets.redact import Redactor
+    from ..session_database import SessionDatabase
     from .annotate import Entry
     from .query import TranscriptHeader
     from .render import TranscriptOptions
@@ -405,7 +405,7 @@ async def write_json_records(
     closing: str,
 ) -> None:
     """A JSON array of records, one per line, written as they arrive (``[]`` when none)."""
-    from .jsonrows import RecordWriter
+    from .jsonrows import RecordWriter, write_record
 
     writer = RecordWriter()
     write = sys.stdout.write
@@ -420,29 +420,6 @@ async def write_json_records(
     write(f"\n{closing}\n" if written else f"{opening}{closing.strip()}\n")
 
 
-async def write_record(db: SessionDatabase, parts: list[Any]) -> None:
-    """Write one record's ``RecordWriter.parts``, reading each left-out value in pieces."""
-    from .jsonrows import ElementPieces, string_piece
-    from .large_values import text_chunks
-
-    write = sys.stdout.write
-    for part in parts:
-        if isinstance(part, str):
-            write(part)
-            continue
-        pieces = text_chunks(db, part.column, part.ref)
-        if part.as_string:
-            write('"')
-            async for piece in pieces:
-                write(string_piece(piece))
-            write('"')
-        else:
-            element = ElementPieces()
-            async for piece in pieces:
-                write(element(piece))
-            write(element.end())
-
-
 async def _show_context(
     db: SessionDatabase,
     header: TranscriptHeader,
@@ -450,7 +427,7 @@ async def _show_context(
     request: Request,
     out: Output,
 ) -> None:
-    from .jsonrows import RecordWriter
+    from .jsonrows import RecordWriter, write_record
 
     if request.fmt is Format.json:
         snapshot = snapshot_json(context.snapshot) if context.snapshot else None
@@ -524,7 +501,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
 
 
 async def _write_ndjson(db: SessionDatabase, stream: AsyncGenerator[Any, None]) -> None:
-    from .jsonrows import RecordWriter
+    from .jsonrows import RecordWriter, write_record
 
     writer = RecordWriter()
     async with aclosing(stream) as entries:

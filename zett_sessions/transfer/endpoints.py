@@ -1,11 +1,12 @@
 """The two ends of a copy: an SQLite file or a PostgreSQL database, behind one interface.
 
-``open_endpoint(location, role=…)`` picks the backend from the location (a path, or a
-``postgresql://`` URL).  A source is opened read-only.  A destination is created (SQLite: a new
-file with zett-agent's schema; PostgreSQL: its migrations) only when the copy writes, never for
-``--dry-run``; until then a missing destination reads as empty.  What differs between the
-backends — SQL placeholders, how rows are bulk-written, which values the column types hold — is
-decided here, so the copy flow never asks which backend it has.
+``open_endpoint(location, role=…)`` takes the end of the backend the location names (a path, or
+a ``postgresql://`` URL: ``backend.by_location`` decides).  A source is opened read-only.  A
+destination is created (SQLite: a new file with zett-agent's schema; PostgreSQL: its
+migrations) only when the copy writes, never for ``--dry-run``; until then a missing destination
+reads as empty.  What differs between the backends — SQL placeholders, how rows are
+bulk-written, which values the column types hold — is each end's, so the copy flow never asks
+which backend it has.
 """
 
 from __future__ import annotations
@@ -50,11 +51,15 @@ class Endpoint(Protocol):
 
 
 def open_endpoint(location: str, role: str) -> Endpoint:
-    from ..postgres.dsn import is_dsn
+    from ..backend import by_location
 
-    if is_dsn(location):
+    def file() -> Endpoint:
+        return SQLiteEndpoint(location, role)
+
+    def server() -> Endpoint:
         return PostgresEndpoint(location, role)
-    return SQLiteEndpoint(location, role)
+
+    return by_location(location, file=file, server=server)
 
 
 class SessionsAppeared(Exception):

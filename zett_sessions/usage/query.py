@@ -23,10 +23,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from ..backend import SessionDatabase
 from ..models import ModelUsage
 from ..queries.sessions import SessionFilter, last_activity_sql, session_ids_sql
 from ..schema import TOKEN_COLUMNS
+from ..session_database import SessionDatabase
 from ..timeutil import parse_db_time
 from ..values import text_or_none, whole_number
 from . import TIME_GROUPS, GroupBy

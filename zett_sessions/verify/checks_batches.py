@@ -31,11 +31,11 @@ from ..models import (
     UserMessage,
 )
 from ..projection import Dropped, Projection, project
+from ..session_database import ScanReader
 from .checks_rows import Decoded
 from .checks_snapshots import SnapshotState
 from .findings import RowFindings
 from .models import Finding
-from .reader import Reader
 from .scan import CTX, FLAGS, IDS, KIND, ROWID, SEQUENCE, SUSPECT
 from .walk import Row, valid_calls
 
@@ -91,7 +91,7 @@ def rescanned(row: Row, message: Message | UndecodableMessage) -> Row:
 
 
 def replay_entries(
-    reader: Reader, rows: list[Row], decoded: Decoded, out: RowFindings
+    reader: ScanReader, rows: list[Row], decoded: Decoded, out: RowFindings
 ) -> list[Entry]:
     """Entries for every raw row, decoding rows whose call list the scan could not read."""
     unreadable = [

@@ -15,9 +15,9 @@ from ..envelope import decode_envelope
 from ..envelope.columns import decode_json_object
 from ..models import AnyMessage, MessageKind, UndecodableMessage
 from ..schema import TIME_COLUMNS, TOKEN_COLUMNS
+from ..session_database import ScanReader
 from ..timeutil import parse_db_time
 from .findings import RowFindings
-from .reader import Reader
 from .scan import FLAGS, KIND, METADATA, ROLE, ROWID, SUSPECT, TAGS, TIMES, TIMING, USAGE
 from .walk import Row, SessionScan
 
@@ -76,13 +76,13 @@ def add_row_times(times: RowFindings, row: sqlite3.Row, table: str, **where: Any
             )
 
 
-def fetch_rows(reader: Reader, rowids: list[Any], columns: tuple[str, ...]) -> list[Any]:
+def fetch_rows(reader: ScanReader, rowids: list[Any], columns: tuple[str, ...]) -> list[Any]:
     """The given columns of raw rows by their scan key (absent columns of older layouts read
     as NULL)."""
     return reader.fetch_raw(rowids, columns)
 
 
-def check_rows(reader: Reader, scan: SessionScan, out: RowFindings) -> Decoded:
+def check_rows(reader: ScanReader, scan: SessionScan, out: RowFindings) -> Decoded:
     """Report the flagged rows of ``scan`` into ``out``; return the decoded suspect envelopes."""
     decoded: Decoded = {}
     if not scan.flagged:

@@ -12,11 +12,11 @@ from typing import Any
 
 from ..envelope import decode_checkpoint
 from ..models import CompactedMessage, UndecodableMessage, blocks_text
+from ..session_database import ScanReader
 from ..values import int_or_none
 from .checks_rows import add_row_times
 from .findings import RowFindings
 from .models import Finding
-from .reader import Reader
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def latest_snapshot(snapshots: list[sqlite3.Row]) -> SnapshotState | None:
     return SnapshotState(version=row["version"], boundary=row["compacted_through_sequence"])
 
 
-def payload_problem(reader: Reader, rowid: Any) -> str | None:
+def payload_problem(reader: ScanReader, rowid: Any) -> str | None:
     """Why the snapshot payload is not exactly one checkpoint with non-empty content."""
     message = decode_checkpoint(reader.snapshot_payload(rowid))
     if isinstance(message, UndecodableMessage):
@@ -52,7 +52,7 @@ def payload_problem(reader: Reader, rowid: Any) -> str | None:
 
 
 def snapshot_findings(
-    reader: Reader,
+    reader: ScanReader,
     session_id: str,
     snapshots: list[sqlite3.Row],
     last_sequence: int | None,

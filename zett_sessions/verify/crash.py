@@ -9,13 +9,13 @@ from typing import Any
 from ..envelope import decode_envelope
 from ..envelope.sql import CTX_MESSAGE
 from ..models import AssistantMessage, MessageKind
+from ..session_database import ScanReader
 from ..timeutil import parse_db_time
 from ..values import int_or_none
 from .checks_batches import BatchVerdict, Entry
 from .checks_rows import fetch_rows
 from .checks_snapshots import SnapshotState
 from .models import CrashSummary, DroppedMessage, OpenToolCall, ResumePreview
-from .reader import Reader
 from .scan import CREATED_AT, CTX, KIND, ROWID, SEQUENCE
 
 ARGUMENT_PREVIEW = 160
@@ -42,7 +42,7 @@ def _kind(entry: Entry) -> int | None:
     return int(kind) if kind is not None else None
 
 
-def _arguments(reader: Reader, verdict: BatchVerdict) -> dict[tuple[int, str], Any]:
+def _arguments(reader: ScanReader, verdict: BatchVerdict) -> dict[tuple[int, str], Any]:
     """The arguments of every open call, by (assistant rowid, call id)."""
     rowids = sorted({row[ROWID] for _, _, row in verdict.open_calls})
     found: dict[tuple[int, str], Any] = {}
@@ -62,7 +62,7 @@ def _preview(arguments: Any) -> str:
 
 
 def crash_summary(
-    reader: Reader,
+    reader: ScanReader,
     session_id: str,
     title: str | None,
     agent_name: str | None,

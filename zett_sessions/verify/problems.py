@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..backend import SessionDatabase
 from ..queries.sessions import (
     NEWEST_FIRST,
     SessionFilter,
@@ -25,6 +24,7 @@ from ..queries.sessions import (
     next_slice,
     session_ids_sql,
 )
+from ..session_database import SessionDatabase
 from ..timeutil import utc_now
 from ..values import text_or_none
 from .codes import Severity

@@ -6,7 +6,7 @@ How the work is laid out (the machine this is tuned for has two cores):
   read-only connection of its own, while the checks run;
 * the raw log is read in ``(session_id, sequence)`` order by ``scan.raw_scan_sql``.  A range of
   session ids is checked by one thread doing everything itself on its own read-only connection
-  (``reader.Reader``); on a large database the id space is split and the other ranges run in
+  (``sqlite.verify.Reader``); on a large database the id space is split and the other ranges run in
   separate processes, because SQLite connections within one process serialize on global
   mutexes;
 * per range, three ordered streams — session rows, snapshots, scanned raw rows — are merged by
@@ -17,8 +17,8 @@ Nothing here prints or imports the CLI; the caller renders the report.  Ranges c
 different connections may see different moments of a database that is being written to.
 
 The same code checks a PostgreSQL database: a range's reader is then ``postgres.verify``'s
-(``reader.open_reader`` picks it from the location) and the whole-database check is the
-server's schema check (``checks_database.database_check``), not ``quick_check``.
+(``backend.open_scan_reader`` picks it from the location) and the whole-database check is the
+server's schema check (``db.database_check``), not ``quick_check``.
 """
 
 from __future__ import annotations
@@ -35,15 +35,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from ..backend import SessionDatabase
+from ..backend import open_scan_reader
+from ..child import last_line, run_child
 from ..envelope import decode_envelope
-from ..errors import DatabaseUnreadable, ValidationError
+from ..errors import DatabaseUnreadable, NotUtf8, ValidationError
 from ..queries.sessions import SessionFilter, session_ids_sql
 from ..schema import Layout
+from ..session_database import ScanReader, SessionDatabase
 from ..timeutil import utc_now
 from ..values import text_or_none
 from .checks_batches import BatchVerdict, judge_batches, replay_entries, rescanned
-from .checks_database import database_check, layout_findings
+from .checks_database import layout_findings, problem_findings
 from .checks_rows import check_rows, fetch_rows
 from .checks_sequences import sequence_findings
 from .checks_sessions import (
@@ -54,12 +56,10 @@ from .checks_sessions import (
     session_row_findings,
 )
 from .checks_snapshots import latest_snapshot, snapshot_findings
-from .child import last_line, run_child
 from .codes import Severity
 from .crash import crash_summary
 from .findings import RowFindings
 from .models import Checked, CrashSummary, DatabaseInfo, Finding, VerifyReport
-from .reader import NotUtf8, Reader, open_reader
 from .scan import ROWID, SESSION_ID
 from .scope import Scope, parent_chains, skipped_checks
 from .walk import Resolve, Row, SessionScan, finish, walk
@@ -141,7 +141,7 @@ class _RangeChecker:
 
     def __init__(
         self,
-        reader: Reader,
+        reader: ScanReader,
         span: _Range,
         now: datetime,
         summarize: frozenset[str],
@@ -348,10 +348,10 @@ def check_range(
     raw rows scanned, batch by batch (a lenient rerun after text that is not UTF-8 counts
     them again)."""
     try:
-        with open_reader(path, layout, busy_timeout_ms) as reader:
+        with open_scan_reader(path, layout, busy_timeout_ms) as reader:
             return _RangeChecker(reader, span, now, summarize, counted).run()
     except NotUtf8:
-        with open_reader(path, layout, busy_timeout_ms, lenient=True) as reader:
+        with open_scan_reader(path, layout, busy_timeout_ms, lenient=True) as reader:
             return _RangeChecker(reader, span, now, summarize, counted).run()
 
 
@@ -482,7 +482,7 @@ async def verify_scope(
         raise ValidationError("verify needs a database file, not an in-memory database")
     now = now or utc_now()
     integrity = scope is None if integrity is None else integrity
-    check = database_check(db, deep)
+    check = db.database_check(deep)
     checking = None
     if integrity:
         checking = asyncio.create_task(check.run())
@@ -501,7 +501,7 @@ async def verify_scope(
             span = _Range(scope=Scope.of_ids(late, db.dialect))
             results += await _run_ranges(db, [span], now, frozenset(late))
             results[-1].findings.clear()  # already reported; only the summaries were wanted
-        checked = await checking if checking is not None else None
+        checked = problem_findings(await checking) if checking is not None else None
     except BaseException:
         if checking is not None:
             checking.cancel()

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..sqlite.dialect import Dialect
+from ..session_database import ScanReader
 from .codes import CODES
 from .models import SkippedCheck
-from .reader import Reader
+
+if TYPE_CHECKING:
+    from ..session_database import Dialect
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def skipped_checks(integrity: bool, check: str, codes: list[str]) -> list[Skippe
     return skipped
 
 
-def parent_chains(reader: Reader, links: dict[str, str]) -> dict[str, str]:
+def parent_chains(reader: ScanReader, links: dict[str, str]) -> dict[str, str]:
     """``links`` (child -> parent, for the sessions in scope) extended up every ancestor chain:
     one indexed lookup per level, each id looked up once, so a cycle ends the walk."""
     looked = set(links)

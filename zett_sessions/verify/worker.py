@@ -15,7 +15,7 @@ import sys
 
 
 def main() -> None:
-    from .child import report_progress, watch_parent
+    from ..child import report_progress, watch_parent
 
     watch_parent(int(sys.argv[-1]))
     try:

@@ -28,9 +28,9 @@ from ..state import AppState, app_state, run_with
 if TYPE_CHECKING:
     from datetime import timedelta
 
-    from ...backend import Runner, SessionDatabase
     from ...render.output import Output
     from ...retention import DeleteOutcome, DeletePlan, DeleteProgress
+    from ...session_database import Runner, SessionDatabase
     from ..progress import ProgressBar
 
 T = TypeVar("T")

@@ -11,8 +11,8 @@ from ..options import DbOption, JsonOption
 from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ...backend import SessionDatabase
     from ...queries.info import DatabaseInfo
+    from ...session_database import SessionDatabase
 
 
 @handle_errors

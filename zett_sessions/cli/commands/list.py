@@ -31,9 +31,9 @@ from ..state import AppState, app_state, run_with
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ...backend import SessionDatabase
     from ...queries.sessions import SessionFilter, SessionPage
     from ...render.output import Output
+    from ...session_database import SessionDatabase
     from ...verify.problems import ProblemPage
 
 

@@ -11,8 +11,8 @@ from ..options import DbOption, JsonOption, SessionArg
 from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ...backend import SessionDatabase
     from ...queries.sessions import SessionListing
+    from ...session_database import SessionDatabase
 
 
 @handle_errors

@@ -23,9 +23,9 @@ from ..options import (
 from .show import RoleOption, role_kinds
 
 if TYPE_CHECKING:
-    from ...backend import SessionDatabase
     from ...render.output import Output
     from ...search import SearchProgress, SearchQuery
+    from ...session_database import SessionDatabase
 
 
 class SearchFormat(StrEnum):

@@ -13,9 +13,9 @@ from ..filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
 from ..options import DEFAULT_OUTPUT, DbOption, OutputOptions, output_options, session_argument
 
 if TYPE_CHECKING:
-    from ...backend import SessionDatabase
     from ...render.output import Output
     from ...secrets import SecretsProgress, SecretsQuery
+    from ...session_database import SessionDatabase
 
 
 class SecretsFormat(StrEnum):

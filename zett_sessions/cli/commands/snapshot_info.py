@@ -11,8 +11,8 @@ from ..options import FULL_HELP, DbOption, FullIdsOption, JsonOption, session_ar
 from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ...backend import SessionDatabase
     from ...queries.snapshots import CompactedSession, SnapshotReport
+    from ...session_database import SessionDatabase
 
 
 @handle_errors

@@ -15,8 +15,8 @@ from ..options import DEFAULT_OUTPUT, DbOption, FullOption, OutputOptions, outpu
 from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ...backend import SessionDatabase
     from ...render.output import Output
+    from ...session_database import SessionDatabase
     from ...usage.prices import PriceTable
     from ...usage.query import UsageReport, UsageRequest
 

@@ -14,8 +14,8 @@ from ..options import DEFAULT_OUTPUT, DbOption, OutputOptions, output_options, s
 from ..state import app_state, run_with
 
 if TYPE_CHECKING:
-    from ...backend import SessionDatabase
     from ...render.output import Output
+    from ...session_database import SessionDatabase
     from ...verify.models import VerifyReport
 
 

@@ -5,56 +5,26 @@ freelist (``freelist_count × page_size``) is exactly what ``VACUUM`` gives back
 rewrites the whole database through a temporary copy, so it needs free disk of about the
 file's size, checked before anything is deleted.
 
-What a delete asks of the storage is a ``Space`` of the database's backend (``space_of``):
-``FileSpace`` here for an SQLite file, ``postgres.space.ServerSpace`` for a server, whose
-``VACUUM (ANALYZE)`` of the three tables needs no extra disk.
+``FileSpace`` is an SQLite file's ``Space`` (``Database.space()``); a server's is
+``postgres.space.ServerSpace``, whose ``VACUUM (ANALYZE)`` of the three tables needs no extra disk.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-from ..backend import SessionDatabase, is_server
 from ..errors import DatabaseError, DatabaseLocked
-from ..sqlite.readonly import file_size
-from .models import Refusal, SpaceReport
+from ..reports import Refusal, SpaceReport
+from .readonly import file_size
 
-
-class Space(Protocol):
-    """What the delete flow needs from the storage around its batches."""
-
-    async def size(self) -> int:
-        """Bytes the database takes on disk now."""
-
-    def between_batches(self) -> AbstractAsyncContextManager[None]:
-        """Held while the batches run (SQLite: no automatic checkpoint at each commit)."""
-
-    async def writers_turn(self) -> None:
-        """Between two batches, while no lock is held (SQLite: fold the WAL back)."""
-
-    async def bytes_per_raw_row(self) -> float:
-        """The average bytes a raw row takes, for estimates of large plans."""
-
-    async def report(self, before: int, run_vacuum: bool) -> SpaceReport:
-        """After the last batch: VACUUM when asked, then what is on disk."""
-
-
-def space_of(db: SessionDatabase) -> Space:
-    """The ``Space`` of ``db``'s backend."""
-    if db.dialect.name == "postgres":
-        from ..postgres.space import ServerSpace
-
-        server: Space = ServerSpace(db)
-        return server
-    return FileSpace(db)
+if TYPE_CHECKING:
+    from ..session_database import SessionDatabase
 
 
 def file_bytes(path: str) -> int:
@@ -67,10 +37,7 @@ def _temp_dir() -> str:
 
 
 def disk_refusal(path: str) -> Refusal | None:
-    """A refusal when the disk cannot hold VACUUM's copy of the file (checked up front); a
-    server's ``VACUUM (ANALYZE)`` copies nothing."""
-    if is_server(path):
-        return None
+    """A refusal when the disk cannot hold VACUUM's copy of the file (checked up front)."""
     needed = file_bytes(path) + file_bytes(f"{path}-wal")
     places = {str(Path(path).resolve().parent), _temp_dir()}
     devices: dict[int, str] = {}
@@ -137,6 +104,9 @@ class FileSpace:
     def __init__(self, db: SessionDatabase) -> None:
         self.db = db
 
+    def disk_refusal(self) -> Refusal | None:
+        return disk_refusal(self.db.path)
+
     async def size(self) -> int:
         return file_bytes(self.db.path)
 
@@ -183,10 +153,3 @@ class FileSpace:
             database_bytes=int(await db.scalar("PRAGMA page_count")) * page_size,
             reclaim_pending=not folded,
         )
-
-
-async def pause(seconds: float, started: float) -> None:
-    """Sleep what is left of ``seconds`` since ``started`` (the loop's clock)."""
-    rest = seconds - (asyncio.get_running_loop().time() - started)
-    if rest > 0:
-        await asyncio.sleep(rest)

@@ -1,4 +1,4 @@
-"""A plain, synchronous, read-only ``sqlite3`` connection for verify's workers.
+"""A plain, synchronous, read-only ``sqlite3`` connection for verify's workers (``Reader``).
 
 verify reads millions of rows.  Through aiosqlite every row crosses threads and the GIL twice
 (the worker converts it, the event loop consumes it), which stalls both; and SQLite connections
@@ -12,8 +12,8 @@ leave as the same typed errors.
 The checks reach the database only through a reader's methods: ``scan_batches`` (the raw log
 as ``scan`` tuples), ``session_rows``, ``snapshot_rows``, ``fetch_raw`` (rows again by their
 key), ``snapshot_payload`` and ``parents``, so each backend answers them its own way: this
-module for an SQLite file (its SQL in ``scan``), ``postgres.verify.PgReader`` for a server.
-``open_reader`` picks the reader from the location, as ``backend.open_database`` does.
+module for an SQLite file (its SQL in ``verify.scan``), ``postgres.verify.PgReader`` for a
+server.  ``backend.open_scan_reader`` picks the reader from the location.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import Any
 
-from ..backend import is_server
+from ..closing import Closing
+from ..errors import NotUtf8
 from ..schema import Layout
-from ..sqlite.database import translate_sqlite_error
-from ..sqlite.dialect import IN_IDS, json_ids
-from ..sqlite.readonly import read_only_file
 from ..values import lenient_text
-from .scan import raw_scan_sql, sessions_sql, snapshots_sql
+from ..verify.scan import raw_scan_sql, sessions_sql, snapshots_sql
+from .dialect import IN_IDS, json_ids
+from .errors import translate_sqlite_error
+from .readonly import read_only_file
 
 # The parent of each of the ids in the one parameter (those that have one).
 _PARENTS = (
@@ -39,11 +39,7 @@ _PARENTS = (
 )
 
 
-class NotUtf8(Exception):
-    """A TEXT value is not valid UTF-8: read again with ``Reader(lenient=True)``."""
-
-
-class Reader:
+class Reader(Closing):
     """One read-only connection to an SQLite file; ``with Reader(...) as reader:`` closes it.
 
     Text is decoded by sqlite3's built-in (C) decoder, which rejects bytes that are not UTF-8;
@@ -64,15 +60,7 @@ class Reader:
         if lenient:
             self.conn.text_factory = lenient_text
 
-    def __enter__(self) -> Reader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         self.conn.close()
 
     @contextlib.contextmanager
@@ -161,14 +149,3 @@ class Reader:
     def parents(self, ids: list[str]) -> list[Any]:
         """``(id, parent_session_id)`` of those of ``ids`` that have a parent."""
         return self.fetchall(_PARENTS, [json_ids(ids)])
-
-
-def open_reader(
-    location: str, layout: Layout, busy_timeout_ms: int = 5000, *, lenient: bool = False
-) -> Any:
-    """The reader of the database at ``location``: a file, or a PostgreSQL URL."""
-    if is_server(location):
-        from ..postgres.verify import PgReader
-
-        return PgReader(location, layout, busy_timeout_ms, lenient=lenient)
-    return Reader(location, layout, busy_timeout_ms, lenient=lenient)
