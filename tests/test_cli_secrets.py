@@ -134,3 +134,22 @@ def test_own_patterns_come_from_a_file_and_a_bad_one_is_a_usage_error(
     bad = run_cli(["--db", str(path), "secrets", "--patterns", str(patterns)])
     assert bad.exit_code == 2
     assert bad.stderr.startswith("Error: ") and "patterns.txt:1" in bad.stderr
+
+
+def test_the_whole_database_includes_rows_without_a_session_row_and_agrees_with_scopes(
+    planted: tuple[Path, Planted],
+) -> None:
+    from support import execute_sql
+
+    path, plant = planted
+    plant_session(path, "orphaned", seed=5)
+    execute_sql(path, "DELETE FROM agent_sessions WHERE id = 'orphaned'")
+    whole = json.loads(run_cli(["--db", str(path), "secrets", "--json"]).stdout)["findings"]
+    by_session: dict[str, list[dict[str, object]]] = {}
+    for finding in whole:
+        by_session.setdefault(str(finding["session_id"]), []).append(finding)
+    assert set(by_session) == {plant.session_id, "orphaned"}
+    assert {f["field"] for f in by_session["orphaned"]} >= {"content", "snapshot", "metadata"}
+    for session, expected in by_session.items():
+        one = json.loads(run_cli(["--db", str(path), "secrets", session, "--json"]).stdout)
+        assert one["findings"] == expected

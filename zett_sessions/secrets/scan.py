@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 SLICE = 256  # sessions in the first slice
 LARGEST_SLICE = 4096  # sessions per slice later on
+REMEMBERED = 4096  # fingerprints kept for secrets seen again (the same key is pasted often)
 ROW_COLUMNS = ("role", "content", "tool_name", "message_json", "metadata_json", "tags_json")
 
 
@@ -112,6 +113,8 @@ class _Finder:
     def fingerprint(self, value: str) -> str:
         known = self._prints.get(value)
         if known is None:
+            if len(self._prints) >= REMEMBERED:  # memory stays flat however many secrets
+                self._prints.clear()
             known = self._prints[value] = fingerprint(value, self.key)
         return known
 
