@@ -206,7 +206,10 @@ def test_info_refuses_a_foreign_database(tmp_path: Path) -> None:
     assert "not a zett-agent session database" in r.stderr
 
 
-def test_a_hostile_file_name_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
+def test_a_hostile_file_name_never_reaches_the_terminal_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # the whole path on one line, however deep tmp_path is
     db = copy_sample(tmp_path, target="evil\x1b[2J\x9b31m[bold].sqlite3")
     r = run_cli(["--db", str(db), "info"])
     assert r.exit_code == 0, r.stderr

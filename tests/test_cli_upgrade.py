@@ -105,6 +105,7 @@ def test_it_asks_and_a_no_changes_nothing(
     legacy: Path, monkeypatch: pytest.MonkeyPatch, answer: str, upgraded: bool
 ) -> None:
     monkeypatch.setattr(cmd_delete, "stdin_is_tty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "300")  # "Upgraded PATH" on one line, however deep the path
     before = digest(legacy)
     r = upgrade(legacy, input=answer)
     assert r.exit_code == 0, r.stderr

@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncGenerator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from support import (
     NEWEST,
     NEWEST_IDS,
     ONE_MB_LINE,
+    age_sessions,
     copy_sample,
     execute_sql,
     run_cli,
@@ -101,6 +103,9 @@ def db(tmp_path: Path) -> Path:
         f"UPDATE raw_messages SET content = ? WHERE id = 'odd-{len(ODD_MESSAGES)}'",
         params=("ω long \x1b]52;c;ZXZpbA==\x07 content " * 20,),
     )
+    # Dated over 60 days back, so each header shows a date: "just now" (under 45 s) would turn
+    # into "1 min ago" between the two passes over every command on a loaded machine.
+    age_sessions(path, {hostile: timedelta(days=90), ODD: timedelta(days=90)})
     return path
 
 
