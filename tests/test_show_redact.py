@@ -144,3 +144,27 @@ def test_redact_uses_the_patterns_file_and_refuses_context(
     assert "a plain agent note" not in result.stdout and "[REDACTED:plain-note:" in result.stdout
     refused = run_cli(["--db", str(path), "show", plant.session_id, "--redact", "--context"])
     assert refused.exit_code == 2 and refused.stdout == ""
+
+
+def test_the_readmes_sharing_recipe_runs_on_the_demo(tmp_path: Path) -> None:
+    """The README's "Sharing a session" lines, on the demo (the id placeholder becomes the
+    session with sub-agents): the scan, then a redacted page that holds the child too."""
+    import shlex
+
+    from zett_sessions.demo import write_demo
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## Sharing a session", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("zett-sessions ")]
+    assert len(lines) == 2
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    plant_session(demo.path)
+    results = []
+    for line in lines:
+        args = shlex.split(re.split(r"\s+(?:#|>)\s", line, maxsplit=1)[0])[1:]
+        args = [demo.sessions["tools"] if a == "019cadd4-8c4c" else a for a in args]
+        results.append(run_cli(["--db", str(demo.path), *args]))
+    scan, page = results
+    assert scan.exit_code == 4, scan.output  # the planted session was active just now
+    assert page.exit_code == 0, page.output
+    assert page.stdout.startswith("<!DOCTYPE html>") and "Trace the slow fixture" in page.stdout
