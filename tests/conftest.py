@@ -20,6 +20,7 @@ from pgtest import (  # noqa: F401  (fixtures for every module)
     databases,
     pg_dsn,
     pg_pooler,
+    pg_sample,
     pg_seeded,
     pg_server,
     pg_shared_samples,

@@ -204,6 +204,15 @@ def pg_seeded(tmp_path: Path, pg_server: str, request: pytest.FixtureRequest) ->
     return dsn
 
 
+@pytest.fixture
+def pg_sample(pg_shared_samples: Any) -> str:
+    """The newest sample, shared by the tests that only read it (a read-only URL)."""
+    import support
+
+    dsn: str = pg_shared_samples(support.NEWEST)
+    return dsn
+
+
 def untimed(output: str) -> str:
     """``output`` without verify's elapsed time (text ``0.14 s``, JSON ``"seconds": 0.14``)."""
     return re.sub(r'(seconds": |, )\d+\.\d+( s)?', r"\1…\2", output)

@@ -33,9 +33,9 @@ from zett_sessions.errors import DatabaseReadOnly
 
 @pytest.mark.parametrize("args", [*INSPECTIONS, ["usage"]])
 def test_every_inspection_through_the_pooler_prints_what_it_prints_direct(
-    pg_seeded: str, pg_pooler: str, args: list[str]
+    pg_sample: str, pg_pooler: str, args: list[str]
 ) -> None:
-    assert_same_output(pg_seeded, reached_at(pg_pooler, pg_seeded), args)
+    assert_same_output(pg_sample, reached_at(pg_pooler, pg_sample), args)
 
 
 def test_rename_and_delete_with_vacuum_through_the_pooler(pg_seeded: str, pg_pooler: str) -> None:
@@ -131,7 +131,7 @@ def test_copy_into_and_out_of_the_pooler_keeps_every_row(
     assert session_ids(back) == session_ids(source)
 
 
-def test_session_ids_complete_through_the_pooler(pg_seeded: str, pg_pooler: str) -> None:
-    pooled = reached_at(pg_pooler, pg_seeded)
+def test_session_ids_complete_through_the_pooler(pg_sample: str, pg_pooler: str) -> None:
+    pooled = reached_at(pg_pooler, pg_sample)
     assert complete("show", "019cadd4-8c", pooled) == [NEWEST_IDS["compacted"]]
-    assert complete("show", "", pooled) == complete("show", "", pg_seeded)
+    assert complete("show", "", pooled) == complete("show", "", pg_sample)

@@ -29,10 +29,10 @@ from test_completions import complete
 
 
 @pytest.fixture
-def standby(pg_seeded: str, pg_server: str, pg_standby: str) -> str:
-    """The seeded schema on the standby, once it has replayed it."""
+def standby(pg_sample: str, pg_server: str, pg_standby: str) -> str:
+    """The shared sample on the standby, once it has replayed it."""
     replicated(pg_server, pg_standby)
-    return reached_at(pg_standby, pg_seeded)
+    return reached_at(pg_standby, pg_sample)
 
 
 async def _sql(dsn: str, sql: str) -> object:
@@ -61,16 +61,16 @@ def replay_paused(pg_server: str, pg_standby: str) -> Iterator[None]:
 
 @pytest.mark.parametrize("args", [*(a for a in INSPECTIONS if a[0] != "info"), ["usage"]])
 def test_every_inspection_on_the_standby_prints_what_it_prints_on_the_primary(
-    pg_seeded: str, standby: str, args: list[str]
+    pg_sample: str, standby: str, args: list[str]
 ) -> None:
-    assert_same_output(pg_seeded, standby, args)
+    assert_same_output(pg_sample, standby, args)
 
 
 def test_info_says_the_standby_is_one_and_its_replay_lag(
-    pg_seeded: str, standby: str, pg_server: str, pg_standby: str
+    pg_sample: str, standby: str, pg_server: str, pg_standby: str
 ) -> None:
     assert (
-        json.loads(run_cli(["--db", pg_seeded, "info", "--json"]).stdout)["server"]["standby"]
+        json.loads(run_cli(["--db", pg_sample, "info", "--json"]).stdout)["server"]["standby"]
         is None
     )
     caught_up = json.loads(run_cli(["--db", standby, "info", "--json"]).stdout)["server"]
@@ -86,12 +86,15 @@ def test_info_says_the_standby_is_one_and_its_replay_lag(
     words = " ".join(text.split())  # the row wraps at the terminal's width
     assert "Standby hot standby, replay lag " in words
     assert " received, last transaction from " in words
-    primary_info = run_cli(["--db", pg_seeded, "info"]).stdout
+    primary_info = run_cli(["--db", pg_sample, "info"]).stdout
     assert "Standby" not in primary_info
 
 
-def test_a_write_to_the_standby_is_one_error_line(standby: str) -> None:
-    r = run_cli(["--db", standby, "rename", NEWEST_IDS["plain"], "New"])
+def test_a_write_to_the_standby_is_one_error_line(
+    pg_seeded: str, pg_server: str, pg_standby: str
+) -> None:
+    replicated(pg_server, pg_standby)
+    r = run_cli(["--db", reached_at(pg_standby, pg_seeded), "rename", NEWEST_IDS["plain"], "New"])
     assert r.exit_code == 1
     assert_one_error_line(r.stderr, "cannot write to database", "read replica")
 
@@ -119,6 +122,6 @@ def test_tail_follow_stale_after_waits_for_a_lagging_standby_and_says_so(
     assert error.startswith("Error: the run looks dead: nothing new for "), err
 
 
-def test_session_ids_complete_on_the_standby(pg_seeded: str, standby: str) -> None:
+def test_session_ids_complete_on_the_standby(pg_sample: str, standby: str) -> None:
     assert complete("show", "019cadd4-8c", standby) == [NEWEST_IDS["compacted"]]
-    assert complete("show", "", standby) == complete("show", "", pg_seeded)
+    assert complete("show", "", standby) == complete("show", "", pg_sample)
