@@ -472,7 +472,8 @@ IMPORTS_FLOOR = (
 
 
 def first_screen(argv: list[str], runs: int, nbytes: int = 2048) -> Timing:
-    """Time until ``nbytes`` of stdout reach a pseudo-terminal (colours on, no pager)."""
+    """Time until ``nbytes`` of stdout reach a pseudo-terminal (colours on, no pager), and the
+    CPU the process had used by then (``Timing.cpu``, from ``/proc`` where there is one)."""
     timing = Timing(f"first {nbytes // 1024} kB on a TTY")
     env = child_env(TERM="xterm-256color", COLUMNS="120", LINES="40")
     env.pop("NO_COLOR", None)
@@ -498,6 +499,7 @@ def first_screen(argv: list[str], runs: int, nbytes: int = 2048) -> Timing:
                     break
                 received += len(chunk)
             elapsed = time.perf_counter() - start
+            cpu = _cpu_so_far(process.pid)
         finally:
             process.kill()
             process.wait()
@@ -506,7 +508,18 @@ def first_screen(argv: list[str], runs: int, nbytes: int = 2048) -> Timing:
             raise RuntimeError(f"{' '.join(argv)} wrote only {received} bytes to the terminal")
         if attempt and elapsed is not None:
             timing.runs.append(elapsed)
+            if cpu is not None:
+                timing.cpu.append(cpu)
     return timing
+
+
+def _cpu_so_far(pid: int) -> float | None:
+    """User + system seconds a running process has used (Linux ``/proc``; else ``None``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def page_row(label: str, ours: Timing, floor: Timing, imports_floor: Timing) -> Row:

@@ -551,14 +551,14 @@ def test_list_help_has_an_example() -> None:
 
 @pytest.mark.parametrize("columns", [50, 60, 80, 120, 200])
 @pytest.mark.parametrize("full", [False, True])
-def test_a_long_listing_prints_in_pieces_that_look_like_one_table(
+def test_a_listing_sized_from_its_first_rows_looks_like_one_sized_from_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int, full: bool
 ) -> None:
     db = write_demo(tmp_path / "demo.sqlite3").path
     args = ["--db", str(db), "list", "--all", *(["--full"] if full else [])]
     monkeypatch.setenv("COLUMNS", str(columns))
     whole = run_cli(args)
-    monkeypatch.setattr("zett_sessions.render.sessions.TABLE_CHUNK", 2)
+    monkeypatch.setattr("zett_sessions.render.columns.SAMPLE", 2)
     pieces = run_cli(args)
     assert (whole.exit_code, pieces.exit_code) == (0, 0)
     assert pieces.stdout == whole.stdout

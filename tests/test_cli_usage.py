@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -463,13 +464,18 @@ def test_a_narrow_table_leaves_out_columns_and_says_so(
     assert "Hidden to fit 50 columns:" in r.stderr
 
 
-def test_compact_counts() -> None:
+def test_compact_counts_have_one_form_from_a_thousand_on() -> None:
     from zett_sessions.usage.render import bar, compact
 
-    assert [compact(n) for n in (0, 99_999, 100_000, 1_234_567, 20_235_737_223)] == [
+    counts = (0, 999, 1_000, 95_427, 99_999, 122_000, 999_999, 1_234_567, 20_235_737_223)
+    assert [compact(n) for n in counts] == [
         "0",
-        "99,999",
+        "999",
+        "1.00k",
+        "95.4k",
         "100k",
+        "122k",
+        "1.00M",
         "1.23M",
         "20.2B",
     ]
@@ -602,3 +608,21 @@ def test_usage_never_writes(tmp_path: Path) -> None:
     for by in ("day", "model", "session", "agent"):
         assert run_cli(["--db", str(path), "usage", "--by", by]).exit_code == 0
     assert digest(path) == before
+
+
+def test_each_token_column_shows_its_counts_in_one_form(tmp_path: Path) -> None:
+    path = write_usage_db(tmp_path / "usage.sqlite3")
+    with closing(sqlite3.connect(path)) as conn, conn:  # one agent's input past 100,000
+        conn.execute(
+            "UPDATE raw_messages SET input_tokens = CASE session_id WHEN 's-gamma' THEN 95427 "
+            "ELSE 200000 END WHERE input_tokens IS NOT NULL"
+        )
+    r = run_cli(["--db", str(path), "usage", "--by", "agent"])
+    assert r.exit_code == 0, r.stderr
+    header, *rows = r.stdout.splitlines()
+    start = header.index("Input")
+    inputs = [row[start - 2 : start + len("Input")].strip() for row in rows]
+    outputs = [row.split()[3] for row in rows]
+    assert all(re.fullmatch(r"\d+(\.\d+)?[kMBT]|\d{1,3}", cell) for cell in inputs), inputs
+    assert all(re.fullmatch(r"[\d,]+", cell) for cell in outputs), outputs  # all under 100,000
+    assert "Input includes cache reads" in r.stderr and "Input includes" not in r.stdout

@@ -10,7 +10,7 @@ flexible column, fit; it returns their headers so the CLI can say what it left o
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
@@ -28,27 +28,23 @@ def fields_table(rows: Iterable[tuple[str, Text | str]]) -> Table:
     return table
 
 
-def _fit(
-    table: Table,
-    rows: Sequence[Sequence[Text | str]],
+def share_width(
+    widths: list[int],
     flex: int,
     width: int,
     shrink: Sequence[int],
     shrink_cap: int | None,
     min_flex: int,
 ) -> tuple[list[int], int]:
-    """Each column's content width (``shrink`` columns already shrunk) and ``flex``'s room."""
-    columns = table.columns
-    widths = [cell_len(str(column.header)) for column in columns]
-    for row in rows:
-        for index, cell in enumerate(row):
-            size = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
-            widths[index] = max(widths[index], size)
+    """``widths`` (each column's content width) with the ``shrink`` columns capped at
+    ``shrink_cap`` and, when ``flex`` would get less than ``min_flex``, shrunk in proportion
+    (down to 5 cells); and the room ``flex`` gets (two cells between columns)."""
+    widths = list(widths)
     soft = set(shrink)
     for index in soft:
         widths[index] = min(widths[index], shrink_cap or widths[index])
     rigid = sum(w for i, w in enumerate(widths) if i != flex and i not in soft)
-    rigid += 2 * (len(columns) - 1)
+    rigid += 2 * (len(widths) - 1)
     soft_total = sum(widths[i] for i in soft)
     room = width - rigid - min_flex
     if soft_total > room:
@@ -75,7 +71,11 @@ def add_fitted_rows(
     columns, which give up width (proportionally, down to 5) when ``flex`` would get less than
     ``min_flex``.
     """
-    widths, room = _fit(table, rows, flex, width, shrink, shrink_cap, min_flex)
+    measured = [cell_len(str(column.header)) for column in table.columns]
+    for row in rows:
+        for index, cell in enumerate(row):
+            measured[index] = max(measured[index], _cell_width(cell))
+    widths, room = share_width(measured, flex, width, shrink, shrink_cap, min_flex)
     for index, column in enumerate(table.columns):
         if index in shrink:
             column.max_width = widths[index]
@@ -87,58 +87,10 @@ def add_fitted_rows(
     return table
 
 
-def fitted_tables(
-    table: Table,
-    rows: Sequence[Sequence[Text | str]],
-    *,
-    chunk: int,
-    flex: int,
-    width: int,
-    shrink: Sequence[int] = (),
-    shrink_cap: int | None = None,
-    min_flex: int = 8,
-) -> Iterator[Table]:
-    """``add_fitted_rows`` for long listings: tables of ``chunk`` rows with the same fixed
-    column widths (the header on the first), so the first screen reaches the terminal or pager
-    while the rest is rendered, and rich does not measure every cell again (a 40,000-row table
-    took 25 s before anything was printed).
-
-    Only when the pieces are sure to look like one table: every column on one line (no
-    wrapping) and the fitted widths within ``width`` (else rich would shrink the columns, each
-    piece its own way); otherwise one table, as ``add_fitted_rows`` builds it.
-    """
-    if len(rows) > chunk and all(column.no_wrap for column in table.columns):
-        widths, room = _fit(table, rows, flex, width, shrink, shrink_cap, min_flex)
-        widths[flex] = min(widths[flex], room)
-        if sum(widths) + 2 * (len(widths) - 1) <= width:
-            yield from _pieces(table, rows, widths, chunk)
-            return
-    yield add_fitted_rows(
-        table, rows, flex=flex, width=width, shrink=shrink, shrink_cap=shrink_cap, min_flex=min_flex
-    )
-
-
-def _pieces(
-    table: Table, rows: Sequence[Sequence[Text | str]], widths: list[int], chunk: int
-) -> Iterator[Table]:
-    """Copies of ``table`` with fixed column widths, ``chunk`` rows each, one header."""
-    for start in range(0, len(rows), chunk):
-        part = copy.copy(table)
-        part.columns = [
-            replace(column, width=size, min_width=None, max_width=None, _cells=[])
-            for column, size in zip(table.columns, widths, strict=True)
-        ]
-        part.rows = []
-        part.show_header = table.show_header and start == 0
-        for row in rows[start : start + chunk]:
-            part.add_row(*row)
-        yield part
-
-
 SHRINK_FLOOR = 10  # the cells a shrinking column (an agent name) keeps before columns go
 
 # Cells that say nothing: a column of only these is "empty" (a type column of 0s, the default).
-_EMPTY = frozenset({"", "0", "—"})
+EMPTY_CELLS = frozenset({"", "0", "—"})
 
 
 @dataclass(frozen=True)
@@ -152,19 +104,6 @@ class Fitted:
     shrink: tuple[int, ...]
     hidden: tuple[str, ...]
     flex_min: int  # what the flexible column was promised (``min_flex`` of the fitting)
-
-    def tables(self, *, chunk: int, width: int, shrink_cap: int | None = None) -> Iterator[Table]:
-        """``fitted_tables`` of what is left (the flexible column keeps its promise)."""
-        return fitted_tables(
-            self.table,
-            self.rows,
-            chunk=chunk,
-            flex=self.flex,
-            width=width,
-            shrink=self.shrink,
-            shrink_cap=shrink_cap,
-            min_flex=max(8, self.flex_min),
-        )
 
 
 def _cell_width(cell: Text | str) -> int:
@@ -193,26 +132,18 @@ def hide_columns(
         for index, cell in enumerate(row):
             size = _cell_width(cell)
             widths[index] = max(widths[index], size)
-            filled[index] = filled[index] or str(cell).strip() not in _EMPTY
+            filled[index] = filled[index] or str(cell).strip() not in EMPTY_CELLS
     flex_width = max((_cell_width(row[flex]) for row in rows), default=0)
-    wanted = min(flex_width, flex_wants)
-
-    def needed(kept: list[int]) -> int:
-        fixed = sum(
-            min(widths[i], SHRINK_FLOOR) if i in shrink else widths[i] for i in kept if i != flex
-        )
-        return fixed + 2 * (len(kept) - 1) + wanted
-
-    order = [i for i in optional if not filled[i]] + [i for i in optional if filled[i]]
-    kept = list(range(len(columns)))
-    hidden: list[int] = []
-    for index in order:
-        if needed(kept) <= width:
-            break
-        kept.remove(index)
-        hidden.append(index)
-    if needed(kept) > width:  # the columns that stay come first; the flexible one gives way
-        wanted = max(min(wanted, 8), width - (needed(kept) - wanted))
+    kept, hidden, wanted = choose_columns(
+        widths,
+        filled,
+        width=width,
+        flex=flex,
+        flex_width=flex_width,
+        optional=optional,
+        flex_wants=flex_wants,
+        shrink=shrink,
+    )
     if not hidden:
         return Fitted(table, [list(row) for row in rows], flex, tuple(shrink), (), wanted)
     narrower = copy.copy(table)
@@ -226,3 +157,38 @@ def hide_columns(
         tuple(str(columns[i].header) for i in sorted(hidden)),
         wanted,
     )
+
+
+def choose_columns(
+    widths: Sequence[int],
+    filled: Sequence[bool],
+    *,
+    width: int,
+    flex: int,
+    flex_width: int,
+    optional: Sequence[int],
+    flex_wants: int,
+    shrink: Sequence[int],
+) -> tuple[list[int], list[int], int]:
+    """``hide_columns``' choice from each column's content width and whether any of its cells
+    says something (``filled``): the columns kept, those left out (in the order they went) and
+    the cells promised to ``flex`` (whose longest cell is ``flex_width``)."""
+    wanted = min(flex_width, flex_wants)
+
+    def needed(kept: list[int]) -> int:
+        fixed = sum(
+            min(widths[i], SHRINK_FLOOR) if i in shrink else widths[i] for i in kept if i != flex
+        )
+        return fixed + 2 * (len(kept) - 1) + wanted
+
+    order = [i for i in optional if not filled[i]] + [i for i in optional if filled[i]]
+    kept = list(range(len(widths)))
+    hidden: list[int] = []
+    for index in order:
+        if needed(kept) <= width:
+            break
+        kept.remove(index)
+        hidden.append(index)
+    if needed(kept) > width:  # the columns that stay come first; the flexible one gives way
+        wanted = max(min(wanted, 8), width - (needed(kept) - wanted))
+    return kept, hidden, wanted

@@ -10,6 +10,7 @@ act on a terminal while ``json.loads`` still round-trips the original text exact
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rich.text
 from rich.console import Console, RenderableType
@@ -26,6 +27,9 @@ from rich.control import STRIP_CONTROL_CODES
 from rich.text import Text
 
 from .sanitize import JSON_UNSAFE, single_line
+
+if TYPE_CHECKING:
+    from .columns import Listing, Paint
 
 
 def _strip_control_codes(text: str, _translate_table: dict[int, None] | None = None) -> str:
@@ -115,6 +119,39 @@ class _Console(Console):
         return _TRAILING_SPACES.sub(r"\1", rendered)
 
 
+_BATCH = 256  # lines per write of a listing
+
+
+def painter(console: Console) -> Paint:
+    """How ``console`` writes a run of text in its styles: between their ANSI codes on a
+    colour terminal (bold and underline only with ``NO_COLOR``, as rich does), as it is
+    elsewhere.  The codes are made once per combination of styles."""
+    if console.color_system is None:
+        return lambda text, styles: text
+    from rich.console import COLOR_SYSTEMS
+    from rich.style import Style
+
+    system = COLOR_SYSTEMS[console.color_system]
+
+    codes: dict[tuple[object, ...], tuple[str, str]] = {}
+
+    def paint(text: str, styles: tuple[object, ...]) -> str:
+        if not styles:
+            return text
+        found = codes.get(styles)
+        if found is None:
+            style = Style.combine(
+                s if isinstance(s, Style) else console.get_style(str(s)) for s in styles
+            )
+            if console.no_color:
+                style = style.without_color
+            prefix, _, suffix = style.render("\0", color_system=system).partition("\0")
+            found = codes[styles] = (prefix, suffix)
+        return found[0] + text + found[1]
+
+    return paint
+
+
 class Output:
     """Where a command's results and messages go.
 
@@ -200,7 +237,43 @@ class Output:
                 "(a wider terminal or --json shows them)"
             )
 
+    def listing(self, listing: Listing) -> None:
+        """A ``render.columns`` listing, streamed into the pager on a TTY: sized from its first
+        rows, then written as the rows come, a batch at a time (the first batch at once); then
+        which columns were left out to fit (nothing is printed for no rows)."""
+        from .columns import SAMPLE, fit
+
+        rows = listing.rows
+        sample = list(itertools.islice(rows, SAMPLE))
+        if not sample:
+            return
+        with self.paged() as console:
+            layout = fit(
+                listing.columns,
+                sample,
+                width=console.width,
+                optional=listing.optional,
+                flex_wants=listing.flex_wants,
+            )
+            paint = painter(console)
+            file = console.file
+            batch = [layout.header(paint)]
+            for row in itertools.chain(sample, rows):
+                batch += layout.lines(row, paint)
+                if len(batch) >= _BATCH:
+                    file.write("\n".join(batch) + "\n")
+                    file.flush()
+                    batch = []
+            file.write("".join(line + "\n" for line in batch))
+            file.flush()
+        self.columns_hidden(layout.hidden, console.width)
+
     # --- paging ----------------------------------------------------------------------------
+
+    @property
+    def width(self) -> int:
+        """The width stdout's views fit (the pager's too)."""
+        return self.out.width
 
     @property
     def is_terminal(self) -> bool:

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
 from ..queries.sessions import SessionListing
 from ..timeutil import iso_utc
 from ..values import plural
+from .columns import Cell, Column, Listing
 from .common import count, moment_label, relative_time, safe_cell, short_ids
-from .fields import fields_table, hide_columns
+from .fields import fields_table
 from .jsonout import session_json
 from .sanitize import is_plain, single_line
 
@@ -38,10 +40,7 @@ CSV_FIELDS = (
 )
 
 
-TABLE_CHUNK = 500  # rows per printed table in a long listing (see ``fields.fitted_tables``)
-
-
-def sessions_tables(
+def sessions_listing(
     sessions: list[SessionListing],
     *,
     full_ids: bool = False,
@@ -50,9 +49,8 @@ def sessions_tables(
     width: int = 100,
     crashes: Mapping[str, CrashSummary] | None = None,
     created: bool = False,
-) -> tuple[Iterator[Table], tuple[str, ...]]:
-    """The ``list`` table, in pieces of ``TABLE_CHUNK`` rows that line up, and the headers of
-    the columns left out to fit ``width``.
+) -> Listing:
+    """The ``list`` view: its columns and a row per session, made as they are written.
 
     ID, Title and Active (the last message's time, ``last_activity``) always stay; on a narrow
     terminal Created, Kids, Snap, Type, Agent and Msgs are left out in that order (a column empty on
@@ -61,65 +59,92 @@ def sessions_tables(
     last durable message and the open tool calls) in place of the type, snapshot and children
     columns. Sorted by tokens (sessions with ``total_tokens``), a Tokens column follows Msgs and is
     left out last; sorted by creation (``created``), Created is shown at any width and left out
-    last."""
+    last.  The count, id, title and agent columns are as wide as the widest the page holds
+    (``Column.bound``), found without making any cell."""
     ids = short_ids((s.session_id for s in sessions), full=full_ids or full)
     agent_cap = None if full else (16 if width >= 100 else 12)
     problems = crashes is not None
     show_created = (width >= 110 or created) and not problems  # a bonus where there is room
     tokens = any(session.total_tokens is not None for session in sessions)
-    table = Table(box=None, pad_edge=False, header_style="bold underline")
-    table.add_column("ID", no_wrap=True, style="cyan")
-    table.add_column("Title", no_wrap=not full, overflow="fold" if full else "ellipsis")
-    table.add_column("Agent", no_wrap=not full, overflow="fold" if full else "ellipsis")
+    fold = full  # --full: long text continues on the next lines
+    columns = [
+        Column("ID", style="cyan", bound=max(map(cell_len, ids.values()), default=0)),
+        Column(
+            "Title",
+            flex=True,
+            fold=fold,
+            bound=text_bound((s.title for s in sessions), None if full else 200, "(untitled)")
+            + 2 * any(s.parent_session_id for s in sessions),
+        ),
+        Column(
+            "Agent",
+            shrink=True,
+            fold=fold,
+            bound=text_bound((s.agent_name for s in sessions), agent_cap, "—"),
+            filled=any(s.agent_name for s in sessions),
+        ),
+    ]
+    values = {
+        "Type": [s.session_type for s in sessions],
+        "Msgs": [s.message_count for s in sessions],
+        "Tokens": [s.total_tokens or 0 for s in sessions],
+        "Snap": [s.snapshot_version for s in sessions],
+        "Kids": [s.child_count for s in sessions],
+    }
+    shown: dict[str, Callable[[int], str]] = {
+        "Type": str,
+        "Msgs": count,
+        "Tokens": count,
+        "Snap": "v{}".format,
+        "Kids": str,
+    }
     counts = ("Msgs",) if problems else ("Type", "Msgs", "Snap", "Kids")
     for header in counts[: counts.index("Msgs") + 1] + ("Tokens",) * tokens + counts[2:]:
-        table.add_column(header, justify="right", no_wrap=True)
+        known = values[header]  # blank or 0 says nothing (``Column.filled``)
+        bound = max(len(shown[header](max(known, default=0))), len(str(min(known, default=0))))
+        columns.append(Column(header, right=True, bound=bound, filled=any(known)))
     if show_created:
-        table.add_column("Created", no_wrap=True)
-    table.add_column("Active", no_wrap=True)
-    shrink = [2]
+        columns.append(Column("Created"))
+    columns.append(Column("Active"))
     if problems:
-        table.add_column("Last durable", no_wrap=True)
-        table.add_column(
-            "Open tool calls", no_wrap=not full, overflow="fold" if full else "ellipsis"
-        )
-        shrink.append(len(table.columns) - 1)
-    rows: list[list[Text | str]] = []
-    for session in sessions:
-        parent = Text("↳ ", style="dim") if session.parent_session_id else Text("")
-        cells: list[Text | str] = [
-            Text(ids[session.session_id]),
-            parent + safe_cell(session.title, None if full else 200, "(untitled)"),
-            safe_cell(session.agent_name, agent_cap, "—"),
-        ]
-        cells += _count_cells(session, problems=problems, tokens=tokens)
-        if show_created:
-            cells.append(relative_time(session.created_at, now))
-        cells.append(relative_time(session.last_activity or session.updated_at, now))
-        if crashes is not None:
-            from .verify import crash_cells  # verify's models: only for --problems
-
-            cells += crash_cells(crashes.get(session.session_id), now)
-        rows.append(cells)
-    headers = [str(column.header) for column in table.columns]
+        columns.append(Column("Last durable"))
+        columns.append(Column("Open tool calls", shrink=True, fold=fold))
     optional = ("Created", "Kids", "Snap", "Type", "Agent", "Msgs", "Tokens")
     if created:
         optional = (*optional[1:], "Created")
-    fitted = hide_columns(
-        table,
-        rows,
-        width=width,
-        flex=1,
-        optional=[headers.index(name) for name in optional if name in headers],
-        flex_wants=30 if full else 20,
-        shrink=shrink,
-    )
-    return fitted.tables(chunk=TABLE_CHUNK, width=width, shrink_cap=20), fitted.hidden
+
+    def rows() -> Iterator[list[Cell]]:
+        for session in sessions:
+            title = safe_cell(session.title, None if full else 200, "(untitled)")
+            cells: list[Cell] = [
+                ids[session.session_id],
+                Text("↳ ", style="dim") + title if session.parent_session_id else title,
+                safe_cell(session.agent_name, agent_cap, "—"),
+            ]
+            cells += _count_cells(session, problems=problems, tokens=tokens)
+            if show_created:
+                cells.append(relative_time(session.created_at, now))
+            cells.append(relative_time(session.last_activity or session.updated_at, now))
+            if crashes is not None:
+                from .verify import crash_cells  # verify's models: only for --problems
+
+                cells += crash_cells(crashes.get(session.session_id), now)
+            yield cells
+
+    return Listing(columns, rows(), optional, flex_wants=30 if full else 20)
 
 
-def _count_cells(session: SessionListing, *, problems: bool, tokens: bool) -> list[Text | str]:
+def text_bound(texts: Iterable[str | None], cap: int | None, placeholder: str) -> int:
+    """At least the cells any of ``texts`` takes once made a cell (``safe_cell`` only removes
+    characters and cuts at ``cap``; ``placeholder`` stands for ``None``), without sanitizing
+    them."""
+    widest = max((len(placeholder) if t is None else cell_len(t) for t in texts), default=0)
+    return widest if cap is None else min(widest, cap)
+
+
+def _count_cells(session: SessionListing, *, problems: bool, tokens: bool) -> list[Cell]:
     """Type, Msgs, Tokens (``tokens``), Snap and Kids (Msgs and Tokens only with ``problems``)."""
-    cells: list[Text | str] = [] if problems else [str(session.session_type)]
+    cells: list[Cell] = [] if problems else [str(session.session_type)]
     cells.append(count(session.message_count))
     if tokens:
         cells.append(count(session.total_tokens or 0))

@@ -10,18 +10,18 @@ one reader takes every ``--by``) then ``COUNT_KEYS``.  A CSV row has its groupin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
-from rich.table import Table
+from rich.cells import cell_len
 from rich.text import Text
 
+from ..render.columns import Cell, Column, Listing
 from ..render.common import count, safe_cell, short_ids
-from ..render.fields import hide_columns
 from ..render.jsonout import usage_json as counters_json
 from ..render.sanitize import single_line
-from ..render.sessions import TABLE_CHUNK, csv_line
+from ..render.sessions import csv_line, text_bound
 from ..timeutil import iso_utc
 from . import TIME_GROUPS, GroupBy
 from .query import UsageGroup, UsageReport
@@ -141,66 +141,111 @@ def bar(value: int, largest: int, width: int = BAR_WIDTH) -> str:
 
 
 def compact(value: int) -> str:
-    """A token count in at most about six cells: ``98,765``, ``123k``, ``1.23M``, ``20.2B``."""
-    if value < 100_000:
-        return count(value)
+    """A token count in at most five cells, always in one form (three significant digits and
+    a unit from a thousand on): ``812``, ``95.4k``, ``123k``, ``1.23M``, ``20.2B``; so a
+    column never mixes ``95,427`` with ``122k``."""
+    if abs(value) < 1000:
+        return str(value)
+    scaled = float(value)
     for unit in ("k", "M", "B", "T"):
-        value_in = value / 1000
-        if value_in < 1000 or unit == "T":
-            digits = 0 if value_in >= 100 else (1 if value_in >= 10 else 2)
-            return f"{value_in:.{digits}f}{unit}"
-        value = int(value_in)
+        scaled /= 1000
+        size = abs(scaled)
+        digits = 2 if round(size, 2) < 10 else (1 if round(size, 1) < 100 else 0)
+        shown = f"{scaled:.{digits}f}"
+        if abs(float(shown)) < 1000 or unit == "T":
+            return shown + unit
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def usage_tables(
-    report: UsageReport, *, width: int, full: bool = False
-) -> tuple[Iterator[Table], tuple[str, ...]]:
-    """The report as a table (a row per group, then the total) and the headers left out to fit
-    ``width``.  Counts are compact (``1.23M``) unless ``full``; the bar shows each group's total
-    tokens against the largest group's."""
+COMPACT_FROM = 100_000  # a token column whose largest count reaches this is ``compact``
+TOKEN_FIELDS = {
+    "Input": "input_tokens",
+    "Output": "output_tokens",
+    "Cache rd": "cache_read_tokens",
+    "Cache wr": "cache_write_tokens",
+    "Reason": "reasoning_tokens",
+    "Total": "total_tokens",
+}
+NumberForm = Callable[[int], str]
+
+
+def usage_listing(report: UsageReport, *, full: bool = False) -> Listing:
+    """The report's view (a row per group, then the total) for ``Output.listing``.
+
+    Each token column has one form for all its cells: exact (``95,427``) while its largest
+    count (the total's, or a group's) is under ``COMPACT_FROM``, ``compact`` (``1.23M``) from
+    there on, exact with ``full``; the bar shows each group's total tokens against the largest
+    group's.  The number columns are as wide as their largest count's cell, so no row past the
+    sized ones is wider."""
     by = report.group_by
-    table = Table(box=None, pad_edge=False, header_style="bold underline")
-    identity = _identity_headers(by)
-    for header in identity:
-        flexible = header == "Title"
-        table.add_column(header, no_wrap=not (full and flexible), overflow="ellipsis")
-    for header in HEADERS:
-        table.add_column(header, justify="right", no_wrap=True)
-    if report.priced:
-        table.add_column(
-            f"Cost{f' ({single_line(report.currency)})' if report.currency else ''}",
-            justify="right",
-            no_wrap=True,
-        )
-    table.add_column(BAR, no_wrap=True, style="cyan", min_width=BAR_WIDTH)
-    number = count if full else compact
     largest = max((group.usage.total_tokens for group in report.groups), default=0)
     ids = short_ids((g.session_id for g in report.groups if g.session_id is not None), full=full)
-    rows: list[list[Text | str]] = []
-    for group in report.groups:
-        rows.append(
-            [
+    most = {
+        header: max(
+            getattr(report.total.usage, name),
+            max((getattr(g.usage, name) for g in report.groups), default=0),
+        )
+        for header, name in TOKEN_FIELDS.items()
+    }
+    forms = tuple(count if full or most[h] < COMPACT_FROM else compact for h in TOKEN_FIELDS)
+    total_cells = _number_cells(report.total, forms, report.priced)
+    responses = max((group.responses for group in report.groups), default=0)
+    bounds = {
+        "Resp": max(len(total_cells[0]), len(count(responses))),
+        **{h: len(form(most[h])) for h, form in zip(TOKEN_FIELDS, forms, strict=True)},
+        "Hit": max(len(total_cells[7]), max(map(_hit_width, report.groups), default=0)),
+    }
+    columns = [
+        *_identity_columns(report, ids, full),
+        *(Column(header, right=True, bound=bounds[header]) for header in HEADERS),
+    ]
+    if report.priced:
+        currency = f" ({single_line(report.currency)})" if report.currency else ""
+        columns.append(Column(f"Cost{currency}", right=True, bound=cell_len(total_cells[-1])))
+    columns.append(Column(BAR, style="cyan", bound=BAR_WIDTH))
+    blank = [""] * (len(_identity_headers(by)) - 1)
+
+    def rows() -> Iterator[list[Cell]]:
+        for group in report.groups:
+            yield [
                 *_identity_cells(group, by, ids, full),
-                *_number_cells(group, number, report.priced),
+                *_number_cells(group, forms, report.priced),
                 bar(group.usage.total_tokens, largest),
             ]
+        if report.groups:
+            yield [Text("Total", style="bold"), *blank, *total_cells, ""]
+
+    return Listing(columns, rows(), OPTIONAL, flex_wants=20 if by is GroupBy.session else 12)
+
+
+def _identity_columns(report: UsageReport, ids: dict[str, str], full: bool) -> list[Column]:
+    """The group's name columns: the title takes the room left (wrapping with ``full``);
+    the agent and the provider give up width before number columns go."""
+    headers = _identity_headers(report.group_by)
+    groups = report.groups
+    limit = None if full else 40
+    bounds = {
+        "Session": max(map(cell_len, ids.values()), default=0),
+        "Title": text_bound((g.title for g in groups), None if full else 200, "(untitled)"),
+        "Agent": text_bound(
+            (g.agent for g in groups),
+            (None if full else 16) if report.group_by is GroupBy.session else limit,
+            "(no agent)",
+        ),
+        "Model": text_bound((g.model for g in groups), limit, "(not recorded)"),
+        "Provider": text_bound((g.provider for g in groups), limit, "—"),
+    }
+    flexible = "Title" if "Title" in headers else headers[0]
+    return [
+        Column(
+            header,
+            flex=header == flexible,
+            fold=full and header == "Title",
+            shrink=header in SHRINK,
+            bound=bounds.get(header, 0),
         )
-    if report.groups:
-        total = [Text("Total", style="bold")] + [""] * (len(identity) - 1)
-        rows.append(total + _number_cells(report.total, number, report.priced) + [""])
-    headers = [str(column.header) for column in table.columns]
-    flex = headers.index("Title") if "Title" in headers else 0
-    fitted = hide_columns(
-        table,
-        rows,
-        width=width,
-        flex=flex,
-        optional=[i for name in OPTIONAL for i, h in enumerate(headers) if h.startswith(name)],
-        flex_wants=20 if "Title" in headers else 12,
-        shrink=[i for i, header in enumerate(headers) if header in SHRINK and i != flex],
-    )
-    return fitted.tables(chunk=TABLE_CHUNK, width=width, shrink_cap=20), fitted.hidden
+        for header in headers
+    ]
 
 
 def _identity_headers(by: GroupBy) -> tuple[str, ...]:
@@ -213,9 +258,7 @@ def _identity_headers(by: GroupBy) -> tuple[str, ...]:
     return ("Session", "Title", "Agent")
 
 
-def _identity_cells(
-    group: UsageGroup, by: GroupBy, ids: dict[str, str], full: bool
-) -> list[Text | str]:
+def _identity_cells(group: UsageGroup, by: GroupBy, ids: dict[str, str], full: bool) -> list[Cell]:
     limit = None if full else 40
     if by in TIME_GROUPS:
         return [Text(group.period or "(bad time)")]
@@ -234,17 +277,22 @@ def _identity_cells(
     ]
 
 
-def _number_cells(group: UsageGroup, number: Any, priced: bool) -> list[Text | str]:
+def _hit_width(group: UsageGroup) -> int:
+    rate = group.usage.cache_hit_rate
+    return 4 if rate is not None and rate >= 0.995 else 3  # ``100%``, else ``25%``, ``—``
+
+
+def _number_cells(group: UsageGroup, forms: Sequence[NumberForm], priced: bool) -> list[str]:
+    """Resp, the token counts (each in its column's form: ``TOKEN_FIELDS`` order), Hit, and
+    the cost when ``priced``."""
     usage = group.usage
     rate = usage.cache_hit_rate
-    cells: list[Text | str] = [
+    cells: list[str] = [
         count(group.responses),
-        number(usage.input_tokens),
-        number(usage.output_tokens),
-        number(usage.cache_read_tokens),
-        number(usage.cache_write_tokens),
-        number(usage.reasoning_tokens),
-        number(usage.total_tokens),
+        *(
+            form(getattr(usage, name))
+            for form, name in zip(forms, TOKEN_FIELDS.values(), strict=True)
+        ),
         "—" if rate is None else f"{rate * 100:.0f}%",
     ]
     if priced:

@@ -290,23 +290,19 @@ def render_page(
 def _table(
     out: Output, page: SessionPage, *, full_ids: bool, full: bool, problems: ProblemPage | None
 ) -> None:
-    from ...render.sessions import sessions_tables
+    from ...render.sessions import sessions_listing
 
-    if not page.sessions:
-        return
     crashes = problems.summaries if problems is not None else None
-    with out.paged() as console:
-        tables, hidden = sessions_tables(
+    out.listing(
+        sessions_listing(
             page.sessions,
             full_ids=full_ids,
             full=full,
-            width=console.width,
+            width=out.width,
             crashes=crashes,
             created=page.sort == "created",
         )
-        for table in tables:
-            console.print(table)
-    out.columns_hidden(hidden, console.width)
+    )
 
 
 def register(app: typer.Typer) -> None:

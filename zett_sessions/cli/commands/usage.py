@@ -134,7 +134,7 @@ async def read_report(
 def render_report(
     out: Output, report: UsageReport, fmt: UsageFormat, *, full: bool, prices: str | None
 ) -> None:
-    from ...usage.render import usage_csv, usage_json, usage_notes, usage_tables
+    from ...usage.render import usage_csv, usage_json, usage_listing, usage_notes
 
     if not report.has_token_columns:
         out.warn(
@@ -156,11 +156,7 @@ def render_report(
     if not report.groups:
         out.hint("No token usage recorded for these sessions in this window.")
         return
-    with out.paged() as console:
-        tables, hidden = usage_tables(report, width=console.width, full=full)
-        for table in tables:
-            console.print(table)
-    out.columns_hidden(hidden, console.width)
+    out.listing(usage_listing(report, full=full))
     for note in usage_notes(report):
         out.hint(note)
 
