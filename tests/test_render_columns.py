@@ -72,7 +72,7 @@ def test_the_first_rows_are_written_before_the_rest_is_made(
                 written_when_made.append(len(capsys.readouterr().out.splitlines()))
             yield [str(number), f"title {number}", "agent", str(number), "just now"]
 
-    Output(color=False, pager=False).listing(Listing(COLUMNS, rows()))
+    Output(color="never", pager=False).listing(Listing(COLUMNS, rows()))
     assert written_when_made and written_when_made[0] >= 1000
     rest = capsys.readouterr()
     assert rest.out.splitlines()[-1].split()[0] == "1999"
