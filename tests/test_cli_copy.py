@@ -174,6 +174,37 @@ def test_filters_select_like_list(fixture_db: FixtureDb, store: Any) -> None:
     assert report["copied"] == [sid for (sid,) in expected if sid != one]
 
 
+def test_session_takes_a_unique_prefix_like_every_other_command(
+    fixture_db: FixtureDb, tmp_path: Path
+) -> None:
+    source = fixture_db("newest")
+    destination = tmp_path / "copy.sqlite3"
+    result, report = copy(str(source), str(destination), "--session", "019cadd4-8c4c")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    assert report["copied"] == ["019cadd4-8c4c-772f-a32a-060466d22877"]
+    assert rows(destination, "SELECT id FROM agent_sessions") == [(report["copied"][0],)]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "message"),
+    [
+        ("019cadd4", "Error: session id prefix '019cadd4' is ambiguous"),
+        ("no-such-session", "Error: no session matches 'no-such-session'"),
+    ],
+)
+def test_session_naming_none_or_several_is_exit_3_before_anything_is_written(
+    fixture_db: FixtureDb, tmp_path: Path, prefix: str, message: str
+) -> None:
+    destination = tmp_path / "copy.sqlite3"
+    result = run_cli(["copy", str(fixture_db("newest")), str(destination), "--session", prefix])
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert result.stdout == ""
+    assert result.stderr.startswith(message), result.stderr
+    assert result.stderr.count("\n") == 1
+    assert not destination.exists()
+
+
 def test_nul_characters_follow_postgresqls_rules(tmp_path: Path, pg_dsn: str) -> None:
     source = tmp_path / "nul.sqlite3"
 

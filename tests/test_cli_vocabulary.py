@@ -490,3 +490,66 @@ def test_an_unknown_color_mode_is_a_usage_error(db: Path, args: list[str]) -> No
     assert r.stderr.startswith("Error: Invalid value for '--color': ")
     assert "is not one of auto, always, never (see `zett-sessions" in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+# --- one short flag per idea ----------------------------------------------------------------
+
+
+def visible_short_flags() -> dict[str, set[str]]:
+    """Each short flag the help pages show → the long options it stands for, over every
+    command."""
+    import typer
+
+    from zett_sessions.cli.main import app
+
+    found: dict[str, set[str]] = {}
+    for command in typer.main.get_command(app).commands.values():
+        for param in command.params:
+            if param.param_type_name != "option" or param.hidden:
+                continue
+            names = [*param.opts, *param.secondary_opts]
+            long = next(name for name in names if name.startswith("--"))
+            for name in names:
+                if len(name) == 2:
+                    found.setdefault(name, set()).add(long)
+    return found
+
+
+LONG_OF_SHORT_IDEA = {"-n": {"--limit", "--lines"}}  # one idea, "how many", two nouns
+
+
+def test_each_short_flag_stands_for_one_option_in_every_command() -> None:
+    for short, longs in visible_short_flags().items():
+        assert longs == LONG_OF_SHORT_IDEA.get(short, longs) and (
+            len(longs) == 1 or short in LONG_OF_SHORT_IDEA
+        ), (short, longs)
+    assert visible_short_flags()["-q"] == {"--ids"}
+
+
+def test_the_short_flag_table_lists_every_short_flag() -> None:
+    page = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    table = page.split("**One short flag per idea**", 1)[1].split("\n\n", 2)[1]
+    for short in visible_short_flags():
+        assert f"`{short}`" in table, short
+
+
+def test_search_ids_is_q_with_grep_l_still_accepted(db: Path) -> None:
+    outputs = []
+    for flag in ("--ids", "-q", "-l"):
+        r = run_cli(["--db", str(db), "search", "the", flag])
+        assert r.exit_code == 0, r.stderr
+        assert r.stderr == ""
+        outputs.append(r.stdout)
+    assert outputs[0] and outputs[0] == outputs[1] == outputs[2]
+    page = run_cli(["search", "--help"]).stdout
+    assert "-q, --ids" in page and not re.search(r"(?<![\w-])-l\b", page)
+
+
+def test_verify_quiet_has_no_short_flag_in_the_help_but_q_still_works(db: Path) -> None:
+    quiet = run_cli(["--db", str(db), "verify", "--quiet"])
+    short = run_cli(["--db", str(db), "verify", "-q"])
+    assert quiet.exit_code == short.exit_code == 4, (quiet.stderr, short.stderr)  # its faults
+    assert quiet.stdout == short.stdout and quiet.stdout.count("\n") == 1
+    assert quiet.stderr == short.stderr
+    page = run_cli(["verify", "--help"]).stdout
+    assert "--quiet" in page and not re.search(r"(?<![\w-])-q\b", page)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..errors import UnsupportedLayout
@@ -42,12 +43,27 @@ class Endpoint(Protocol):
 
     async def open(self, *, create: bool) -> None: ...
     async def close(self) -> None: ...
+    async def resolve(self, filters: SessionFilter) -> SessionFilter: ...
     async def select_ids(self, filters: SessionFilter) -> list[str]: ...
     async def existing(self, ids: Sequence[str]) -> set[str]: ...
     async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]: ...
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]: ...
     def admit(self, session: SessionRows) -> SessionRows: ...
     async def write(self, sessions: Sequence[SessionRows]) -> None: ...
+
+
+async def resolve_named(db: Any, filters: SessionFilter) -> SessionFilter:
+    """``filters`` with the sessions it names (``--session``: ids or unique prefixes, as
+    everywhere else) as the ids they name, in one read transaction of the source ``db``;
+    ``SessionNotFound`` or ``AmbiguousSessionId`` (exit 3) for one that names no session or
+    several."""
+    if filters.ids is None:
+        return filters
+    from ..queries.resolve import resolve_session
+
+    async with db.read():
+        named = [await resolve_session(db, text) for text in filters.ids]
+    return replace(filters, ids=tuple(dict.fromkeys(named)))
 
 
 def open_endpoint(location: str, role: str) -> Endpoint:
@@ -106,6 +122,9 @@ class SQLiteEndpoint:
     async def close(self) -> None:
         if self.db is not None:
             await self.db.close()
+
+    async def resolve(self, filters: SessionFilter) -> SessionFilter:
+        return await resolve_named(self.db, filters)
 
     async def select_ids(self, filters: SessionFilter) -> list[str]:
         where, params = filters.where(self.db)
@@ -220,6 +239,9 @@ class PostgresEndpoint:
 
         result: list[list[Any]] = await self.db.run(read, write=False)
         return result
+
+    async def resolve(self, filters: SessionFilter) -> SessionFilter:
+        return await resolve_named(self.db, filters)
 
     async def select_ids(self, filters: SessionFilter) -> list[str]:
         where, params = filters.where(self.db)

@@ -75,6 +75,7 @@ async def copy_sessions(
     dst = open_endpoint(destination, DESTINATION)
     try:
         await src.open(create=False)
+        filters = await src.resolve(filters)  # before DST is opened, let alone created
         await dst.open(create=not dry_run)
         return await _copy(src, dst, filters, dry_run, batch_rows, progress)
     finally:

@@ -42,7 +42,11 @@ def copy_command(
     destination: Destination,
     session: Annotated[
         list[str] | None,
-        typer.Option("--session", metavar="ID", help="Only this session (full id; repeatable)."),
+        typer.Option(
+            "--session",
+            metavar="SESSION",
+            help="Only this session of SRC: its id or a unique prefix (repeatable).",
+        ),
     ] = None,
     filters: FilterOptions = NO_FILTERS,
     batch_rows: Annotated[

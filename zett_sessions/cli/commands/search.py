@@ -77,13 +77,14 @@ def search_command(
         bool,
         typer.Option(
             "--ids",
-            "-l",
+            "-q",
             help="Only the ids of sessions with hits, one per line (all unless --limit).",
         ),
     ] = False,
+    ids_as_grep_says: Annotated[bool, typer.Option("-l", hidden=True)] = False,  # grep -l
     null: Annotated[
         bool,
-        typer.Option("--null", "-0", help="Like -l, each id ended by a NUL byte, exactly."),
+        typer.Option("--null", "-0", help="Like --ids, each id ended by a NUL byte, exactly."),
     ] = False,
     output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
@@ -102,7 +103,7 @@ def search_command(
     from ..state import app_state, run_with
 
     fmt = output.chosen(SearchFormat)
-    ids_only = ids_only or null
+    ids_only = ids_only or ids_as_grep_says or null
     compiled = Pattern.parse(pattern, regex=regex, ignore_case=ignore_case)
     chosen = filters.parse(utc_now())
     unpaged = show_all or (ids_only and limit is None)

@@ -48,9 +48,9 @@ def verify_command(
         SeverityLevel | None,
         typer.Option("--severity", help="Only findings at least this severe."),
     ] = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print only the summary line.")
-    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="Print only the summary line.")] = False,
+    # -q is --ids where sessions are listed; verify's older spelling of --quiet still works
+    quiet_short: Annotated[bool, typer.Option("-q", hidden=True)] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 4).")] = False,
     deep: Annotated[
         bool,
@@ -125,7 +125,7 @@ def verify_command(
         report = run_with(state.reader(db), work)
     minimum = Severity(severity.value) if severity is not None else None
     shown = report.filtered(set(codes) if codes else None, minimum)
-    render_report(state.output(), shown, fmt, quiet=quiet)
+    render_report(state.output(), shown, fmt, quiet=quiet or quiet_short)
     if shown.has_failures(strict):
         raise typer.Exit(int(ExitCode.VERIFY_ERRORS))
 
