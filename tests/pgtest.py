@@ -213,6 +213,14 @@ def pg_sample(pg_shared_samples: Any) -> str:
     return dsn
 
 
+# Reads beside test_cli_postgres.INSPECTIONS that the pooler and the standby tests also run.
+MORE_READS = (
+    ["usage"],
+    ["secrets"],
+    ["show", "019cadd4-611e-7f29-a4ef-41330fd630f1", "--format", "html"],
+)
+
+
 def untimed(output: str) -> str:
     """``output`` without verify's elapsed time (text ``0.14 s``, JSON ``"seconds": 0.14``)."""
     return re.sub(r'(seconds": |, )\d+\.\d+( s)?', r"\1…\2", output)

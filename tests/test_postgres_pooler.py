@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pgtest import (
+    MORE_READS,
     assert_same_output,
     direct,
     fingerprint,
@@ -31,7 +32,7 @@ from zett_sessions import PostgresSessionStorage, UserMessage
 from zett_sessions.errors import DatabaseReadOnly
 
 
-@pytest.mark.parametrize("args", [*INSPECTIONS, ["usage"]])
+@pytest.mark.parametrize("args", [*INSPECTIONS, *MORE_READS])
 def test_every_inspection_through_the_pooler_prints_what_it_prints_direct(
     pg_sample: str, pg_pooler: str, args: list[str]
 ) -> None:

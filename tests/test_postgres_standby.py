@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pgtest import assert_same_output, reached_at, replicated, run_sync
+from pgtest import MORE_READS, assert_same_output, reached_at, replicated, run_sync
 from support import (
     NEWEST_IDS,
     FollowProcess,
@@ -59,7 +59,7 @@ def replay_paused(pg_server: str, pg_standby: str) -> Iterator[None]:
     replicated(pg_server, pg_standby)
 
 
-@pytest.mark.parametrize("args", [*(a for a in INSPECTIONS if a[0] != "info"), ["usage"]])
+@pytest.mark.parametrize("args", [*(a for a in INSPECTIONS if a[0] != "info"), *MORE_READS])
 def test_every_inspection_on_the_standby_prints_what_it_prints_on_the_primary(
     pg_sample: str, standby: str, args: list[str]
 ) -> None:
