@@ -52,13 +52,17 @@ TitleOption = Annotated[
 OlderThanOption = Annotated[
     str | None,
     typer.Option(
-        "--older-than", metavar="DURATION", help="Last activity more than DURATION ago (90d)."
+        "--older-than",
+        metavar="DURATION",
+        help="Last activity more than DURATION ago (90d, '3 months').",
     ),
 ]
 SinceOption = Annotated[
     str | None,
     typer.Option(
-        "--since", metavar="WHEN", help="Last activity at/after WHEN (2026-03-01, 30d, 12h)."
+        "--since",
+        metavar="WHEN",
+        help="Last activity at/after WHEN (2026-03-01, 30d, yesterday, '2 weeks ago').",
     ),
 ]
 # ``--before`` is a hidden second spelling (delete and copy used it; git log has both).
@@ -68,7 +72,7 @@ UntilOption = Annotated[
         "--until",
         "--before",
         metavar="WHEN",
-        help="Last activity before WHEN (2026-03-01, 30d; UTC without an offset).",
+        help="Last activity before WHEN (2026-03-01, 30d, today; UTC without an offset).",
     ),
 ]
 ChildrenOfOption = Annotated[

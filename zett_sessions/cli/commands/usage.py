@@ -46,8 +46,8 @@ def _complete_group(incomplete: str) -> list[str]:
     "until",
     "older_than",
     help={  # they bound the responses counted, not the sessions' last activity
-        "since": "Responses at/after WHEN (2026-03-01, 30d, 12h).",
-        "until": "Responses before WHEN (2026-03-01, 30d; UTC without an offset).",
+        "since": "Responses at/after WHEN (2026-03-01, 30d, yesterday, '2 weeks ago').",
+        "until": "Responses before WHEN (2026-03-01, 30d, today; UTC without an offset).",
         "older_than": "Responses older than DURATION.",
     },
 )
