@@ -13,6 +13,7 @@ from ..filters import EVERY_FILTER, NO_FILTERS, FilterOptions, filter_options
 from ..options import DEFAULT_OUTPUT, DbOption, OutputOptions, output_options, session_argument
 
 if TYPE_CHECKING:
+    from ...queries.sessions import SessionFilter
     from ...render.output import Output
     from ...secrets import SecretsProgress, SecretsQuery
     from ...session_database import SessionDatabase
@@ -76,18 +77,8 @@ def secrets_command(
     with progress_bar("scanning", "sessions") as bar:
 
         async def work(database: SessionDatabase) -> None:
-            from dataclasses import replace
-
-            from ...queries.resolve import resolve_session
-
-            scoped = query
-            if filtered:
-                scoped = replace(query, filters=await filters.narrow(database, chosen))
-            if sessions:
-                named = [await resolve_session(database, text) for text in sessions]
-                if scoped.filters is not None:
-                    named = [i for i in named if i in await _selected(database, scoped)]
-                scoped = replace(scoped, ids=tuple(named), filters=None)
+            chosen_filter = chosen if filtered else None
+            scoped = await _scope(database, query, sessions or [], filters, chosen_filter)
             await _print(database, scoped, progress, out, fmt, bar)
 
         run_with(state.reader(db), work)
@@ -99,13 +90,32 @@ def secrets_command(
         raise typer.Exit(int(ExitCode.VERIFY_ERRORS))
 
 
-async def _selected(database: SessionDatabase, query: SecretsQuery) -> set[str]:
-    """The ids ``query``'s filters select (named sessions must pass them too)."""
+async def _scope(
+    database: SessionDatabase,
+    query: SecretsQuery,
+    sessions: list[str],
+    given: FilterOptions,
+    chosen: SessionFilter | None,
+) -> SecretsQuery:
+    """``query`` narrowed to the filters (``--children-of`` resolved) and to the named
+    sessions (exit 3 for one that names none), the named ones only where the filters select
+    them."""
+    from dataclasses import replace
+
+    from ...queries.resolve import resolve_session
     from ...queries.sessions import session_ids_sql
 
-    assert query.filters is not None
-    sql, params = session_ids_sql(database, query.filters)
-    return {str(row[0]) for row in await database.fetchall(sql, params)}
+    scoped = query
+    if chosen is not None:
+        scoped = replace(query, filters=await given.narrow(database, chosen))
+    if not sessions:
+        return scoped
+    named = [await resolve_session(database, text) for text in sessions]
+    if scoped.filters is not None:
+        sql, params = session_ids_sql(database, scoped.filters)
+        selected = {str(row[0]) for row in await database.fetchall(sql, params)}
+        named = [session_id for session_id in named if session_id in selected]
+    return replace(scoped, ids=tuple(named), filters=None)
 
 
 async def _print(
