@@ -178,3 +178,88 @@ def test_delete_reports_vacuum_after_the_last_batch(db: Path) -> None:
     asyncio.run(run())
     assert [step.vacuum for step in heard] == [False] * (len(heard) - 1) + [True]
     assert heard[-1].messages == heard[-1].planned_messages == SAMPLE_MESSAGES
+
+
+# --- reads past a second: usage, search, list (the terminal injected, the delay at zero) -----
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int | None]]:
+    """What the bar would draw (``_start``: label, done, total) on a terminal stderr, with no
+    delay before drawing; nothing is drawn for real (the runner's stderr is no terminal)."""
+    from zett_sessions.cli import progress
+
+    started: list[tuple[str, int, int | None]] = []
+
+    def start(
+        bar: progress.ProgressBar, label: str, done: int, total: int | None, unit: str | None
+    ) -> None:
+        started.append((label, done, total))
+
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.0, raising=False)
+    monkeypatch.setattr(progress.ProgressBar, "_start", start)
+    return started
+
+
+def test_usage_shows_its_time_spent_on_a_terminal_and_the_json_is_unchanged(
+    db: Path, drawn: list[tuple[str, int, int | None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_tty = run_cli(["--db", str(db), "usage", "--by", "session", "--json"])
+    assert drawn == [("summing token usage", 0, None)]
+    assert on_tty.exit_code == 0 and on_tty.stderr == "", on_tty.stderr
+    monkeypatch.setattr("zett_sessions.cli.progress.stderr_is_terminal", lambda: False)
+    piped = run_cli(["--db", str(db), "usage", "--by", "session", "--json"])
+    assert drawn == [("summing token usage", 0, None)]  # nothing more
+    assert json.loads(piped.stdout) == json.loads(on_tty.stdout) and piped.stderr == ""
+
+
+def test_search_all_reports_the_sessions_it_examined_on_a_terminal(
+    db: Path, drawn: list[tuple[str, int, int | None]]
+) -> None:
+    r = run_cli(["--db", str(db), "search", "--all", "pytest", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert drawn and drawn[0][0] == "searching" and drawn[0][2] == 8, drawn  # 8 sessions
+    assert isinstance(json.loads(r.stdout), list) and r.stderr == ""
+
+
+def test_search_text_ends_the_bar_before_it_writes_a_hit(
+    db: Path, drawn: list[tuple[str, int, int | None]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zett_sessions.cli import progress
+    from zett_sessions.render.output import Output
+
+    events: list[str] = []
+    stop, paged = progress.ProgressBar.stop, Output.paged
+    monkeypatch.setattr(progress.ProgressBar, "stop", lambda b: events.append("stop") or stop(b))
+    monkeypatch.setattr(Output, "paged", lambda out: events.append("paged") or paged(out))
+    r = run_cli(["--db", str(db), "search", "--all", "pytest"])
+    assert r.exit_code == 0, r.stderr
+    assert drawn and events == ["stop", "paged"], events
+    assert "pytest" in r.stdout and "searching" not in r.stderr
+
+
+def test_list_shows_its_read_on_a_terminal(
+    db: Path, drawn: list[tuple[str, int, int | None]]
+) -> None:
+    r = run_cli(["--db", str(db), "list", "--sort", "tokens", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert drawn == [("reading sessions", 0, None)]
+    assert len(json.loads(r.stdout)) == 8 and r.stderr == ""
+
+
+def test_a_read_that_ends_before_its_delay_draws_nothing(
+    drawn: list[tuple[str, int, int | None]],
+) -> None:
+    from zett_sessions.cli.progress import progress_bar, waiting
+
+    with waiting("summing token usage", after=3600):
+        pass
+    with progress_bar("searching", "sessions", after=3600) as bar:
+        assert bar is not None
+        bar(1, 8)
+    assert drawn == []
+    with progress_bar("searching", "sessions") as bar:  # verify's and delete's: at once
+        assert bar is not None
+        bar(1, 8)
+    assert drawn == [("searching", 1, 8)]

@@ -1,4 +1,5 @@
-"""The progress bar of long work (verify, list --problems --all, delete, copy, VACUUM).
+"""The progress bar of long work (verify, list --problems --all, delete, copy, VACUUM) and
+of reads that take more than a second (search, usage, list: ``after``, ``waiting``).
 
     with progress_bar("verifying", "messages") as bar:   # None unless stderr is a terminal
         report = work(progress=bar)                         # core calls bar(done, total)
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -38,27 +40,39 @@ def _stdout_is_terminal() -> bool:
         return False
 
 
+SHOW_AFTER = 1.0  # seconds a read runs before its bar is drawn (``progress_bar(after=…)``)
+
+
 class ProgressBar:
     """``bar(done, total)`` reports the work done; ``bar.stage(label)`` starts a stage of
-    unknown size.  Use through ``progress_bar``."""
+    unknown size.  Reports in the first ``after`` seconds draw nothing (a read that ends
+    sooner leaves no trace); once stopped, the bar is never drawn again.  Use through
+    ``progress_bar``."""
 
-    def __init__(self, label: str, unit: str) -> None:
+    def __init__(self, label: str, unit: str, after: float = 0.0) -> None:
         self.label = label
         self.unit = unit
         self._lock = threading.Lock()
         self._progress: Progress | None = None
         self._task: TaskID | None = None
+        self._due = time.monotonic() + after
+        self._stopped = False
 
     def __call__(self, done: int, total: int | None = None) -> None:
         with self._lock:
+            if self._stopped:
+                return
             if self._progress is None or self._task is None:
-                self._start(self.label, done, total, self.unit)
+                if time.monotonic() >= self._due:
+                    self._start(self.label, done, total, self.unit)
             else:
                 self._progress.update(self._task, completed=done, total=total)
 
     def stage(self, label: str) -> None:
         """From now on a stage whose size is unknown: its label and the time spent in it."""
         with self._lock:
+            if self._stopped:
+                return
             if self._progress is not None and self._task is not None:
                 self._progress.update(self._task, visible=False)
             self._start(label, 0, None, None)
@@ -84,6 +98,7 @@ class ProgressBar:
 
     def stop(self) -> None:
         with self._lock:
+            self._stopped = True
             if self._progress is not None:
                 self._progress.stop()
 
@@ -116,14 +131,37 @@ def _figures() -> ProgressColumn:
 
 
 @contextlib.contextmanager
-def progress_bar(label: str, unit: str) -> Iterator[ProgressBar | None]:
-    """A ``ProgressBar`` drawn on stderr when it is a terminal; otherwise ``None`` (no
-    callback: nothing is drawn and core skips its reports)."""
+def progress_bar(label: str, unit: str, *, after: float = 0.0) -> Iterator[ProgressBar | None]:
+    """A ``ProgressBar`` drawn on stderr when it is a terminal (from the first report after
+    ``after`` seconds); otherwise ``None`` (no callback: nothing is drawn and core skips its
+    reports)."""
     if not stderr_is_terminal():
         yield None
         return
-    bar = ProgressBar(label, unit)
+    bar = ProgressBar(label, unit, after)
     try:
         yield bar
     finally:
         bar.stop()
+
+
+@contextlib.contextmanager
+def waiting(label: str, *, after: float | None = None) -> Iterator[None]:
+    """A read of unknown size (one SQL statement: usage's sums, a listing sorted by tokens):
+    on a terminal, once it has run ``after`` seconds (``SHOW_AFTER``), its label and the time
+    spent, until it ends; nothing for a read that ends sooner, or off a terminal."""
+    delay = SHOW_AFTER if after is None else after
+    with progress_bar(label, "", after=delay) as bar:
+        if bar is None:
+            yield
+            return
+        if delay <= 0:
+            bar.stage(label)
+        timer = threading.Timer(delay, bar.stage, (label,))
+        timer.daemon = True
+        if delay > 0:
+            timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()

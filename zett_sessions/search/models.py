@@ -6,6 +6,7 @@ matching).  Text is stored as read from the database: renderers sanitize it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -87,3 +88,5 @@ class SearchProgress:
     unaddressable: list[str] = field(default_factory=list)  # ids no text names: not searched
     given_up: list[GivenUp] = field(default_factory=list)  # texts the pattern was too slow on
     stopped: bool = False  # ended early: ``scan.GIVE_UP_TEXTS`` texts were given up
+    # told (examined, in_scope) after each slice: a progress bar's callback, or nothing
+    report: Callable[[int, int], None] | None = field(default=None, repr=False, compare=False)

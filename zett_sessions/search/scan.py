@@ -86,6 +86,8 @@ async def search(
             scope = [str(row[0]) async for row in rows]  # only ids: 42,011 take 4 MB
         progress.unknown_age = tuple(await unknown_age_sessions(db, query.filters))
     progress.in_scope = len(scope)
+    if progress.report is not None:
+        progress.report(0, progress.in_scope)
     held: list[SessionHits] = []  # found, waiting for sessions that may come before them
     size = SLICE
     while progress.examined < progress.in_scope and not _full(query, progress):
@@ -99,6 +101,8 @@ async def search(
             done = progress.examined + len(window) >= progress.in_scope
             bound = NO_TIME if done else await _updated_at(db, window[-1])
         progress.examined += len(window)
+        if progress.report is not None:
+            progress.report(progress.examined, progress.in_scope)
         held += [
             SessionHits(s, tuple(found[s.session_id][0]), found[s.session_id][1])
             for s in listed.sessions

@@ -152,11 +152,13 @@ class PageRequest:
 def read_with_progress(
     state: AppState, db: str | None, request: PageRequest
 ) -> tuple[SessionPage, ProblemPage | None]:
-    """``read_page``; ``--problems --all`` (verify of every session in scope) draws a progress
-    bar on stderr when it is a terminal."""
+    """``read_page``; on a terminal (stderr), ``--problems --all`` (verify of every session in
+    scope) draws a progress bar, and any other read that runs past a second its time spent."""
+    from ..progress import progress_bar, waiting
+
     if not request.problems or request.limit is not None:
-        return run_with(state.reader(db), partial(read_page, request))
-    from ..progress import progress_bar
+        with waiting("reading sessions"):
+            return run_with(state.reader(db), partial(read_page, request))
 
     with progress_bar("verifying", "messages") as bar:
         return run_with(state.reader(db), partial(read_page, request, progress=bar))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +27,7 @@ from .show import RoleOption, role_kinds
 if TYPE_CHECKING:
     from ...render.output import Output
     from ...search import SearchProgress, SearchQuery
+    from ...search.models import SessionHits
     from ...session_database import SessionDatabase
 
 
@@ -175,21 +178,49 @@ async def _print(
 
     found = search(database, query, progress)
     async with aclosing(found) as results:
-        if ids_only:
-            print_ids(out, [hits.session.session_id async for hits in results], null=null)
-        elif fmt is SearchFormat.text:
+        if fmt is SearchFormat.text and not ids_only:
+            first = await _first_with_progress(results, progress)  # the bar ends before the pager
+            if first is None:
+                return
             with out.paged() as console:
+                console.print(session_block(first), end="", soft_wrap=True)
                 async for hits in results:
                     console.print(session_block(hits), end="", soft_wrap=True)
-        elif fmt is SearchFormat.jsonl:
-            async for hits in results:
-                out.jsonl(session_hits_json(hits))
-        else:  # one JSON array, written as the sessions are found
-            opening = "["
-            async for hits in results:
-                out.write(f"{opening}\n{dumps(session_hits_json(hits), indent=None)}")
-                opening = ","
-            out.line("[]" if opening == "[" else "\n]")
+            return
+        with _reported(progress):
+            if ids_only:
+                print_ids(out, [hits.session.session_id async for hits in results], null=null)
+            elif fmt is SearchFormat.jsonl:
+                async for hits in results:
+                    out.jsonl(session_hits_json(hits))
+            else:  # one JSON array, written as the sessions are found
+                opening = "["
+                async for hits in results:
+                    out.write(f"{opening}\n{dumps(session_hits_json(hits), indent=None)}")
+                    opening = ","
+                out.line("[]" if opening == "[" else "\n]")
+
+
+@contextmanager
+def _reported(progress: SearchProgress) -> Iterator[None]:
+    """On a terminal (stderr), a search past a second draws a bar of the sessions examined."""
+    from ..progress import SHOW_AFTER, progress_bar
+
+    with progress_bar("searching", "sessions", after=SHOW_AFTER) as bar:
+        progress.report = bar
+        try:
+            yield
+        finally:
+            progress.report = None
+
+
+async def _first_with_progress(
+    results: AsyncIterator[SessionHits], progress: SearchProgress
+) -> SessionHits | None:
+    """The first session with hits, the bar of ``_reported`` drawn meanwhile and gone before
+    the hits are written (a pager owns the screen then)."""
+    with _reported(progress):
+        return await anext(results, None)
 
 
 def register(app: typer.Typer) -> None:

@@ -99,7 +99,10 @@ def usage_command(
         utc=utc,
         prices=_prices(prices),
     )
-    report = run_with(state.reader(db), partial(read_report, request, filters))
+    from ..progress import waiting
+
+    with waiting("summing token usage"):  # one SQL statement: its time spent, past a second
+        report = run_with(state.reader(db), partial(read_report, request, filters))
     render_report(state.output(), report, fmt, full=full, prices=prices)
 
 
