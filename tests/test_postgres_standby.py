@@ -48,7 +48,11 @@ async def _sql(dsn: str, sql: str) -> object:
 @contextlib.contextmanager
 def replay_paused(pg_server: str, pg_standby: str) -> Iterator[None]:
     """The standby's replay paused while the primary commits one more transaction (received,
-    not replayed: the standby lags); replay resumes and catches up on leaving."""
+    not replayed: the standby lags); replay resumes and catches up on leaving.  A transaction
+    is replayed first, so the lag is known (a standby that replayed none since it started,
+    as one started after the last write, has no last replayed commit to count from)."""
+    run_sync(_sql(pg_server, "SELECT txid_current()"))
+    replicated(pg_server, pg_standby)
     run_sync(_sql(pg_standby, "SELECT pg_wal_replay_pause()"))
     try:
         run_sync(_sql(pg_server, "SELECT txid_current()"))  # a commit record to replay
