@@ -713,6 +713,8 @@ def benchmark(db: Path, runs: int, only: set[str] | None) -> list[Row]:
             rows.append(Row(label, timing, page, goal, limit))
     if want("search"):
         rows.extend(search_rows(db, base, runs))
+    if want("secrets"):
+        rows.extend(secrets_rows(db, base, runs))
     if want("sort"):
         rows.extend(sort_rows(db, base, runs))
     if want("usage"):
@@ -823,6 +825,40 @@ def search_rows(db: Path, base: list[str], runs: int) -> list[Row]:
             page,
             "(reported)",
         ),
+    ]
+
+
+def secrets_rows(db: Path, base: list[str], runs: int) -> list[Row]:
+    """``secrets``: one session and a window against a ``list`` page (only their rows are
+    read), the whole database against a search that reads every row into Python (a regex
+    without a literal part: no SQL prefilter)."""
+    session_id, _ = largest_session(db)
+    _, _, window, _ = triage_targets(db)
+    page, one, scoped = measure_together(
+        [
+            ("list --limit 20", [*base, "list", "--limit", "20"]),
+            ("secrets SESSION", [*base, "secrets", session_id, "--json"]),
+            ("secrets --since", [*base, "secrets", "--since", window.since, "--json"]),
+        ],
+        max(1, runs // 2),
+    )
+    whole, every_row = measure_together(
+        [
+            ("secrets", [*base, "secrets", "--json"]),
+            ("search -E every row", [*base, "search", "--regex", "AKIA|sk-", "--all", "--json"]),
+        ],
+        max(1, runs // 2),
+    )
+    return [
+        Row("secrets SESSION (the largest)", one, page, "≤ 2× list --limit 20", 2.0),
+        Row(
+            f"secrets --since (newest {window.sessions:,} sessions, {window.messages:,} messages)",
+            scoped,
+            page,
+            "≤ 2× list --limit 20",
+            2.0,
+        ),
+        Row("secrets (whole database)", whole, every_row, "≤ 2× search -E --all", 2.0),
     ]
 
 
@@ -976,7 +1012,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--only",
-        help="comma-separated: help,list,sort,show,tail,verify,triage,search,usage,delete,"
+        help="comma-separated: help,list,sort,show,tail,verify,triage,search,secrets,usage,delete,"
         "delete-writer,tail-f",
     )
     args = parser.parse_args()
