@@ -818,18 +818,19 @@ class FollowProcess(_ReadProcess):
     def _report(self) -> str:
         return f"stdout: {self.stdout[-2000:]!r}; stderr: {self.stderr[-2000:]!r}"
 
-    def wait_for(self, ready: Callable[[str], bool], what: str) -> str:
-        """Poll until ``ready(stdout so far)``; fail naming ``what`` if the deadline passes or
-        the process exits first.  Returns the stdout seen."""
+    def wait_for(self, ready: Callable[[str], bool], what: str, *, stderr: bool = False) -> str:
+        """Poll until ``ready(stdout so far)`` (``stderr``: of stderr); fail naming ``what`` if
+        the deadline passes or the process exits first.  Returns the output seen."""
         deadline = time.monotonic() + self.timeout
+        seen = (lambda: self.stderr) if stderr else (lambda: self.stdout)
         while True:
-            out = self.stdout
+            out = seen()
             if ready(out):
                 return out
             if self.process.poll() is not None:
                 self._join()  # everything it printed is in now
-                if ready(self.stdout):
-                    return self.stdout
+                if ready(seen()):
+                    return seen()
                 raise AssertionError(
                     f"exited ({self.process.returncode}) before {what}; {self._report()}"
                 )

@@ -138,6 +138,7 @@ def test_tail_latest_picks_the_most_recently_active_session(databases: Databases
         (["x", "--latest"], "give either a SESSION or --latest"),
         (["x", "--stale-after", "1m"], "--stale-after only applies with --follow"),
         (["x", "-f", "--stale-after", "soon"], "invalid duration 'soon'"),
+        (["x", "--wait"], "--wait waits for a session to follow: add --follow (-f)"),
     ],
 )
 def test_tail_usage_errors_exit_2(databases: Databases, args: list[str], message: str) -> None:
@@ -569,6 +570,52 @@ def test_tail_follow_stale_after_exits_6_naming_the_open_calls(databases: Databa
     assert line.startswith("Error: the run looks dead: nothing new for ")
     assert "the tool calls of #4 still wait for results: call_x (shell)" in line
     assert "call_y" not in line
+
+
+def start_session(location: str, session_id: str, *messages: Message) -> None:
+    """Create ``session_id`` (a session row, as zett-agent does) and append ``messages``."""
+
+    async def run() -> None:
+        async with open_storage(location) as storage:
+            await storage.create_session(session_id=session_id, title="started late")
+            for message in messages:
+                await storage.append(session_id, "late", message)
+
+    asyncio.run(run())
+
+
+@pytest.mark.pooled
+def test_tail_follow_wait_follows_a_session_that_starts_later_from_its_first_record(
+    databases: Databases,
+) -> None:
+    db = databases.sample(shared=False)
+    args = ["tail", "late-run", "-f", "--wait", "--interval", "0.02", "--json"]
+    with FollowProcess(db, *args) as follower:
+        follower.wait_for(lambda err: "Waiting for" in err, "the waiting note", stderr=True)
+        start_session(db, "late-run", UserMessage(content="first"), UserMessage(content="second"))
+        follower.wait_for_lines(2, "the records the session started with")
+        append_messages(db, "late-run", UserMessage(content="third"))
+        follower.wait_for_lines(3, "the record appended next")
+        delete(db, "late-run")
+        code, out, err = follower.finish()
+    assert code == 0, err
+    # printed from its first record (-n counts only for a session already there), each once
+    assert [json.loads(line)["content"] for line in out.splitlines()] == [
+        "first",
+        "second",
+        "third",
+    ]
+    assert err.splitlines() == [
+        "Waiting for session late-run to start (Ctrl-C to stop)…",
+        "Following late-run (Ctrl-C to stop)…",
+        "Session late-run was deleted; stopped following.",
+    ]
+
+
+def test_tail_follow_wait_still_refuses_an_ambiguous_prefix_at_once(databases: Databases) -> None:
+    r = tail(databases.sample(), "019cadd4", "-f", "--wait")
+    assert (r.exit_code, r.stdout) == (3, "")
+    assert r.stderr.startswith("Error: ") and "019cadd4" in r.stderr
 
 
 def test_tail_follow_latest_stays_on_the_session_it_picked(databases: Databases) -> None:

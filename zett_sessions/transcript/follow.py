@@ -27,7 +27,9 @@ from typing import Any, Generic
 
 from ..errors import (
     DatabaseLocked,
+    SessionDeleted,
     SessionNotFound,
+    UnaddressableSession,
     UnfinishedTransaction,
 )
 from ..queries.resolve import addressable, session_exists
@@ -84,6 +86,31 @@ async def latest_session(db: SessionDatabase) -> str:
     if not page.sessions:
         raise NoSessions()
     return await addressable(db, page.sessions[0].session_id)
+
+
+async def wait_for_session(
+    db: SessionDatabase,
+    find: Callable[[], Awaitable[str]],
+    *,
+    interval: float,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> str:
+    """``tail -f --wait``: ask ``find`` (a resolver, run in a read transaction of its own)
+    once per ``interval`` until it names a session, and return its id.
+
+    Only "no such session yet" is waited on: an ambiguous prefix or an unaddressable id is
+    raised at once (waiting would not change it), and a poll that finds the database locked
+    counts as "not yet".  Nothing bounds the wait but the caller (Ctrl-C): it is asked for.
+    """
+    while True:
+        try:
+            async with db.read():
+                return await find()
+        except (UnaddressableSession, SessionDeleted):
+            raise
+        except (SessionNotFound, DatabaseLocked, UnfinishedTransaction):
+            pass
+        await sleep(interval)
 
 
 async def last_activity(db: SessionDatabase, session_id: str) -> datetime | None:

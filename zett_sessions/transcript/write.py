@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 # uses (JSON records, Markdown) are imported where that format is written: here, they would
 # load more modules into a text show or tail (6-10 ms measured; bench/run.py's target for tail
 # is its imports + 50 ms).
-from ..errors import StaleRun
+from ..errors import SessionDeleted, SessionNotFound, StaleRun, UnaddressableSession
 from ..queries.resolve import resolve_session, session_titles
 from ..render.jsonout import kind_name, snapshot_json
 from ..render.output import UNWRAPPED, Output, dumps
 from ..rows import record_from_row
 from .annotate import Annotator
-from .follow import Gone, Lagging, Stale, follow, latest_session
+from .follow import Gone, Lagging, Stale, follow, latest_session, wait_for_session
 from .large_values import with_message
 from .query import (
     Boundary,
@@ -95,6 +95,7 @@ class Request:
     follow: bool = False
     interval: float = 0.5
     stale_after: timedelta | None = None
+    wait: bool = False  # tail -f --wait: a session not there yet is waited for
     children: bool = False  # html: each sub-agent session (recursively) in the same page
     redactor: Redactor | None = None  # show --redact: every secret replaced as it is read
 
@@ -479,10 +480,19 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     state: TranscriptState[Any] = TranscriptState(annotator_for(hold=True))
     renderer = renderer_for(request.options, out.out)
     prompts = PromptRepeats()  # Markdown's, for the history and then what -f prints
-    async with db.read():
-        session_id = await _session(db, request, out)
-        boundary = await latest_boundary(db, session_id)
-        log = await log_end(db, session_id)
+    try:
+        async with db.read():
+            session_id = await _session(db, request, out)
+            boundary = await latest_boundary(db, session_id)
+            log = await log_end(db, session_id)
+    except SessionNotFound as missing:
+        if not request.wait or isinstance(missing, SessionDeleted | UnaddressableSession):
+            raise
+        session_id = await _wait(db, request, out)
+        request = replace(request, selection=replace(request.selection, last=None))
+        async with db.read():
+            boundary = await latest_boundary(db, session_id)
+            log = await log_end(db, session_id)
     stream = _records(db, session_id, request, build, state, boundary, live=request.follow, log=log)
     if json_mode and not request.follow:
         await write_json_records(db, stream, indent="  ", opening="[", closing="]")
@@ -498,6 +508,15 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     if request.follow:
         out.hint(f"Following {session_id} (Ctrl-C to stop)…")
         await _follow(db, session_id, build, state, request, out, renderer, prompts)
+
+
+async def _wait(db: SessionDatabase, request: Request, out: Output) -> str:
+    """``--wait``: the session once it starts (with ``--latest``: the first one to start).
+    All of it is new, so it is then printed from its first record (as ``tail -F`` prints a
+    file that appears)."""
+    awaited = "a first session" if request.latest else f"session {request.session}"
+    out.hint(f"Waiting for {awaited} to start (Ctrl-C to stop)…")
+    return await wait_for_session(db, lambda: _session(db, request, out), interval=request.interval)
 
 
 async def _write_ndjson(db: SessionDatabase, stream: AsyncGenerator[Any, None]) -> None:

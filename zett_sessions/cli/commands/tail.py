@@ -67,6 +67,14 @@ def tail_command(
             "tool calls wait for results.",
         ),
     ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="With --follow: a session that does not exist yet is waited for (Ctrl-C "
+            "stops), then followed from its first record.",
+        ),
+    ] = False,
     view: ViewOptions = PLAIN_VIEW,
     output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
@@ -78,6 +86,9 @@ def tail_command(
     (exit 0) or on Ctrl-C (exit 0).  With --role, the last N records are the last N of those
     roles.  --json prints one JSON array of records; with --follow it prints NDJSON, one
     record per line.
+
+    With --wait, a session that has not started yet is waited for (as tail -F waits for a
+    file), then followed from its first record.
 
     Example: zett-sessions tail --latest -f --stale-after 10m
     """
@@ -91,6 +102,8 @@ def tail_command(
     one_session(session, latest)
     if stale_after is not None and not follow:
         raise UsageError("--stale-after only applies with --follow")
+    if wait and not follow:
+        raise UsageError("--wait waits for a session to follow: add --follow (-f)")
     state = app_state(ctx)
     request = Request(
         session=session,
@@ -101,6 +114,7 @@ def tail_command(
         follow=follow,
         interval=interval,
         stale_after=parse_duration(stale_after) if stale_after is not None else None,
+        wait=wait,
     )
     out = state.output()
     try:
