@@ -169,6 +169,44 @@ def test_list_on_a_real_60_column_terminal(tmp_path: Path) -> None:
     assert hidden_columns("\n".join(lines))
 
 
+def test_search_headings_fit_60_columns_leaving_out_whole_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.cells import cell_len
+
+    from zett_sessions.demo import write_demo
+
+    db = write_demo(tmp_path / "demo.sqlite3").path
+    monkeypatch.setenv("COLUMNS", "60")
+    r = run_cli(["--db", str(db), "search", "shell"])
+    assert r.exit_code == 0, r.stderr
+    headings = [line for line in r.stdout.splitlines() if line and not line.startswith(" ")]
+    assert headings and all(cell_len(line) <= 60 for line in headings), headings
+    assert all(re.search(r"  \d+ hits?$", line) for line in headings), headings
+    assert hidden_columns(r.stderr) == ["agent", "last activity"]
+    assert "Hidden" not in r.stdout
+
+
+def test_show_title_lines_fit_60_columns_leaving_out_whole_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.cells import cell_len
+
+    from zett_sessions.demo import write_demo
+
+    demo = write_demo(tmp_path / "demo.sqlite3")
+    monkeypatch.setenv("COLUMNS", "60")
+    r = run_cli(["--db", str(demo.path), "show", demo.sessions["crashed"]])
+    assert r.exit_code == 0, r.stderr
+    titles = [line for line in r.stdout.splitlines() if re.match(r"#\d+ ", line)]
+    assert titles and all(cell_len(line) <= 60 for line in titles), titles
+    assert any(re.search(r"\d in · \d+ out$", line) for line in titles), titles  # tokens kept
+    assert hidden_columns(r.stderr) == ["model"]
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = run_cli(["--db", str(demo.path), "show", demo.sessions["crashed"]])
+    assert "claude-sonnet-4-5" in wide.stdout and "Hidden" not in wide.stderr
+
+
 # --- JSON keeps escape sequences; the docs' jq recipe strips them ----------------------------
 
 HOSTILE_TITLE = "a\x1b[2Jb\x1b]52;c;ZXZpbA==\x07c\x9b31md\x07e"

@@ -68,10 +68,10 @@ def hits_of(document: list[dict[str, Any]]) -> list[tuple[str, int, str, str]]:
 
 
 def test_search_finds_text_tool_names_arguments_and_results_grouped_by_session(
-    demo: DemoResult,
-    db: str,
+    demo: DemoResult, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = demo.sessions
+    monkeypatch.setenv("COLUMNS", "200")  # every heading whole
     r = search(db, "pytest")
     assert r.exit_code == 0, r.stderr
     assert r.stdout.split("\n\n")[:4] == [

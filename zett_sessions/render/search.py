@@ -21,6 +21,7 @@ from ..search.pattern import MATCH_SECONDS
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import relative_time
+from .headline import Part, fit_heading, heading_text
 from .jsonout import kind_name, session_json
 from .sanitize import sanitize, single_line
 
@@ -71,26 +72,46 @@ def hit_text(hit: Hit) -> Text:
     return label + Text("  ") + snippet_text(hit)
 
 
-def session_heading(found: SessionHits, now: datetime | None = None) -> Text:
-    """``<id>  <title>  <agent>  <last activity>  <n hits>``."""
+SEARCH_DROP = ("agent", "last activity")  # what a narrow heading leaves out first
+
+
+def session_heading(
+    found: SessionHits,
+    now: datetime | None = None,
+    *,
+    width: int | None = None,
+    hidden: set[str] | None = None,
+) -> Text:
+    """``<id>  <title>  <agent>  <last activity>  <n hits>``; within ``width`` cells (the agent,
+    then the last activity left out and added to ``hidden``, then the title cut)."""
     session = found.session
-    heading = Text(single_line(session.session_id), style="bold cyan")
-    heading += Text("  ") + Text(single_line(session.title or "(untitled)", 80))
+    parts = [Part(single_line(session.session_id), "bold cyan")]
+    parts.append(Part("  " + single_line(session.title or "(untitled)", 80), flex=True))
     if session.agent_name:
-        heading += Text(f"  {single_line(session.agent_name, 32)}", style="dim")
-    heading += Text(f"  {relative_time(session.updated_at, now)}", style="dim")
-    heading += Text(f"  {plural(found.hit_count, 'hit')}", style="bold")
-    return heading
+        parts.append(Part(f"  {single_line(session.agent_name, 32)}", "dim", name="agent"))
+    parts.append(Part(f"  {relative_time(session.updated_at, now)}", "dim", name="last activity"))
+    parts.append(Part(f"  {plural(found.hit_count, 'hit')}", "bold"))
+    kept, left_out = fit_heading(parts, width, SEARCH_DROP)
+    if hidden is not None:
+        hidden.update(left_out)
+    return heading_text(kept)
 
 
-def session_block(found: SessionHits, now: datetime | None = None) -> Text:
-    """A session's heading and its hits, one per line, ending with a blank line."""
-    block = session_heading(found, now) + Text("\n")
+def session_block(
+    found: SessionHits,
+    now: datetime | None = None,
+    *,
+    width: int | None = None,
+    hidden: set[str] | None = None,
+) -> Text:
+    """A session's heading (see ``session_heading``) and its hits, one per line, ending with a
+    blank line."""
+    block = session_heading(found, now, width=width, hidden=hidden) + Text("\n")
     for hit in found.hits:
         block += hit_text(hit) + Text("\n")
-    hidden = found.hit_count - len(found.hits)
-    if hidden > 0:
-        block += Text(f"  … {plural(hidden, 'more hit')} (--max-hits)\n", style="dim")
+    more = found.hit_count - len(found.hits)
+    if more > 0:
+        block += Text(f"  … {plural(more, 'more hit')} (--max-hits)\n", style="dim")
     return block + Text("\n")
 
 

@@ -50,6 +50,7 @@ from ..render.common import (
     zone_name,
 )
 from ..render.fields import fields_table
+from ..render.headline import Part, fit_heading, heading_text
 from ..render.jsonout import kind_name, session_json
 from ..render.sanitize import sanitize, single_line
 from ..timeutil import iso_utc
@@ -378,11 +379,15 @@ def flag_text(flag: Dropped[Any], *, prefix: str = INDENT) -> Text:
 # --- records ---------------------------------------------------------------------------------
 
 
+TITLE_DROP = ("model", "tokens", "duration", "call id")  # what a narrow title line leaves out
+
+
 class TranscriptRenderer:
     """Turns stream entries into ``Text``; remembers the date last shown (times stay short)."""
 
     def __init__(self, options: TranscriptOptions) -> None:
         self.options = options
+        self.hidden: set[str] = set()  # parts of title lines left out to fit ``width``
         self._day: str | None = None
         self._prompts = PromptRepeats()
 
@@ -412,27 +417,35 @@ class TranscriptRenderer:
         return flag_text(entry.flag, prefix=f"#{entry.item.sequence} ")
 
     def title_line(self, record: RawMessageRecord, entry: Entry[RawMessageRecord]) -> Text:
-        """``#3 assistant  09:15:05  2.3 s  5,120 in · 340 out  openai gpt-5`` (one line)."""
+        """``#3 assistant  09:15:05  2.3 s  5,120 in · 340 out  openai gpt-5`` (one line).
+
+        Within ``options.width``: the model, the tokens, the duration and a result's call id
+        are left out in that order (named in ``hidden``) before the line would wrap."""
         message = record.message
         role = role_of(message, record.role)
-        pieces = [(f"#{record.sequence} ", "bold"), (role, ROLE_STYLES.get(role, "bold red"))]
+        parts = [
+            Part(f"#{record.sequence} ", "bold"),
+            Part(role, ROLE_STYLES.get(role, "bold red")),
+        ]
         if isinstance(message, ToolMessage):
-            pieces.extend(result_label(message, entry))
+            parts.extend(result_label(message, entry))
         # When the row was stored (the time verify reports); --details shows the timing span.
         clock, self._day = when(record.created_at, self._day, local=self.options.local)
-        pieces.append((f"  {clock}", "dim"))
+        parts.append(Part(f"  {clock}", "dim"))
         if record.duration_ns:
-            pieces.append((f"  {human_duration_ns(record.duration_ns)}", "dim"))
+            duration = human_duration_ns(record.duration_ns)
+            parts.append(Part(f"  {duration}", "dim", name="duration"))
         tokens = tokens_label(record)
         if tokens:
-            pieces.append((f"  {tokens}", "dim"))
+            parts.append(Part(f"  {tokens}", "dim", name="tokens"))
         if isinstance(message, AssistantMessage) and (message.provider or message.model):
             model = " ".join(single_line(v, 60) for v in (message.provider, message.model) if v)
-            pieces.append((f"  {model}", "dim"))
+            parts.append(Part(f"  {model}", "dim", name="model"))
         if isinstance(message, SystemMessage) and not in_context(message):
-            pieces.append(("  (logged, not replayed)", "dim"))
-        pieces.append(("\n", ""))
-        return styled(pieces)
+            parts.append(Part("  (logged, not replayed)", "dim"))
+        kept, hidden = fit_heading(parts, self.options.width, TITLE_DROP)
+        self.hidden.update(hidden)
+        return heading_text([*kept, Part("\n")])
 
     def message_body(
         self, record: RawMessageRecord, entry: Entry[RawMessageRecord]
@@ -460,19 +473,21 @@ class TranscriptRenderer:
             yield from content_parts(message.content, options)
 
 
-def result_label(message: ToolMessage, entry: Entry[RawMessageRecord]) -> list[tuple[str, str]]:
+def result_label(message: ToolMessage, entry: Entry[RawMessageRecord]) -> list[Part]:
     """`` ✓ grep [toolu_01A of #3]`` (the call's tool name; the result's too if they differ)."""
-    pieces = [(" ", ""), ("✓", "bold green") if message.success else ("✗", FLAG_STYLE)]
+    parts = [Part(" "), Part("✓", "bold green") if message.success else Part("✗", FLAG_STYLE)]
     call = entry.call
     name = call.name if call is not None else message.name
-    pieces.append((f" {single_line(name, 80)}", "bold"))
+    parts.append(Part(f" {single_line(name, 80)}", "bold", flex=True))
     if call is not None and call.name != message.name:
-        pieces.append((f" (result says {single_line(message.name, 80)})", "dim"))
+        parts.append(Part(f" (result says {single_line(message.name, 80)})", "dim"))
     answers = f" of #{call.sequence}" if call is not None else ""
-    pieces.append((f" [{single_line(message.tool_call_id, 80)}{answers}]", "dim"))
+    parts.append(
+        Part(f" [{single_line(message.tool_call_id, 80)}{answers}]", "dim", name="call id")
+    )
     if not message.success:
-        pieces.append((" failed", FLAG_STYLE))
-    return pieces
+        parts.append(Part(" failed", FLAG_STYLE))
+    return parts
 
 
 def styled(pieces: Iterable[tuple[str, str]]) -> Text:

@@ -218,12 +218,14 @@ async def _show_text(
         console.file.write("\n")
         boundary = _boundary(header)
         stream = _records(db, session_id, request, record_from_row, state, boundary, log=log)
-        await print_entries(console, stream, renderer_for(request.options, console))
+        renderer = renderer_for(request.options, console)
+        await print_entries(console, stream, renderer)
         console.file.write("\n")
         async with db.read():  # the totals of the rows shown, the session still there
             await require_log(db, log)
             totals = await read_totals(db, session_id, log)
         write_renderable(console, totals_table(totals))
+    out.columns_hidden(sorted(renderer.hidden), console.width)
     if state.shown == 0:
         out.hint("No records match." if header.session.message_count else "No messages yet.")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from functools import partial
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -182,10 +183,13 @@ async def _print(
             first = await _first_with_progress(results, progress)  # the bar ends before the pager
             if first is None:
                 return
+            hidden: set[str] = set()
             with out.paged() as console:
-                console.print(session_block(first), end="", soft_wrap=True)
+                fitted = partial(session_block, width=_fit_width(console.width), hidden=hidden)
+                console.print(fitted(first), end="", soft_wrap=True)
                 async for hits in results:
-                    console.print(session_block(hits), end="", soft_wrap=True)
+                    console.print(fitted(hits), end="", soft_wrap=True)
+            out.columns_hidden(sorted(hidden), console.width)
             return
         with _reported(progress):
             if ids_only:
@@ -199,6 +203,13 @@ async def _print(
                     out.write(f"{opening}\n{dumps(session_hits_json(hits), indent=None)}")
                     opening = ","
                 out.line("[]" if opening == "[" else "\n]")
+
+
+def _fit_width(width: int) -> int | None:
+    """The width headings fit: the terminal's (or ``$COLUMNS``); none off a terminal."""
+    from ...render.output import UNWRAPPED
+
+    return width if width < UNWRAPPED else None
 
 
 @contextmanager
