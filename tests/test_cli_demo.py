@@ -19,8 +19,11 @@ def test_demo_writes_the_default_file_in_the_current_directory(
     r = run_cli(["demo"])
     assert r.exit_code == 0, r.stderr
     assert (tmp_path / "zett-demo.sqlite3").is_file()
-    assert "Wrote zett-demo.sqlite3: 9 sessions, 64 messages, 2 snapshots." in r.stdout
+    assert "Wrote zett-demo.sqlite3: 35 sessions, 193 messages, 2 snapshots." in r.stdout
     assert "project-notes" in r.stdout and "nightly-deps" in r.stdout
+    assert "history     26 older sessions over four months" in r.stdout
+    assert "Sample prices for usage --prices: prices.json" in r.stdout
+    assert json.loads((tmp_path / "prices.json").read_text())["currency"] == "USD"
     assert "try: zett-sessions --db zett-demo.sqlite3 list" in r.stderr
 
 
@@ -78,10 +81,12 @@ def test_demo_json_lists_path_session_ids_and_message_count(tmp_path: Path) -> N
     r = run_cli(["demo", str(target), "--json"])
     assert r.exit_code == 0, r.stderr
     document = json.loads(r.stdout)
-    assert set(document) == {"path", "sessions", "messages"}
+    assert set(document) == {"path", "sessions", "messages", "history", "prices"}
     assert document["path"] == str(target.resolve())
-    assert len(document["sessions"]) == 9 and "project-notes" in document["sessions"]
-    assert document["messages"] == 64
+    assert len(document["sessions"]) == 35 and "project-notes" in document["sessions"]
+    assert len(document["history"]) == 26 and document["history"] == document["sessions"][9:]
+    assert document["messages"] == 193
+    assert document["prices"] == str(tmp_path.resolve() / "prices.json")
     assert r.stderr == ""
 
 
@@ -90,7 +95,7 @@ def test_demo_output_is_listable_and_terminal_safe(tmp_path: Path) -> None:
     assert run_cli(["demo", str(target)]).exit_code == 0
     r = run_cli(["--db", str(target), "list", "--all", "--full"])
     assert r.exit_code == 0, r.stderr
-    assert "9 of 9 sessions" in r.stderr
+    assert "35 of 35 sessions" in r.stderr
     for char in FORBIDDEN_TERMINAL_CHARS:
         assert char not in r.stdout
 

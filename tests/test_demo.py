@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from support import digest
-from zett_sessions.demo import CRASHED_TITLE, UNICODE_TITLE, DemoResult, write_demo
+from zett_sessions.demo import (
+    CRASHED_TITLE,
+    HISTORY,
+    SAMPLE_PRICES,
+    UNICODE_TITLE,
+    DemoResult,
+    write_demo,
+)
 from zett_sessions.models import RawMessageRecord
 from zett_sessions.projection import project
 from zett_sessions.sqlite.storage import SQLiteSessionStorage
+from zett_sessions.timeutil import parse_db_time
 
 KEYS = [
     "empty",
@@ -217,3 +228,88 @@ def test_demo_needs_an_existing_directory(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         write_demo(tmp_path / "missing" / "demo.sqlite3")
     assert list(tmp_path.iterdir()) == []
+
+
+# --- the demo with history (what the demo command writes) -----------------------------------
+
+NOW = datetime(2026, 6, 15, 14, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    directory = tmp_path_factory.mktemp("history")
+    return write_demo(directory / "demo.sqlite3", history=True, prices=True, now=NOW)
+
+
+def last_activity(path: Path) -> dict[str, datetime]:
+    found = {}
+    for session_id, created, updated in rows(
+        path,
+        "SELECT s.id, s.created_at, max(r.created_at) FROM agent_sessions s "
+        "LEFT JOIN raw_messages r ON r.session_id = s.id GROUP BY s.id",
+    ):
+        moment = parse_db_time(updated if updated is not None else created)
+        assert moment is not None
+        found[str(session_id)] = moment
+    return found
+
+
+def test_history_sessions_end_their_days_before_now_whatever_the_clock(
+    history: DemoResult,
+) -> None:
+    activity = last_activity(history.path)
+    assert len(history.history) == len(HISTORY) and set(activity) == set(history.session_ids)
+    for session_id, entry in zip(history.history, HISTORY, strict=True):
+        assert activity[session_id] == NOW - timedelta(days=entry[0]), entry
+    ages = [NOW - activity[session_id] for session_id in history.history]
+    assert sum(age > timedelta(days=90) for age in ages) >= 5
+    assert max(ages) > timedelta(days=110)
+    busiest = Counter(activity[s].date() for s in history.history).most_common(1)[0][1]
+    assert busiest >= 5  # a busy day for usage --by day
+    for key, session_id in history.sessions.items():  # the featured: "just now" when written
+        if key == "child":  # it answered within its parent's delegation, before the parent
+            assert activity[session_id] < activity[history.sessions["tools"]]
+            continue
+        assert NOW - timedelta(seconds=45) <= activity[session_id] < NOW, key
+
+
+def test_every_session_lasts_at_least_as_long_as_the_spans_it_records(
+    history: DemoResult,
+) -> None:
+    for session_id in history.session_ids:
+        log = raw_log(history.path, session_id)
+        if not log:
+            continue
+        timed = [r.timing for r in log if r.timing is not None]
+        spans = sum((t.duration_ns or 0) for t in timed) / 1e9
+        first = min(t.started_at for t in timed if t.started_at is not None)
+        wall = (log[-1].created_at - first).total_seconds()
+        assert wall >= spans, session_id
+        for record in log:
+            assert record.timing is not None
+            assert record.timing.started_at <= record.timing.completed_at <= record.created_at
+        created = [r.created_at for r in log]
+        assert created == sorted(created), session_id
+
+
+def test_history_adds_no_finding_and_every_session_stays_in_order(history: DemoResult) -> None:
+    for session_id in history.history:
+        projection = project(raw_log(history.path, session_id), lambda r: r.message)
+        assert projection.dropped == [], session_id
+    created, updated = rows(
+        history.path,
+        "SELECT created_at, updated_at FROM agent_sessions WHERE id = ?",
+        (history.sessions["plain"],),
+    )[0]
+    assert str(created) < str(updated)  # renamed after its last message, still after it
+
+
+def test_the_sample_prices_are_written_beside_it_and_never_replace_a_file(
+    history: DemoResult, tmp_path: Path
+) -> None:
+    assert history.prices == history.path.parent / "prices.json"
+    assert json.loads(history.prices.read_text()) == SAMPLE_PRICES
+    mine = tmp_path / "prices.json"
+    mine.write_text("my own")
+    again = write_demo(tmp_path / "demo.sqlite3", history=True, prices=True, now=NOW)
+    assert again.prices is None and mine.read_text() == "my own"

@@ -8,6 +8,7 @@ needs a PostgreSQL server is skipped here: ``tests/test_storage_postgres.py`` co
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -144,15 +145,29 @@ def recipe_commands() -> list[list[str]]:
     return commands
 
 
+# What each recipe shows on the demo (the first text of its stdout it must hold): every recipe
+# finds something there, none says "Nothing to delete" or "No matches".
+RECIPE_SHOWS = {
+    ("list", "--problems"): "read_file, grep",  # its open tool calls
+    ("show", "--context"): "Dropped by the projection",
+    ("verify",): "incomplete_tool_batch",
+    ("search", "pytest -q"): "pytest -q",
+    ("search", "Traceback"): "Traceback (most recent call last)",
+    ("usage", "--prices"): "Cost (USD)",
+    ("delete", "--dry-run"): "Would delete 3 sessions",
+    ("delete", "--yes"): '"deleted"',
+}
+
+
 def test_the_first_days_recipes_run_on_the_demo(tmp_path: Path) -> None:
-    """Each recipe's options exist and do what the README says on the demo database (its id
-    placeholder becomes the crashed session's; a follow is not started)."""
-    demo = write_demo(tmp_path / "demo.sqlite3")
-    (tmp_path / "prices.json").write_text(
-        '{"models": {"claude-sonnet-4-5": {"input": 3, "output": 15}}}'
-    )
+    """Each recipe's options exist and show what the README says on the demo database, with
+    its history and sample prices as the demo command writes them (its id placeholder becomes
+    the crashed session's; a follow is not started)."""
+    demo = write_demo(tmp_path / "demo.sqlite3", history=True, prices=True)
+    assert demo.prices == tmp_path / "prices.json"
     commands = recipe_commands()
     assert {args[0] for args in commands} >= {"list", "show", "tail", "search", "usage", "delete"}
+    checked = set()
     for args in commands:
         if "-f" in args:
             continue
@@ -163,3 +178,11 @@ def test_the_first_days_recipes_run_on_the_demo(tmp_path: Path) -> None:
         r = run_cli(["--db", str(demo.path), *args])
         assert r.exit_code == (4 if args[0] == "verify" else 0), (args, r.stderr)
         assert r.stderr.count("Error") == 0, (args, r.stderr)
+        for (command, *words), shown in RECIPE_SHOWS.items():
+            if args[0] == command and all(word in args for word in words):
+                assert shown in r.stdout, (args, r.stdout[-2000:], r.stderr)
+                checked.add((command, *words))
+        assert "Nothing to delete" not in r.stdout and "No matches" not in r.stderr, args
+    assert checked == set(RECIPE_SHOWS)
+    usage = run_cli(["--db", str(demo.path), "usage", "--by", "day", "--json"])
+    assert len(json.loads(usage.stdout)["groups"]) > 10  # months of days, not one

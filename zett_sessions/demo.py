@@ -34,9 +34,15 @@ Everything else is clean: contiguous sequences from 1, complete tool batches, sn
 boundaries at turn ends (inside the log, strictly increasing, never inside a tool batch), usage
 and timing only on assistants, valid titles and agent names, JSON-object metadata and tags.
 
-Timestamps are honest: ``created_at``/``updated_at`` are the real time of writing (the storage
-stamps them, as zett-agent does), so all demo sessions look "just now".  ``MessageTiming``
-gives assistants and tools realistic durations that *end* at the moment they are recorded.
+``write_demo(history=True)`` (the ``demo`` command) adds ``HISTORY``: ordinary sessions over the
+four months before, some older than 90 days, six on one busy day, two failed runs; and
+``prices=True`` writes ``SAMPLE_PRICES`` beside the file for ``usage --prices``.
+
+Times: the storage stamps every row as it is written (as zett-agent does) and ``MessageTiming``
+gives assistants and tools realistic durations ending then.  With the history,
+``demo_timeline.lay_out`` then puts each session on a clock of its own (rows a pause plus their
+duration apart), the featured ones ending in the last 45 seconds before ``now``, the history on
+its days; without it every session looks "just now", as the storage stamped it.
 """
 
 from __future__ import annotations
@@ -45,8 +51,8 @@ import asyncio
 import base64
 import contextlib
 import os
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +84,12 @@ DEFAULT_DEMO_PATH = "zett-demo.sqlite3"
 
 CRASHED_TITLE = "Crashed run: fix the failing tests (incomplete tool batch)"
 UNICODE_TITLE = "Images, ユニコード and \x1b[31mcolour\x1b[0m"
+CRASH_OUTPUT = (
+    "3 failed, 41 passed in 2.31s\n"
+    "Traceback (most recent call last):\n"
+    '  File "tests/test_api.py", line 12, in test_create\n'
+    "KeyError: 'id'"
+)
 CANCELLED_RESULT = '{"cancelled": true, "reason": "Request cancelled before tool completion"}'
 CODING_PROMPT = "You are a careful coding agent working in the user's repository.\n" + (
     "Prefer small, verified edits."
@@ -131,10 +143,13 @@ class DemoResult:
     messages: int
     snapshots: int
     faults: tuple[PlantedFault, ...] = field(default=())
+    history: tuple[str, ...] = ()  # the older, ordinary sessions (``write_demo(history=True)``)
+    prices: Path | None = None  # the sample price table written beside it, if one was
 
     @property
     def session_ids(self) -> list[str]:
-        return list(self.sessions.values())
+        """Every session written: the featured ones by key, then the history."""
+        return [*self.sessions.values(), *self.history]
 
 
 @dataclass
@@ -417,7 +432,7 @@ async def _crashed(w: _Writer) -> tuple[str, tuple[PlantedFault, ...]]:
     )
     await w.add(
         run,
-        _result(calls[0], "3 failed, 41 passed in 2.31s", success=False),
+        _result(calls[0], CRASH_OUTPUT, success=False),
         seconds=2.3,
     )
     w.persistence.cancel(run)  # the process died here: call_b and call_c never got results
@@ -533,13 +548,100 @@ async def _unicode(w: _Writer) -> str:
     return session_id
 
 
+# --- history: four months of ordinary sessions ------------------------------------------
+#
+# (days before now of the last message, title, agent, model, how the run went).  Six are older
+# than 90 days (retention has something to delete), six fall on one afternoon six days ago (a
+# busy day for `usage --by day`), two runs failed: a command that exited 1, a cancelled call
+# (complete tool batches, so verify stays quiet about them).
+HISTORY = (
+    (118.3, "Set up the project skeleton", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (111.6, "Draft the API design notes", "assistant", "gemini-2.5-pro", "ok"),
+    (104.2, "Upgrade the web framework", "coding-agent", "claude-sonnet-4-5", "failed"),
+    (99.8, "Nightly dependency update", "automation", "claude-haiku-4-5", "ok"),
+    (95.4, "Explain the caching layer", "assistant", "claude-sonnet-4-5", "ok"),
+    (92.1, "Add request logging", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (84.7, "Nightly dependency update", "automation", "claude-haiku-4-5", "ok"),
+    (77.5, "Write the onboarding guide", "assistant", "gemini-2.5-pro", "ok"),
+    (69.9, "Fix the login redirect", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (61.2, "Profile the report endpoint", "coding-agent", "claude-sonnet-4-5", "cancelled"),
+    (54.6, "Summarise the incident review", "assistant", "gemini-2.5-pro", "ok"),
+    (47.3, "Nightly dependency update", "automation", "claude-haiku-4-5", "ok"),
+    (40.8, "Migrate the settings file", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (33.4, "Review the pagination change", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (26.1, "Plan the quarterly roadmap", "assistant", "gemini-2.5-pro", "ok"),
+    (19.7, "Nightly dependency update", "automation", "claude-haiku-4-5", "ok"),
+    (13.2, "Speed up the CI pipeline", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (10.5, "Rename the billing module", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (6.13, "Triage the bug backlog", "assistant", "gemini-2.5-pro", "ok"),
+    (6.12, "Fix the flaky upload check", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (6.11, "Add an index for the audit log", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (6.10, "Answer the support escalation", "assistant", "claude-sonnet-4-5", "ok"),
+    (6.09, "Bump the container base image", "coding-agent", "claude-haiku-4-5", "ok"),
+    (6.08, "Write the release notes", "assistant", "gemini-2.5-pro", "ok"),
+    (3.4, "Clean up feature flags", "coding-agent", "claude-sonnet-4-5", "ok"),
+    (1.6, "Nightly dependency update", "automation", "claude-haiku-4-5", "ok"),
+)
+# A price table for the models above and the featured sessions', per million tokens: the
+# README's `usage --prices prices.json` on the demo.  Sample figures, not anyone's price list.
+SAMPLE_PRICES = {
+    "currency": "USD",
+    "models": {
+        "claude-sonnet-4-5": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+        "claude-haiku-4-5": {"input": 1, "output": 5, "cache_read": 0.1, "cache_write": 1.25},
+        "gemini-2.5-pro": {"input": 1.25, "output": 10, "cache_read": 0.31},
+    },
+}
+PRICES_NAME = "prices.json"
+
+
+async def _history_session(w: _Writer, number: int, entry: tuple[Any, ...]) -> str:
+    _, title, agent, model, outcome = entry
+    automation = agent == "automation"
+    summary = await w.storage.create_session(
+        title=title, agent_name=agent, session_type=1 if automation else 0
+    )
+    session_id = summary.session_id
+    run = await w.run(session_id, {"origin": "cron" if automation else "cli"}, None)
+    provider = "google" if model.startswith("gemini") else "anthropic"
+    size = 1500 + 400 * (number % 7)
+    await w.add(run, SystemMessage(content=CODING_PROMPT))
+    await w.add(run, UserMessage(content=f"{title}."))
+    call = ToolCall(
+        id=f"call_h{number}", name="shell", arguments={"command": f"make check-{number % 5}"}
+    )
+    await w.add(
+        run,
+        _assistant("", call, provider=provider, model=model),
+        seconds=2.0 + number % 4,
+        usage=_usage(size, 60 + number, cache_read=size // 2),
+    )
+    if outcome == "cancelled":
+        await w.add(run, _result(call, CANCELLED_RESULT, success=False))
+        w.persistence.cancel(run)
+        return session_id
+    failed = outcome == "failed"
+    output = "exit status 1: 2 checks failed" if failed else "all checks passed"
+    await w.add(run, _result(call, output, success=not failed), seconds=8.0 + number % 9)
+    answer = "Two checks fail; here is what to change." if failed else f"Done: {title.lower()}."
+    await w.add(
+        run,
+        _assistant(answer, provider=provider, model=model),
+        seconds=3.0 + number % 5,
+        usage=_usage(size + 300, 120 + 7 * number, cache_read=size),
+    )
+    w.done(run)
+    return session_id
+
+
 # --- entry point -------------------------------------------------------------------------
 
 
-async def _write(path: Path) -> DemoResult:
+async def _write(path: Path, history: bool) -> DemoResult:
     storage = SQLiteSessionStorage(path)
     writer = _Writer(storage, SessionPersistence(storage))
     sessions: dict[str, str] = {}
+    old: list[str] = []
     try:
         sessions["empty"] = await _empty(writer)
         sessions["plain"] = await _plain(writer)
@@ -549,15 +651,48 @@ async def _write(path: Path) -> DemoResult:
         sessions["crashed"], faults = await _crashed(writer)
         sessions["automation"] = await _automation(writer)
         sessions["unicode"] = await _unicode(writer)
+        for number, entry in enumerate(HISTORY if history else ()):
+            old.append(await _history_session(writer, number, entry))
     finally:
         await storage.close()
-    return DemoResult(path, sessions, writer.messages, writer.snapshots, faults)
+    return DemoResult(path, sessions, writer.messages, writer.snapshots, faults, tuple(old))
+
+
+def _timeline(result: DemoResult, now: datetime) -> None:
+    """Each session on a realistic clock (``demo_timeline``): the featured sessions end in the
+    last 45 seconds (still "just now"), five seconds apart in the order they were written (the
+    child within its parent's delegation), each history session ``HISTORY``'s days before
+    ``now``."""
+    from .demo_timeline import lay_out
+
+    featured = [[sid] for key, sid in result.sessions.items() if key != "child"]
+    for group in featured:
+        if group[0] == result.sessions["tools"]:
+            group.append(result.sessions["child"])
+    ends = {
+        group[0]: now - timedelta(seconds=5 * (len(featured) - index))
+        for index, group in enumerate(featured)
+    }
+    for session_id, entry in zip(result.history, HISTORY, strict=False):
+        ends[session_id] = now - timedelta(days=entry[0])
+    lay_out(result.path, [*featured, *([sid] for sid in result.history)], ends)
 
 
 def write_demo(
-    path: str | os.PathLike[str] = DEFAULT_DEMO_PATH, *, overwrite: bool = False
+    path: str | os.PathLike[str] = DEFAULT_DEMO_PATH,
+    *,
+    overwrite: bool = False,
+    history: bool = False,
+    prices: bool = False,
+    now: datetime | None = None,
 ) -> DemoResult:
     """Write the demo database to ``path`` (a new file) and describe it.
+
+    ``history`` adds ``HISTORY``'s ordinary sessions over the four months before ``now`` (the
+    ``demo`` command's default: retention, usage and cost have something to show); ``prices``
+    writes ``SAMPLE_PRICES`` to ``prices.json`` beside ``path`` unless a file of that name is
+    there (never replaced).  Every time is laid out from ``now`` (default: the clock), so a demo
+    is the same relative to the moment it was written.
 
     Raises ``IsADirectoryError`` when ``path`` is a directory, ``ValidationError`` when it is
     another non-regular file (``/dev/null``: never replaced) or a spelling no database path may
@@ -587,7 +722,9 @@ def write_demo(
         raise FileExistsError(f"{target} already exists")
     temporary = target.with_name(f".{target.name}.{new_uuid7()}.tmp")
     try:
-        result = asyncio.run(_write(temporary))
+        result = asyncio.run(_write(temporary, history))
+        if history:  # without it the rows keep the storage's own stamps (tests rely on those)
+            _timeline(result, now or utc_now())
         if target.exists() and not overwrite:
             raise FileExistsError(f"{target} already exists")
         for suffix in ("-wal", "-shm", "-journal"):
@@ -598,4 +735,18 @@ def write_demo(
         for leftover in (temporary, *(Path(f"{temporary}{s}") for s in ("-wal", "-shm"))):
             with contextlib.suppress(OSError):
                 os.unlink(leftover)
-    return DemoResult(target, result.sessions, result.messages, result.snapshots, result.faults)
+    written = _write_prices(target.parent / PRICES_NAME) if prices else None
+    return replace(result, path=target, prices=written)
+
+
+def _write_prices(path: Path) -> Path | None:
+    """``SAMPLE_PRICES`` at ``path``, unless something is there already (``None`` then)."""
+    import json
+
+    try:
+        with open(path, "x", encoding="utf-8") as file:
+            json.dump(SAMPLE_PRICES, file, indent=2)
+            file.write("\n")
+    except FileExistsError:
+        return None
+    return path

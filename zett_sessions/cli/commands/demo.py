@@ -26,7 +26,9 @@ def demo_command(
     """Write a sample session database to try the other commands on.
 
     It holds a tool round trip, a compacted session, a delegated child, a crashed run with an
-    incomplete tool batch, an automation session and hostile unicode text.
+    incomplete tool batch, an automation session and hostile unicode text, then four months of
+    older sessions (some past 90 days, a busy day); prices.json beside it (unless one is there)
+    holds sample prices for usage --prices.
 
     Example: zett-sessions demo /tmp/demo.sqlite3 && zett-sessions --db /tmp/demo.sqlite3 list
     """
@@ -37,7 +39,7 @@ def demo_command(
 
     out = app_state(ctx).output()
     try:
-        result = write_demo(path, overwrite=force)
+        result = write_demo(path, overwrite=force, history=True, prices=True)
     except IsADirectoryError as error:
         raise UsageError(f"{error}; give a file name for the demo database") from None
     except FileExistsError as error:
