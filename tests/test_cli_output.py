@@ -187,8 +187,9 @@ def test_search_headings_fit_60_columns_leaving_out_whole_parts(
     assert "Hidden" not in r.stdout
 
 
-def test_show_title_lines_fit_60_columns_leaving_out_whole_parts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("command", [["show"], ["tail", "-n", "3"]])
+def test_title_lines_fit_60_columns_leaving_out_whole_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
 ) -> None:
     from rich.cells import cell_len
 
@@ -196,14 +197,14 @@ def test_show_title_lines_fit_60_columns_leaving_out_whole_parts(
 
     demo = write_demo(tmp_path / "demo.sqlite3")
     monkeypatch.setenv("COLUMNS", "60")
-    r = run_cli(["--db", str(demo.path), "show", demo.sessions["crashed"]])
+    r = run_cli(["--db", str(demo.path), *command, demo.sessions["crashed"]])
     assert r.exit_code == 0, r.stderr
     titles = [line for line in r.stdout.splitlines() if re.match(r"#\d+ ", line)]
     assert titles and all(cell_len(line) <= 60 for line in titles), titles
     assert any(re.search(r"\d in · \d+ out$", line) for line in titles), titles  # tokens kept
     assert hidden_columns(r.stderr) == ["model"]
     monkeypatch.setenv("COLUMNS", "200")
-    wide = run_cli(["--db", str(demo.path), "show", demo.sessions["crashed"]])
+    wide = run_cli(["--db", str(demo.path), *command, demo.sessions["crashed"]])
     assert "claude-sonnet-4-5" in wide.stdout and "Hidden" not in wide.stderr
 
 

@@ -468,6 +468,7 @@ async def _show_context(
         console.file.write("\n")
         for line in dropped_lines(resume):
             write_renderable(console, line, soft_wrap=True)
+    out.columns_hidden(sorted(renderer.hidden), console.width)
 
 
 # --- tail ------------------------------------------------------------------------------------
@@ -507,6 +508,7 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     else:
         with out.paged() as console:
             await print_entries(console, stream, renderer)
+    out.columns_hidden(sorted(renderer.hidden), out.width)  # of the history's title lines
     if request.follow:
         out.hint(f"Following {session_id} (Ctrl-C to stop)…")
         await _follow(db, session_id, build, state, request, out, renderer, prompts)
