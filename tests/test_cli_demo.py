@@ -27,6 +27,18 @@ def test_demo_writes_the_default_file_in_the_current_directory(
     assert "try: zett-sessions --db zett-demo.sqlite3 list" in r.stderr
 
 
+def test_demo_keeps_a_prices_file_that_is_there_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prices.json").write_text("mine")
+    r = run_cli(["demo"])
+    assert r.exit_code == 0, r.stderr
+    assert "Sample prices" not in r.stdout
+    assert r.stderr.startswith("kept the prices.json already beside it (the sample prices are")
+    assert (tmp_path / "prices.json").read_text() == "mine"
+
+
 def test_demo_refuses_an_existing_file_without_force(tmp_path: Path) -> None:
     target = tmp_path / "mine.sqlite3"
     target.write_bytes(b"not yours")

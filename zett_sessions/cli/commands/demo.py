@@ -52,6 +52,10 @@ def demo_command(
         out.json(demo_json(result))
         return
     out.print(demo_summary(result))
+    if result.prices is None:
+        from ...demo import PRICES_NAME
+
+        out.hint(f"kept the {PRICES_NAME} already beside it (the sample prices are not in it)")
     out.hint(f"try: {invoked_as()} --db {_quoted(str(result.path))} list")
 
 
