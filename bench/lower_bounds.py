@@ -24,7 +24,8 @@ Given a ``postgresql://`` URL instead of a file (a database loaded with ``zett-s
 * ``verify`` on PostgreSQL: the floor and verify's scan query (``postgres/verify.py``) evaluated
   inside the server (``count(*)`` over it), then its rows streamed into Python through the
   reader's server-side cursor with nothing done to them, then with the envelope checks
-  (``PgReader.scan_batches``: what one range of ``verify`` reads, one thread).
+  (``PgReader.scan_batches``: what one range of ``verify`` reads, one thread), and those checks
+  again with Python's ``json`` in place of the fast parser (``envelope.jsontext``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from functools import partial
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+from zett_sessions.envelope import jsontext
 from zett_sessions.schema import Layout
 from zett_sessions.verify import scan
 
@@ -152,6 +155,15 @@ def verify_bounds(conn: sqlite3.Connection, runs: int) -> None:
         print(f"  {label:<55} {seconds:6.2f} s")
 
 
+class _Refusing:
+    """In place of ``envelope.jsontext``'s fast parser: every text goes to ``json``."""
+
+    def decode(self, text: object) -> Any:
+        import msgspec
+
+        raise msgspec.DecodeError("refused")
+
+
 def pg_verify_bounds(dsn: str, runs: int) -> None:
     from zett_sessions.postgres.dialect import LAYOUT
     from zett_sessions.postgres.verify import PgReader, raw_scan_sql
@@ -176,6 +188,10 @@ def pg_verify_bounds(dsn: str, runs: int) -> None:
                 for _ in reader.scan_batches("", ()):
                     pass
 
+        def judged_by_json() -> None:
+            with mock.patch.object(jsontext, "_DECODER", _Refusing()):
+                judged()
+
         work = {
             "the floor: SELECT sum(length(message_json))": server(
                 "SELECT sum(length(message_json)) FROM raw_messages"
@@ -188,6 +204,7 @@ def pg_verify_bounds(dsn: str, runs: int) -> None:
             ),
             "its rows into Python (cursor, 4096 a batch)": into_python,
             "  + the envelope checks (scan_batches)": judged,
+            "  + the envelope checks, Python's json parser only": judged_by_json,
         }
         print("verify on PostgreSQL (one connection, one thread; wall, CPU of this process):")
         for label, run in work.items():

@@ -341,9 +341,15 @@ def _scan_calls(column: str, path: str) -> str:
 
 _MISSING = object()
 _CALL_CLASSES = _call_classes()
+# What ``scan_codes`` tests each row against, derived once: every canonical opening (with the
+# flags it does not prove), and the opening of each kind whose ids the scan reads.
 _OPENINGS = tuple(
-    (spec, era, starts) for era in ERAS for spec in _scan_kinds() for starts in [opening(spec, era)]
+    (spec, era, opening(spec, era), unproven(era)) for era in ERAS for spec in _scan_kinds()
 )
+_ID_KINDS = tuple(
+    (spec, _kind_opening(int(spec.kind))) for spec in _scan_kinds() if spec.role is not Role.PLAIN
+)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # as SQLite writes JSON
 
 
 def strict_loads(text: object) -> Any:
@@ -366,15 +372,16 @@ def _sql_value(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _COMPACT.encode(value)
     if isinstance(value, str) and "\x00" in value:
         return "!"  # SQLite would cut the text short there: the scan marks it suspect
     return value
 
 
-def _python_checks(spec: KindSpec, era: Era, data: dict[str, Any]) -> bool:
-    """``_scan_code``'s checks (the first key aside: the opening proves it) on parsed ``data``."""
-    if any(key in data for key in unproven(era)):
+def _python_checks(spec: KindSpec, flags: tuple[str, ...], data: dict[str, Any]) -> bool:
+    """``_scan_code``'s checks (the first key aside: the opening proves it) on parsed ``data``
+    (``flags``: what the era's opening does not prove, ``unproven``)."""
+    if any(key in data for key in flags):
         return False
     for key, check, required in spec.checked:
         if check is Check.TEXT and key != spec.first_key:
@@ -400,7 +407,7 @@ def _python_calls(data: Any, key: str) -> Any:
         for call in calls
         for name in ("id", "name")
     ]
-    return json.dumps(flat, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(flat)
 
 
 def scan_codes(text: object) -> tuple[int, Any]:
@@ -413,14 +420,14 @@ def scan_codes(text: object) -> tuple[int, Any]:
     data = first.get("data", _MISSING) if isinstance(first, dict) else _MISSING
     cls = 0
     if isinstance(envelope, list) and len(envelope) == 1:
-        for spec, era, starts in _OPENINGS:
+        for spec, _, starts, flags in _OPENINGS:
             if text.startswith(starts):
-                if isinstance(data, dict) and _python_checks(spec, era, data):
+                if isinstance(data, dict) and _python_checks(spec, flags, data):
                     cls = int(spec.kind) * 4 + _scan_ctx(spec)
                 break
     ids: Any = None
-    for spec in _scan_kinds():
-        if spec.role is not Role.PLAIN and text.startswith(_kind_opening(int(spec.kind))):
+    for spec, starts in _ID_KINDS:
+        if text.startswith(starts):
             if spec.role is Role.CALLS:
                 ids = _python_calls(data, _calls_key(spec))
             else:
