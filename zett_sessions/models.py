@@ -166,7 +166,7 @@ class WireModel(ValueModel):
     def from_wire(cls, data: dict[str, Any]) -> Self:
         """The model of a stored envelope's ``data`` (parsed JSON): unknown keys are kept and
         the keys of ``data`` and of its nested blocks are remembered, to show it as stored."""
-        model = cls.model_validate(data, extra="allow")
+        model: Self = cls.__pydantic_validator__.validate_python(data, extra="allow")
         _remember_keys(model, data)
         return model
 
@@ -230,12 +230,15 @@ def _remember_keys(model: WireModel, data: dict[str, Any]) -> None:
     """Record the keys of ``data`` on the model validated from it, and so on for every nested
     block (a tool call, a content block, an image source) and the object it came from."""
     _setattr(model, "__pydantic_private__", {"wire_keys": tuple(data)})
-    for name in _nested_fields(type(model)):
+    nested = _NESTED.get(type(model))
+    if nested is None:
+        nested = _nested_fields(type(model))
+    for name in nested:
         value, raw = model.__dict__[name], data.get(name)
         if isinstance(value, WireModel):
             if isinstance(raw, dict):
                 _remember_keys(value, raw)
-        elif isinstance(value, tuple | list) and isinstance(raw, list):
+        elif isinstance(value, (tuple, list)) and isinstance(raw, list):
             for item, raw_item in zip(value, raw, strict=False):
                 if isinstance(item, WireModel) and isinstance(raw_item, dict):
                     _remember_keys(item, raw_item)
