@@ -352,7 +352,6 @@ def _append_row(row: NewRawRow, conn: sqlite3.Connection) -> int:
             "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
             (row.title, row.agent_name, now_text, session_id),
         ).close()
-    timing = row.timing or MessageTiming.instant(now)
     conn.execute(
         "INSERT INTO raw_messages (id, session_id, request_id, sequence, role, content, "
         "tool_name, message_json, metadata_json, tags_json, started_at, completed_at, "
@@ -373,21 +372,31 @@ def _append_row(row: NewRawRow, conn: sqlite3.Connection) -> int:
             row.message_json,
             row.metadata_json,
             row.tags_json,
-            format_db_time(timing.started_at),
-            format_db_time(timing.completed_at),
-            timing.duration_ns,
-            _time_or_none(timing.reasoning_started_at),
-            _time_or_none(timing.reasoning_completed_at),
-            timing.reasoning_duration_ns,
-            _time_or_none(timing.content_started_at),
-            _time_or_none(timing.content_completed_at),
-            timing.content_duration_ns,
+            *_timing_columns(row.timing, now_text),
             *row.tokens,
             now_text,
             now_text,
         ),
     ).close()
     return int(sequence)
+
+
+def _timing_columns(timing: MessageTiming | None, now_text: str) -> tuple[Any, ...]:
+    """The nine timing columns; without a timing, what ``MessageTiming.instant(now)`` stores
+    (written directly, without building and validating a model known to be valid)."""
+    if timing is None:
+        return (now_text, now_text, 0, None, None, None, None, None, None)
+    return (
+        format_db_time(timing.started_at),
+        format_db_time(timing.completed_at),
+        timing.duration_ns,
+        _time_or_none(timing.reasoning_started_at),
+        _time_or_none(timing.reasoning_completed_at),
+        timing.reasoning_duration_ns,
+        _time_or_none(timing.content_started_at),
+        _time_or_none(timing.content_completed_at),
+        timing.content_duration_ns,
+    )
 
 
 def _time_or_none(moment: datetime | None) -> str | None:
