@@ -60,7 +60,7 @@ def _messages() -> dict[type[BaseException], tuple[ExitCode, str]]:
         e.SessionNotFound: (ExitCode.NOT_FOUND, " (see `zett-sessions list`)"),
         e.RedactionRefused: (
             ExitCode.REFUSED,
-            " (a secret split across texts the output joins: see docs/show.md, --redact)",
+            " (a secret split across texts the output joins: see `zett-sessions show --help`)",
         ),
         e.UsageError: (ExitCode.USAGE, ""),
         e.ValidationError: (ExitCode.USAGE, ""),

@@ -31,7 +31,10 @@ PatternsOption = Annotated[
         "--patterns",
         envvar="ZETT_SESSIONS_SECRET_PATTERNS",
         metavar="FILE",
-        help="Also find these patterns: one 'KIND REGEX' a line (docs/secrets.md).",
+        help=(
+            "Also find these patterns: a file of 'KIND REGEX' lines"
+            " (KIND: a-z, 0-9 and -; blank lines and # comments skipped)."
+        ),
     ),
 ]
 
