@@ -255,13 +255,14 @@ def test_info_on_postgresql_names_server_schema_and_sizes(
     tmp_path: Path, pg_server: str, request: pytest.FixtureRequest
 ) -> None:
     from pgtest import copy_into, new_schema
+    from zett_sessions.postgres.schema import MIGRATION_NAMES
 
     dsn = new_schema(pg_server, request)
     copy_into(copy_sample(tmp_path), dsn)
     with_password = dsn.replace("://zs@", "://zs:s3cret-pw@")  # trust auth ignores it
     server = info(with_password)["server"]
     assert server["server_version"].split(".")[0].isdigit()
-    assert (server["schema_version"], server["migrations"]) == (1, ["m001_initial"])
+    assert (server["schema_version"], server["migrations"]) == (2, list(MIGRATION_NAMES))
     tables = {t["name"]: t for t in server["tables"]}
     assert list(tables) == ["agent_sessions", "raw_messages", "session_snapshots"]
     assert all(t["table_bytes"] > 0 and t["index_bytes"] > 0 for t in tables.values())
@@ -271,7 +272,8 @@ def test_info_on_postgresql_names_server_schema_and_sizes(
     r = run_cli(["--db", with_password, "info"])
     assert r.exit_code == 0, r.stderr
     assert "s3cret-pw" not in r.stdout + r.stderr and "zs:***@" in r.stdout
-    assert "PostgreSQL " in r.stdout and "Schema version   1 (m001_initial)" in r.stdout
+    assert "PostgreSQL " in r.stdout
+    assert "Schema version   2 (m001_initial, m002_append_function)" in r.stdout
     assert "raw_messages" in r.stdout and "Journal mode" not in r.stdout
     assert "s3cret-pw" not in json.dumps(info(with_password))
 

@@ -351,7 +351,7 @@ def server_copy(tmp_path: Path, pg_server: str, request: pytest.FixtureRequest) 
         (
             "DELETE FROM {s}.zett_sessions_migrations",
             "schema_migration_missing",
-            {"migrations": ["m001_initial"]},
+            {"migrations": ["m001_initial", "m002_append_function"]},
         ),
         (
             "INSERT INTO {s}.zett_sessions_migrations (name) VALUES ('m999_future')",

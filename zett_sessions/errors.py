@@ -60,6 +60,18 @@ class ServerUnavailable(DatabaseUnreadable):
     """A database server could not be reached, or dropped the connection (PostgreSQL)."""
 
 
+class OutcomeUnknown(ServerUnavailable):
+    """A write's connection broke with its outcome unknown (at ``COMMIT``, or while the server
+    restarted) and the server stayed unreachable for the storage's connect timeout, so whether
+    it was stored could not be asked.  ``row_id`` names the row to look for once the server is
+    back (the raw row's, the snapshot's, or the session's id); retrying blindly could store
+    it twice."""
+
+    def __init__(self, message: str, path: str | None, row_id: str) -> None:
+        super().__init__(message, path)
+        self.row_id = row_id
+
+
 class BackendMissing(DatabaseError, ImportError):
     """The database needs a driver this installation lacks (asyncpg for PostgreSQL)."""
 

@@ -405,6 +405,13 @@ class PgDatabase:
             await asyncio.sleep(backoff(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def transaction_settings(self) -> list[str]:
+        """What starts each write, as (name, value) pairs flattened: for a statement that
+        applies them itself (the append function)."""
+        if self._lock_timeout_ms is None:
+            return []
+        return ["lock_timeout", f"{max(1, int(self._lock_timeout_ms))}ms"]
+
     def _driver_error(self, error: BaseException, *, writing: bool) -> Exception:
         if self._closed:
             return DatabaseError(f"storage for {self.shown} is closed", self.shown)

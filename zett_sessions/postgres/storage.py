@@ -4,11 +4,16 @@ The same API, rules, errors and messages as ``SQLiteSessionStorage`` (the public
 their argument checks are ``store.base``'s, the verdicts ``store.rules``'), on a server shared by a
 fleet of writers:
 
-* **append** upserts the session row (``INSERT … ON CONFLICT (id) DO UPDATE``), which takes that
-  row's lock, so appends to one session queue behind each other while other sessions proceed;
-  the next statement takes ``max(sequence) + 1`` through the ``(session_id, sequence)`` unique
-  index.  Sequences are therefore dense per session; should anything else insert rows without
-  that lock, the unique index refuses the duplicate and the transaction is retried.
+* **append** is one statement, one round trip: the schema's ``zett_sessions_append`` function
+  (``append``) upserts the session row (``INSERT … ON CONFLICT (id) DO UPDATE``), which takes
+  that row's lock for the statement only, so appends to one session queue behind each other
+  while other sessions proceed; it then takes ``max(sequence) + 1`` through the
+  ``(session_id, sequence)`` unique index.  Sequences are therefore dense per session; should
+  anything else insert rows without that lock, the unique index refuses the duplicate and the
+  call is retried.
+* **exactly once**: the raw row's, snapshot's and new session's ids are chosen before sending;
+  a connection that breaks with the outcome unknown is settled by asking whether that row
+  landed (``once``), never by raising for a stored row or storing it twice.
 * **snapshot** reads the latest version and the highest sequence, decides with
   ``rules.snapshot_version`` and inserts; of concurrent snapshots with the same expected version
   the unique ``(session_id, version)`` index lets exactly one in, and the others, retried, read
@@ -33,7 +38,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..errors import SessionExists
+from ..errors import DatabaseReadOnly, SessionExists
 from ..ids import new_uuid7
 from ..models import RawMessageRecord, SessionSummary, SessionView
 from ..rows import (
@@ -44,42 +49,20 @@ from ..rows import (
     snapshot_select,
     summary_from_row,
 )
-from ..schema import RAW_COLUMNS, Layout
+from ..schema import Layout
 from ..store.base import SessionStoreBase, session_view
-from ..store.rules import NewRawRow, NewSession, check_parent, snapshot_version
+from ..store.rules import NewRawRow, NewSession, snapshot_version
 from ..timeutil import as_utc
+from .append import BeforeSend, append_call, function_name, round_trip
 from .connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, PgDatabase, status_count
-from .dialect import LAYOUT, check_no_nul, derived_text
-
-_RAW_INSERT = (
-    f"INSERT INTO raw_messages ({', '.join(RAW_COLUMNS)}) "
-    "SELECT $1, $2, $3, coalesce(max(sequence), 0) + 1, $4::bigint, $5::text, $6::text, "
-    "$7::text, $8::text, $9::text, $10::timestamptz, $11::timestamptz, $12::bigint, "
-    "$13::timestamptz, $14::timestamptz, $15::bigint, $16::timestamptz, $17::timestamptz, "
-    "$18::bigint, $19::bigint, $20::bigint, $21::bigint, $22::bigint, $23::bigint, "
-    "$24::timestamptz, $24::timestamptz "
-    "FROM raw_messages WHERE session_id = $2 RETURNING sequence"
-)
-
-_SESSION_UPSERT = (
-    "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, agent_name, "
-    "created_at, updated_at) "
-    "VALUES ($1, $2, 0, $3, $4, statement_timestamp(), statement_timestamp()) "
-    "ON CONFLICT (id) DO UPDATE SET title = coalesce(EXCLUDED.title, agent_sessions.title), "
-    "agent_name = coalesce(EXCLUDED.agent_name, agent_sessions.agent_name), "
-    "updated_at = EXCLUDED.updated_at "
-    "RETURNING parent_session_id, updated_at"
-)
+from .dialect import LAYOUT, check_no_nul
+from .once import Sending, write_once
 
 _COUNTED_SESSION = (
     f"SELECT {session_select(LAYOUT)}, "
     "(SELECT count(*) FROM raw_messages r WHERE r.session_id = agent_sessions.id) "
     "AS message_count FROM agent_sessions WHERE id = $1"
 )
-
-
-def _time(moment: datetime | None) -> datetime | None:
-    return None if moment is None else as_utc(moment)
 
 
 class PostgresSessionStorage(SessionStoreBase):
@@ -105,6 +88,8 @@ class PostgresSessionStorage(SessionStoreBase):
             busy_timeout_ms=busy_timeout_ms,
         )
         self._tables_seen = False
+        self._append_function: str | None = None
+        self.before_commit: BeforeSend | None = None
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -117,6 +102,8 @@ class PostgresSessionStorage(SessionStoreBase):
         storage = cls.__new__(cls)
         storage.database = database
         storage._tables_seen = database.schema_ready
+        storage._append_function = None
+        storage.before_commit = None
         return storage
 
     @property
@@ -148,9 +135,13 @@ class PostgresSessionStorage(SessionStoreBase):
         """The migration names recorded in the database (``None``: no schema yet)."""
         return await self.database.applied_migrations()
 
-    async def _write(self, work: Any) -> Any:
+    async def _ready(self) -> None:
+        """A writable storage's first write creates or migrates the schema."""
         if not self.database.schema_ready and not self.read_only:
             await self.database.migrate()
+
+    async def _write(self, work: Any) -> Any:
+        await self._ready()
         return await self.database.run(work, write=True)
 
     async def _read(self, work: Any, empty: Any) -> Any:
@@ -192,55 +183,36 @@ class PostgresSessionStorage(SessionStoreBase):
         return view
 
     async def _append(self, row: NewRawRow) -> int:
-        given = row.timing
-        times = (
-            None
-            if given is None
-            else (
-                _time(given.started_at),
-                _time(given.completed_at),
-                given.duration_ns,
-                _time(given.reasoning_started_at),
-                _time(given.reasoning_completed_at),
-                given.reasoning_duration_ns,
-                _time(given.content_started_at),
-                _time(given.content_completed_at),
-                given.content_duration_ns,
-            )
+        if self.read_only:
+            raise DatabaseReadOnly(f"database {self.dsn} was opened read-only", self.dsn)
+        await self._ready()
+        if self._append_function is None:
+            self._append_function = await self.database.run(function_name, write=False)
+        row_id = new_uuid7()
+        call = append_call(
+            self._append_function,
+            row,
+            row_id,
+            self.database.transaction_settings(),
         )
 
-        async def write(conn: Any) -> int:
-            session = await conn.fetchrow(
-                _SESSION_UPSERT, row.session_id, row.parent_session_id, row.title, row.agent_name
-            )
-            check_parent(session["parent_session_id"], row.parent_session_id)
-            now = session["updated_at"]
-            timing = times or (now, now, 0, None, None, None, None, None, None)
-            sequence: int = await conn.fetchval(
-                _RAW_INSERT,
-                new_uuid7(),
-                row.session_id,
-                row.request_id,
-                row.role,
-                derived_text(row.content),
-                derived_text(row.tool_name),
-                row.message_json,
-                row.metadata_json,
-                row.tags_json,
-                *timing,
-                *row.tokens,
-                now,
+        async def write(sending: Sending) -> int:
+            return await round_trip(self.database, call, sending, self.before_commit)
+
+        async def landed(conn: Any) -> int | None:
+            sequence: int | None = await conn.fetchval(
+                "SELECT sequence FROM raw_messages WHERE id = $1", row_id
             )
             return sequence
 
-        sequence: int = await self._write(write)
-        return sequence
+        return await write_once(self.database, write, landed, row_id=row_id, what="append")
 
     async def _snapshot(
         self, session_id: str, boundary: int, expected_version: int, message_json: str
     ) -> tuple[str, int, datetime]:
-        async def write(conn: Any) -> tuple[str, int, datetime]:
-            snapshot_id = new_uuid7()
+        snapshot_id = new_uuid7()
+
+        async def work(conn: Any) -> tuple[str, int, datetime]:
             latest = await conn.fetchrow(
                 "SELECT version, compacted_through_sequence FROM session_snapshots "
                 "WHERE session_id = $1 ORDER BY version DESC LIMIT 1",
@@ -267,13 +239,25 @@ class PostgresSessionStorage(SessionStoreBase):
                 boundary,
                 message_json,
             )
+            await self._before_commit(conn)
             return snapshot_id, version, as_utc(created)
 
-        written: tuple[str, int, datetime] = await self._write(write)
-        return written
+        async def landed(conn: Any) -> tuple[str, int, datetime] | None:
+            # By its version: the row with this id, at the version it took, for this session.
+            row = await conn.fetchrow(
+                "SELECT version, created_at FROM session_snapshots "
+                "WHERE id = $1 AND session_id = $2",
+                snapshot_id,
+                session_id,
+            )
+            return None if row is None else (snapshot_id, row[0], as_utc(row[1]))
+
+        return await write_once(
+            self.database, self._writing(work), landed, row_id=snapshot_id, what="snapshot"
+        )
 
     async def _create_session(self, new: NewSession) -> datetime:
-        async def write(conn: Any) -> datetime:
+        async def work(conn: Any) -> datetime:
             created = await conn.fetchval(
                 "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
                 "agent_name, created_at, updated_at) "
@@ -287,10 +271,48 @@ class PostgresSessionStorage(SessionStoreBase):
             )
             if created is None:
                 raise SessionExists(f"Session already exists: {new.session_id}")
+            await self._before_commit(conn)
             return as_utc(created)
 
-        created: datetime = await self._write(write)
-        return created
+        async def landed(conn: Any) -> datetime | None:
+            # A session row with every value this call gave is the one it stored (a session
+            # is created once; a rename or append since would have changed updated_at only).
+            created = await conn.fetchval(
+                "SELECT created_at FROM agent_sessions WHERE id = $1 "
+                "AND parent_session_id IS NOT DISTINCT FROM $2 AND session_type = $3 "
+                "AND title IS NOT DISTINCT FROM $4 AND agent_name IS NOT DISTINCT FROM $5",
+                new.session_id,
+                new.parent_session_id,
+                new.session_type,
+                new.title,
+                new.agent_name,
+            )
+            return None if created is None else as_utc(created)
+
+        return await write_once(
+            self.database,
+            self._writing(work),
+            landed,
+            row_id=new.session_id,
+            what="create_session",
+        )
+
+    async def _before_commit(self, conn: Any) -> None:
+        """The test hook, called just before a write's COMMIT (the append's one round trip)."""
+        if self.before_commit is not None:
+            await self.before_commit(conn)
+
+    def _writing(self, work: Any) -> Any:
+        """``work`` as ``write_once``'s write: one transaction; sent once a connection holds it."""
+
+        async def write(sending: Sending) -> Any:
+            async def started(conn: Any) -> Any:
+                sending.sent = True
+                return await work(conn)
+
+            return await self._write(started)
+
+        return write
 
     async def _get_session(self, session_id: str) -> SessionSummary | None:
         async def read(conn: Any) -> SessionSummary | None:

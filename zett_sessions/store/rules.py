@@ -218,10 +218,13 @@ def prepare_append(  # noqa: PLR0913  append's arguments, checked
     )
 
 
+PARENT_FIXED = "Session parent cannot change after creation"
+
+
 def check_parent(stored: str | None, given: str | None) -> None:
     """An existing session keeps its parent: ``append`` must name the same one (or none)."""
     if stored != given:
-        raise ParentMismatch("Session parent cannot change after creation")
+        raise ParentMismatch(PARENT_FIXED)
 
 
 def prepare_snapshot(
