@@ -85,8 +85,10 @@ def _owner() -> str | None:
     raise RuntimeError("running as root and no unprivileged user (postgres, nobody) exists")
 
 
-def start_cluster(directory: Path) -> str:
-    """Create and start a cluster in ``directory`` (must not exist); return its DSN."""
+def start_cluster(directory: Path, *, durable: bool = False) -> str:
+    """Create and start a cluster in ``directory`` (must not exist); return its DSN.  It runs
+    with fsync, synchronous_commit and full_page_writes off unless ``durable`` (benchmarks
+    measure both)."""
     bindir = server_bindir()
     if bindir is None:
         raise RuntimeError("no PostgreSQL server binaries (initdb) found")
@@ -119,7 +121,7 @@ def start_cluster(directory: Path) -> str:
     # One role must give a password (the tests of PGPASSWORD and ~/.pgpass); the rest trust.
     hba = data / "pg_hba.conf"
     hba.write_text(f"host all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
-    port = _start_server(bindir, owner, directory)
+    port = _start_server(bindir, owner, directory, durable=durable)
     _run_as(
         owner,
         [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER, DATABASE],
@@ -127,13 +129,15 @@ def start_cluster(directory: Path) -> str:
     return _dsn(port)
 
 
-def _start_server(bindir: Path, owner: str | None, directory: Path, extra: str = "") -> int:
+def _start_server(
+    bindir: Path, owner: str | None, directory: Path, extra: str = "", *, durable: bool = False
+) -> int:
     """Start the server of ``directory/data`` on a free port (recorded in ``directory/port``)."""
     port = _free_port()
-    options = (
-        f"-p {port} -k {directory / 'sock'} -c listen_addresses=127.0.0.1 -c fsync=off"
-        " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" + extra
-    )
+    options = f"-p {port} -k {directory / 'sock'} -c listen_addresses=127.0.0.1"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    options += " -c max_connections=200" + extra
     _run_as(
         owner,
         [
@@ -211,9 +215,10 @@ def pgbouncer() -> str | None:
     return found
 
 
-def start_pooler(directory: Path, server: str) -> str:
+def start_pooler(directory: Path, server: str, *, pool_size: int = POOL_SIZE) -> str:
     """PgBouncer in transaction mode before the server at ``server``, in ``directory`` (must
     not exist), on a free loopback port, as the cluster's owner; returns its DSN.
+    ``pool_size`` is its ``default_pool_size`` (the benchmarks give a fleet's).
 
     Every database name is passed through to the server; the superuser is let in without a
     password (``trust``, as the cluster itself trusts loopback).
@@ -238,7 +243,7 @@ def start_pooler(directory: Path, server: str) -> str:
         "auth_type = trust\n"
         f"auth_file = {users}\n"
         "pool_mode = transaction\n"
-        f"default_pool_size = {POOL_SIZE}\n"
+        f"default_pool_size = {pool_size}\n"
         "max_client_conn = 1000\n"
         "server_reset_query =\n"
         f"pidfile = {directory / 'pgbouncer.pid'}\n"

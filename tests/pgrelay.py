@@ -1,8 +1,9 @@
 """A TCP relay between a storage and the test server that can lose a reply on purpose.
 
-``Relay.lose_next_reply()`` makes the relay keep what the server sends next until it holds a
-whole ``ReadyForQuery`` message — the server has finished the statement, and committed it if it
-was a COMMIT or a statement of its own — then terminate that backend from a second connection
+``Relay.lose_next_reply()`` makes the relay keep what the server sends next (but the replies to
+preparing a statement) until it holds a whole ``ReadyForQuery`` message — the server has
+finished the statement, and committed it if it was a COMMIT or a statement of its own — then
+terminate that backend from a second connection
 (``pg_terminate_backend``) and close the client's side: the client never learns the outcome.
 ``refuse()`` turns every later connection away, a server that stays down.  No sleeps: each step
 waits for the one before it.
@@ -17,19 +18,22 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
+# What a server sends before it runs anything: the replies to Parse and Describe (asyncpg
+# prepares with Flush, not Sync, so no ReadyForQuery follows them).
+_PRELUDE = frozenset(b"1tTn")
 
-def _has_ready_for_query(data: bytes) -> bool:
-    """Whether ``data`` (server messages from a message boundary) holds a ReadyForQuery."""
+
+def _split(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
+    """The whole server messages at the start of ``data`` (type, bytes) and the rest."""
+    messages = []
     at = 0
     while at + 5 <= len(data):
-        kind = data[at : at + 1]
         (length,) = struct.unpack("!i", data[at + 1 : at + 5])
         if at + 1 + length > len(data):
-            return False
-        if kind == b"Z":
-            return True
+            break
+        messages.append((data[at], data[at : at + 1 + length]))
         at += 1 + length
-    return False
+    return messages, data[at:]
 
 
 class Relay:
@@ -87,18 +91,25 @@ class Relay:
     async def _pump(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, upstream: bool
     ) -> None:
-        held = b""
+        pending = b""
+        running = False  # the server has started answering the lost statement
         try:
             while data := await reader.read(65536):
                 if upstream or self.losing is None:
                     writer.write(data)
                     await writer.drain()
                     continue
-                held += data
-                if _has_ready_for_query(held):
-                    await self._kill()
-                    writer.transport.abort()
-                    return
+                messages, pending = _split(pending + data)
+                for kind, message in messages:
+                    if kind == ord("Z") and running:
+                        await self._kill()
+                        writer.transport.abort()
+                        return
+                    if kind in _PRELUDE or kind == ord("Z"):
+                        writer.write(message)  # nothing of the statement has run yet
+                    else:
+                        running = True
+                await writer.drain()
         except OSError:
             pass
         finally:

@@ -329,9 +329,19 @@ def test_appends_under_serializable_isolation_retry_and_stay_dense(
 ) -> None:
     """What CockroachDB does to every transaction: concurrent appends to one session fail with
     serialization errors (40001); each is retried and the sequences stay 1..n.  An append is
-    one statement at the server's default isolation, so the URL sets that default."""
+    one statement at the server's default isolation, so a role of its own makes that default
+    serializable, as CockroachDB's is."""
     monkeypatch.setattr(connection, "WRITE_ISOLATION", "serializable")
-    pg_dsn = f"{pg_dsn}&default_transaction_isolation=serializable"
+    asyncio.run(
+        admin(
+            pg_dsn,
+            "DO $$ BEGIN CREATE ROLE zs_serializable LOGIN SUPERUSER; "
+            "EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+            "ALTER ROLE zs_serializable SET default_transaction_isolation = 'serializable'",
+        )
+    )
+    parts = urlsplit(pg_dsn)
+    pg_dsn = urlunsplit(parts._replace(netloc=f"zs_serializable@{parts.hostname}:{parts.port}"))
     retries: list[int] = []
     real_backoff = connection.backoff
 

@@ -20,6 +20,12 @@ from zett_sessions.errors import OutcomeUnknown
 
 pytestmark = pytest.mark.usefixtures("pg_dsn")
 
+# An append is a prepared statement on a direct connection, a literal call read through COPY
+# where the statement cache is off (behind a pooler): both ways are settled alike.
+SENT_AS = pytest.mark.parametrize(
+    "sent_as", ["", "&statement_cache_size=0"], ids=["prepared", "literal"]
+)
+
 
 def _lose_reply(relay: Relay) -> Any:
     async def hook(conn: Any) -> None:
@@ -40,12 +46,13 @@ async def _sequences(dsn: str, session_id: str) -> list[int]:
         return [r.sequence for r in await storage.list_raw_messages(session_id)]
 
 
+@SENT_AS
 def test_an_append_whose_reply_is_lost_after_commit_returns_its_sequence_once(
-    pg_dsn: str,
+    pg_dsn: str, sent_as: str
 ) -> None:
     async def scenario() -> tuple[list[int], list[int], int]:
         async with Relay(pg_dsn) as relay:
-            async with PostgresSessionStorage(relay.url) as storage:
+            async with PostgresSessionStorage(relay.url + sent_as) as storage:
                 got = [await storage.append("s", "r", UserMessage(content="first"))]
                 storage.before_commit = _lose_reply(relay)
                 for n in range(3):
@@ -58,13 +65,14 @@ def test_an_append_whose_reply_is_lost_after_commit_returns_its_sequence_once(
     assert stored == [1, 2, 3, 4]  # no row stored twice
 
 
+@SENT_AS
 def test_an_append_whose_backend_dies_before_commit_is_sent_again_and_stored_once(
-    pg_dsn: str,
+    pg_dsn: str, sent_as: str
 ) -> None:
     killed: list[int] = []
 
     async def scenario() -> tuple[int, list[int]]:
-        async with PostgresSessionStorage(pg_dsn) as storage:
+        async with PostgresSessionStorage(pg_dsn + sent_as) as storage:
             await storage.append("s", "r", UserMessage(content="first"))
             kill = _kill_first(pg_dsn)
 

@@ -5,14 +5,18 @@ session row — which takes its lock — and inserts the raw row at ``max(sequen
 statement that commits on its own.  The lock is held for that statement only, not across
 client round trips, and nothing else is sent: no ``BEGIN``, no ``COMMIT``, no reset query.
 
-The call is sent as one simple-protocol message, its values as SQL literals, and its result read
-back through ``COPY … TO STDOUT`` (asyncpg's one way to read rows of a simple-protocol query).
-That is one round trip without a prepared statement, so a transaction-mode pooler can give each
-append to any server connection; asyncpg's extended protocol would spend a second round trip
-preparing an unnamed statement on every call.  The literals are ``quote_literal``'s (an
-``E''`` string wherever a backslash occurs), which read back the same text whatever
-``standard_conforming_strings`` says; the values never hold U+0000 (``dialect.check_no_nul``,
-``derived_text``, and JSON, which escapes it).
+How the call travels depends on what is between the client and the server:
+
+* on a direct connection (``PgDatabase.caches_statements``: asyncpg's statement cache is on)
+  it is a prepared statement, prepared once per connection, then one Bind/Execute round trip;
+* behind a pooler it is one simple-protocol message, its values as SQL literals, its result
+  read back through ``COPY … TO STDOUT`` (asyncpg's one way to read rows of a simple-protocol
+  query).  That is one round trip with no statement named, so a transaction-mode pooler can
+  give each append to any server connection; asyncpg's unnamed statements would spend a
+  second round trip preparing on every call.  The literals are ``quote_literal``'s (an
+  ``E''`` string wherever a backslash occurs), which read back the same text whatever
+  ``standard_conforming_strings`` says; the values never hold U+0000 (``dialect.check_no_nul``,
+  ``derived_text``, and JSON, which escapes it; ``literal`` refuses it).
 
 The function is called by its schema-qualified name, looked up once per database handle with
 the URL's settings applied, and it applies the same settings (``search_path``, the
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -38,6 +43,7 @@ from . import connection as pg  # its backoff and limits, looked up when used (t
 from .dialect import derived_text
 from .once import Sending
 from .schema import APPEND_FUNCTION, PARENT_FIXED_STATE
+from .settings import literal as text_literal
 
 Literal = str | int | bool | datetime | None
 BeforeSend = Callable[[Any], Awaitable[None]]
@@ -45,17 +51,19 @@ BeforeSend = Callable[[Any], Awaitable[None]]
 
 def literal(value: Literal) -> str:
     """``value`` as an SQL literal (text as PostgreSQL's ``quote_literal`` writes it)."""
+    if type(value) is str:  # most values: the test order is the cost of every append
+        if "\x00" in value:
+            raise ValidationError("text for PostgreSQL must not contain a NUL character (U+0000)")
+        return text_literal(value)
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    text = as_utc(value).isoformat() if isinstance(value, datetime) else value
-    if "\x00" in text:
-        raise ValidationError("text for PostgreSQL must not contain a NUL character (U+0000)")
-    quoted = "'" + text.replace("'", "''") + "'"
-    return "E" + quoted.replace("\\", "\\\\") if "\\" in text else quoted
+    if isinstance(value, datetime):
+        return text_literal(as_utc(value).isoformat())
+    return literal(str(value))
 
 
 def text_array(values: list[str]) -> str:
@@ -64,26 +72,26 @@ def text_array(values: list[str]) -> str:
     return f"ARRAY[{', '.join(literal(value) for value in values)}]::text[]"
 
 
-def append_call(function: str, row: NewRawRow, row_id: str, settings: list[str]) -> str:
-    """The ``COPY`` statement that appends ``row`` as ``row_id`` and prints its sequence."""
+def append_values(row: NewRawRow, row_id: str) -> tuple[Literal, ...]:
+    """The append function's arguments after ``settings``, in its order (``schema.APPEND``)."""
     timing = row.timing
     timed: tuple[Literal, ...] = (
         (False, None, None, None, None, None, None, None, None, None)
         if timing is None
         else (
             True,
-            timing.started_at,
-            timing.completed_at,
+            as_utc(timing.started_at),
+            as_utc(timing.completed_at),
             timing.duration_ns,
-            timing.reasoning_started_at,
-            timing.reasoning_completed_at,
+            _utc(timing.reasoning_started_at),
+            _utc(timing.reasoning_completed_at),
             timing.reasoning_duration_ns,
-            timing.content_started_at,
-            timing.content_completed_at,
+            _utc(timing.content_started_at),
+            _utc(timing.content_completed_at),
             timing.content_duration_ns,
         )
     )
-    values: tuple[Literal, ...] = (
+    return (
         row_id,
         row.session_id,
         row.request_id,
@@ -99,8 +107,47 @@ def append_call(function: str, row: NewRawRow, row_id: str, settings: list[str])
         *timed,
         *row.tokens,
     )
-    arguments = ", ".join([text_array(settings), *(literal(value) for value in values)])
-    return f"SELECT {function}({arguments})"
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return None if moment is None else as_utc(moment)
+
+
+ARGUMENTS = 28  # settings and ``append_values``
+PLACEHOLDERS = ", ".join(f"${n}" for n in range(1, ARGUMENTS + 1))
+
+
+@dataclass(frozen=True)
+class Append:
+    """One append's call of ``function``: as literals for the simple protocol (behind a
+    pooler), or as the parameters of a prepared statement (on a direct connection)."""
+
+    function: str
+    settings: list[str]
+    values: tuple[Literal, ...]
+
+    def literal_call(self) -> str:
+        arguments = ", ".join([text_array(self.settings), *map(literal, self.values)])
+        return f"SELECT {self.function}({arguments})"
+
+    def prepared_call(self) -> str:
+        return f"SELECT {self.function}({PLACEHOLDERS})"
+
+    async def send(self, connection: Any, *, prepared: bool) -> int:
+        """Run the call on ``connection``: one round trip (a prepared statement is named and
+        prepared once per connection by asyncpg's cache); the new sequence."""
+        if prepared:
+            sequence: int = await connection.fetchval(
+                self.prepared_call(), self.settings, *self.values
+            )
+            return sequence
+        received: list[bytes] = []
+
+        async def sink(data: bytes) -> None:
+            received.append(data)
+
+        await connection.copy_from_query(self.literal_call(), output=sink)
+        return int(b"".join(received))
 
 
 async def function_name(connection: Any) -> str:
@@ -113,23 +160,14 @@ async def function_name(connection: Any) -> str:
     return name
 
 
-async def send(connection: Any, call: str) -> int:
-    """Run ``call`` (``append_call``) on ``connection``: one round trip; the new sequence."""
-    received: list[bytes] = []
-
-    async def sink(data: bytes) -> None:
-        received.append(data)
-
-    await connection.copy_from_query(call, output=sink)
-    return int(b"".join(received))
-
-
 async def round_trip(
-    database: pg.PgDatabase, call: str, sending: Sending, before_send: BeforeSend | None
+    database: pg.PgDatabase, call: Append, sending: Sending, before_send: BeforeSend | None
 ) -> int:
-    """Send ``call`` on a pooled connection; a lost race (``connection.is_retryable``) is sent
-    again after a backoff, as ``PgDatabase.run`` retries a transaction.  Errors leave typed;
-    ``sending.sent`` is set once the connection is open and the call about to go out."""
+    """Send ``call`` on a pooled connection, prepared where ``database.caches_statements``.
+
+    A lost race (``connection.is_retryable``) is sent again after a backoff, as
+    ``PgDatabase.run`` retries a transaction.  Errors leave typed; ``sending.sent`` is set once
+    the connection is open and the call about to go out."""
     pool = await database.pool()
     for attempt in range(pg.MAX_ATTEMPTS):
         with database.errors(writing=True):
@@ -138,7 +176,7 @@ async def round_trip(
             sending.sent = True
             if before_send is not None:
                 await before_send(connection)
-            return await send(connection, call)
+            return await call.send(connection, prepared=database.caches_statements)
         except asyncpg.PostgresError as error:
             if getattr(error, "sqlstate", None) == PARENT_FIXED_STATE:
                 raise ParentMismatch(PARENT_FIXED) from None

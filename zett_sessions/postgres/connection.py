@@ -314,6 +314,7 @@ class PgDatabase:
         # a lock (``lock_timeout``; None: the server's setting, by default forever).  As
         # SQLite's busy timeout 0 means "do not wait", 0 waits 1 ms.
         self.setup = self.settings.setup(busy_timeout_ms)
+        self._setup_values = self.settings.values(busy_timeout_ms)
         self._pool: Any = None
         self._direct: list[bool] = []  # what the first connection found (``is_direct``)
         self._open_lock: asyncio.Lock | None = None
@@ -405,12 +406,19 @@ class PgDatabase:
             await asyncio.sleep(backoff(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    @property
+    def caches_statements(self) -> bool:
+        """Whether this database's connections keep named prepared statements: the URL asks
+        for a cache, or none was given and the first connection found no pooler in between."""
+        size = self.settings.statement_cache_size
+        if size is None:
+            return bool(self._direct) and self._direct[0]
+        return size > 0
+
     def transaction_settings(self) -> list[str]:
         """What starts each write, as (name, value) pairs flattened: for a statement that
         applies them itself (the append function)."""
-        if self._lock_timeout_ms is None:
-            return []
-        return ["lock_timeout", f"{max(1, int(self._lock_timeout_ms))}ms"]
+        return [part for pair in self._setup_values for part in pair]
 
     def _driver_error(self, error: BaseException, *, writing: bool) -> Exception:
         if self._closed:

@@ -90,6 +90,16 @@ class ConnectionSettings:
 
     def setup(self, lock_timeout_ms: int | None = None) -> str:
         """The statement that starts each transaction ('' when there is nothing to set)."""
+        values = self.values(lock_timeout_ms)
+        if not values:
+            return ""
+        calls = ", ".join(
+            f"set_config({literal(name)}, {literal(value)}, true)" for name, value in values
+        )
+        return f"SELECT {calls}"
+
+    def values(self, lock_timeout_ms: int | None = None) -> list[tuple[str, str]]:
+        """The (name, value) pairs each transaction sets, in order (``setup``'s)."""
         values = list(self.settings)
         if any(
             name == "default_transaction_read_only" and value.strip().lower() in _TRUE
@@ -98,12 +108,7 @@ class ConnectionSettings:
             values.append(("transaction_read_only", "on"))
         if lock_timeout_ms is not None:
             values.append(("lock_timeout", f"{max(1, int(lock_timeout_ms))}ms"))
-        if not values:
-            return ""
-        calls = ", ".join(
-            f"set_config({literal(name)}, {literal(value)}, true)" for name, value in values
-        )
-        return f"SELECT {calls}"
+        return values
 
     def connect_options(self, application_name: str) -> dict[str, Any]:
         """Keyword arguments for ``asyncpg.connect`` (but the statement cache's size)."""

@@ -53,7 +53,7 @@ from ..schema import Layout
 from ..store.base import SessionStoreBase, session_view
 from ..store.rules import NewRawRow, NewSession, snapshot_version
 from ..timeutil import as_utc
-from .append import BeforeSend, append_call, function_name, round_trip
+from .append import Append, BeforeSend, append_values, function_name, round_trip
 from .connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, PgDatabase, status_count
 from .dialect import LAYOUT, check_no_nul
 from .once import Sending, write_once
@@ -189,11 +189,10 @@ class PostgresSessionStorage(SessionStoreBase):
         if self._append_function is None:
             self._append_function = await self.database.run(function_name, write=False)
         row_id = new_uuid7()
-        call = append_call(
+        call = Append(
             self._append_function,
-            row,
-            row_id,
             self.database.transaction_settings(),
+            append_values(row, row_id),
         )
 
         async def write(sending: Sending) -> int:
