@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,14 @@ def found(db: Path | str, *args: str) -> list[dict[str, Any]]:
     return document
 
 
+def opener(db: str) -> str:
+    """How a hit's command starts: the ``--db`` given, unless it is a URL (it may hold a
+    password; docs/search.md)."""
+    import shlex
+
+    return "zett-sessions show" if "://" in db else f"zett-sessions --db {shlex.quote(db)} show"
+
+
 def hits_of(document: list[dict[str, Any]]) -> list[tuple[str, int, str, str]]:
     """(session id, sequence, field, matched text) of every hit, in output order."""
     return [
@@ -74,19 +83,25 @@ def test_search_finds_text_tool_names_arguments_and_results_grouped_by_session(
     monkeypatch.setenv("COLUMNS", "200")  # every heading whole
     r = search(db, "pytest")
     assert r.exit_code == 0, r.stderr
+    open_ = f"    {opener(db)} "  # each row with hits: the command that shows it
     assert r.stdout.split("\n\n")[:4] == [
         f"{s['crashed']}  Crashed run: fix the failing tests (incomplete tool batch)  "
         "coding-agent  just now  1 hit\n"
-        '  #3 assistant → shell  {"command": "pytest -q"}',
+        '  #3 assistant → shell  {"command": "pytest -q"}\n'
+        f"{open_}{s['crashed']} --from 3",
         f"{s['cancelled']}  Cancelled integration run  coding-agent  just now  1 hit\n"
-        '  #3 assistant → shell  {"command": "pytest tests/integration"}',
+        '  #3 assistant → shell  {"command": "pytest tests/integration"}\n'
+        f"{open_}{s['cancelled']} --from 3",
         f"{s['tools']}  Find the slow tests  coding-agent  just now  3 hits\n"
         '  #3 assistant → shell  {"command": "pytest --durations=5"}\n'
         '  #3 assistant → read_file  {"path": "pytest.ini"}\n'
-        "  #4 tool read_file  [pytest] addopts = -q",
+        f"{open_}{s['tools']} --from 3\n"
+        "  #4 tool read_file  [pytest] addopts = -q\n"
+        f"{open_}{s['tools']} --from 4",
         f"{s['child']}  Trace the slow fixture  explore  just now  1 hit\n"
         "  #4 tool grep  tests/conftest.py:14:@pytest.fixture tests/conftest.py:15:def "
-        "db(tmp_path):",
+        "db(tmp_path):\n"
+        f"{open_}{s['child']} --from 4",
     ]
     assert r.stderr == "4 sessions with 6 hits (searched 9 sessions)\n"
 
@@ -108,6 +123,7 @@ def test_search_json_has_the_listing_keys_and_every_hit(demo: DemoResult, db: st
     assert session["id"] == demo.sessions["tools"]
     assert session["title"] == "Find the slow tests" and session["message_count"] == 11
     assert session["hits"][0] == {
+        "pointer": f"{demo.sessions['tools']}#2",
         "sequence": 2,
         "role": "user",
         "field": "content",
@@ -270,8 +286,13 @@ def test_search_max_hits_lists_that_many_and_counts_the_rest(demo: DemoResult, d
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].endswith("  8 hits")
-    assert [line.split()[0] for line in lines[1:3]] == ["#2", "#3"]
-    assert lines[3] == "  … 6 more hits (--max-hits)"
+    assert [line.split()[0] for line in lines[1:5]] == [
+        "#2",
+        "zett-sessions",
+        "#3",
+        "zett-sessions",
+    ]
+    assert lines[5] == "  … 6 more hits (--max-hits)"
     [document] = found(db, "test", s["tools"], "-m", "2")
     assert (document["hit_count"], len(document["hits"])) == (8, 2)
 
@@ -477,3 +498,43 @@ def test_a_search_stops_once_it_gave_up_on_ten_texts(
         footer
         == "0 sessions with 0 hits before the search stopped, in the newest 12 of 12 sessions"
     )
+
+
+def test_each_hit_prints_the_command_that_opens_its_row_and_json_has_its_pointer(
+    db: str, demo: DemoResult
+) -> None:
+    import shlex
+
+    r = search(db, "pytest.ini")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    hit = next(index for index, line in enumerate(lines) if line.startswith("  #3 "))
+    command = lines[hit + 1].strip()
+    [sid] = [h["id"] for h in found(db, "pytest.ini")]
+    assert command == f"{opener(db)} {sid} --from 3"
+    assert "zett-sessions" not in r.stderr  # stdout holds the commands, stderr the footer only
+    # the command shows the transcript from the hit's row
+    args = shlex.split(command)[1:]  # a URL is left out of it (see docs/search.md)
+    opened = run_cli(args if "://" not in db else ["--db", db, *args])
+    assert opened.exit_code == 0, opened.stderr
+    assert re.search(r"^#3 assistant", opened.stdout, flags=re.MULTILINE)
+    assert not re.search(r"^#2 ", opened.stdout, flags=re.MULTILINE)
+    [session] = found(db, "pytest.ini")
+    assert [h["pointer"] for h in session["hits"]] == [f"{sid}#3"]
+    pointed = run_cli(["--db", db, "show", session["hits"][0]["pointer"]])
+    assert (pointed.exit_code, pointed.stdout) == (0, opened.stdout)
+
+
+def test_hits_on_one_row_share_one_command(db: str) -> None:
+    r = search(db, "pytest")
+    assert r.exit_code == 0, r.stderr
+    # "Find the slow tests": two hits in #3 (two calls), one in #4: a command after each row
+    block = r.stdout.split("Find the slow tests")[1].split("\n\n")[0].splitlines()[1:]
+    assert [line.split()[0] for line in block] == [
+        "#3",
+        "#3",
+        "zett-sessions",
+        "#4",
+        "zett-sessions",
+    ]
+    assert block[2].endswith("--from 3") and block[4].endswith("--from 4")

@@ -201,6 +201,33 @@ def test_show_flags_stay_right_when_the_range_starts_inside_a_batch(databases: D
     assert out.count("⚠") == 2  # #4 incomplete, #7 orphan; #3 not shown
 
 
+def test_show_id_hash_seq_starts_there_as_from_does(databases: Databases) -> None:
+    db = databases.sample()
+    sid = NEWEST_IDS["tools"]
+    pointed = show(db, f"{sid[:13]}#3", "--through", "6")
+    assert pointed == show(db, sid, "--from", "3", "--through", "6")
+    assert pointed[0] == 0 and "Error" not in pointed[2]
+    assert [line.split()[0] for line in titles(pointed[1])] == ["#3", "#4", "#5", "#6"]
+    code, out, err = show(db, f"{sid}#3", "--from", "2")
+    assert (code, out) == (2, "")
+    assert err == f"Error: {sid}#3 already says where to start: drop --from\n"
+
+
+def test_show_takes_an_id_that_ends_in_hash_digits_whole(tmp_path: Path) -> None:
+    """Ids are free text: a session named ``build#2`` is that session, not #2 of ``build``."""
+    db = copy_sample(tmp_path)
+    execute_sql(db, "UPDATE agent_sessions SET id = 'build#2' WHERE id = 'project-notes'")
+    execute_sql(
+        db, "UPDATE raw_messages SET session_id = 'build#2' WHERE session_id = 'project-notes'"
+    )
+    code, out, err = show(db, "build#2")
+    assert code == 0, err
+    assert [line.split()[0] for line in titles(out)] == ["#1", "#2", "#3"]
+    code, out, err = show(db, "build#2#3")
+    assert code == 0, err
+    assert [line.split()[0] for line in titles(out)] == ["#3"]
+
+
 def test_show_through_before_from_is_a_usage_error(databases: Databases) -> None:
     code, out, err = show(databases.sample(), NEWEST_IDS["tools"], "--from", "5", "--through", "2")
     assert code == 2 and out == ""

@@ -147,6 +147,17 @@ def test_tail_usage_errors_exit_2(databases: Databases, args: list[str], message
     assert message in r.stderr
 
 
+def test_tail_id_hash_seq_prints_from_there_to_the_end(databases: Databases) -> None:
+    db = databases.sample()
+    sid = NEWEST_IDS["tools"]  # 11 records
+    r = tail(db, f"{sid}#4")
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert numbers(r.stdout) == list(range(4, 12))
+    r = tail(db, f"{sid}#4", "-n", "2")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == f"Error: {sid}#4 says where tail starts: drop -n\n"
+
+
 def test_tail_negative_count_is_a_usage_error(databases: Databases) -> None:
     r = tail(databases.sample(), NEWEST_IDS["tools"], "-n", "-1")
     assert r.exit_code == 2

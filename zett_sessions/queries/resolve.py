@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..errors import AmbiguousSessionId, SessionNotFound, UnaddressableSession
 from ..ids import prefix_upper_bound
 from ..schema import Layout
@@ -64,6 +66,29 @@ async def resolve_session(db: SessionDatabase, text: str) -> str:
         candidates = sorted(found)
         raise AmbiguousSessionId(text, candidates, await session_titles(db, candidates))
     return await addressable(db, found.pop())
+
+
+_POINTER = re.compile(r"(.+)#([1-9][0-9]{0,17})")  # ID#SEQ: a session and a sequence in it
+
+
+def pointer(session_id: str, sequence: int) -> str:
+    """``ID#SEQ``: how search names a hit, and what show and tail take to start there."""
+    return f"{session_id}#{sequence}"
+
+
+async def resolve_pointer(db: SessionDatabase, text: str) -> tuple[str, int | None]:
+    """The session ``text`` names and, for ``ID#SEQ``, the sequence it points at.
+
+    Exact ids still win: a session whose whole id is ``text`` (ids are free text and may end
+    in ``#12``) is that session, with no sequence.
+    """
+    found = _POINTER.fullmatch(text.strip())
+    if found is None:
+        return await resolve_session(db, text), None
+    for exact in id_spellings(text):
+        if await session_exists(db, exact):
+            return exact, None
+    return await resolve_session(db, found[1]), int(found[2])
 
 
 async def session_titles(db: SessionDatabase, ids: list[str]) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from ..models import MessageKind
-from ..queries.resolve import UNADDRESSABLE
+from ..queries.resolve import UNADDRESSABLE, pointer
 from ..search.models import Field, Hit, SearchProgress, SessionHits
 from ..search.pattern import MATCH_SECONDS
 from ..timeutil import iso_utc
@@ -103,21 +103,44 @@ def session_block(
     *,
     width: int | None = None,
     hidden: set[str] | None = None,
+    opener: str | None = None,
 ) -> Text:
     """A session's heading (see ``session_heading``) and its hits, one per line, ending with a
-    blank line."""
+    blank line.
+
+    With ``opener`` (the command line that opens a session, ``zett-sessions show``), each
+    row with hits is followed by the command that shows the transcript from that row."""
     block = session_heading(found, now, width=width, hidden=hidden) + Text("\n")
-    for hit in found.hits:
+    hits = found.hits
+    for index, hit in enumerate(hits):
         block += hit_text(hit) + Text("\n")
+        last_of_row = index + 1 == len(hits) or hits[index + 1].sequence != hit.sequence
+        if opener is not None and last_of_row:
+            block += Text(f"    {open_command(opener, found, hit)}\n", style="dim")
     more = found.hit_count - len(found.hits)
     if more > 0:
         block += Text(f"  … {plural(more, 'more hit')} (--max-hits)\n", style="dim")
     return block + Text("\n")
 
 
-def hit_json(hit: Hit) -> dict[str, Any]:
+def open_command(opener: str, found: SessionHits, hit: Hit) -> str:
+    """``zett-sessions show ID --from SEQ``: the hit's row in its transcript (the id quoted for
+    a POSIX shell when it needs it, and sanitized: ids are free text)."""
+    session_id = sanitize(found.session.session_id)
+    return f"{opener} {shell_word(session_id)} --from {hit.sequence}"
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word of a POSIX shell command line (quoted only when it must be)."""
+    import shlex
+
+    return shlex.quote(text)
+
+
+def hit_json(hit: Hit, session_id: str) -> dict[str, Any]:
     """A hit with stable keys; ``snippet`` is the stored text, exactly (JSON escapes it)."""
     return {
+        "pointer": pointer(session_id, hit.sequence),
         "sequence": hit.sequence,
         "role": kind_name(hit.role),
         "field": hit.field.value,
@@ -138,7 +161,7 @@ def session_hits_json(found: SessionHits) -> dict[str, Any]:
         **session_json(found.session),
         "last_activity": iso_utc(found.session.last_activity),
         "hit_count": found.hit_count,
-        "hits": [hit_json(hit) for hit in found.hits],
+        "hits": [hit_json(hit, found.session.session_id) for hit in found.hits],
     }
 
 

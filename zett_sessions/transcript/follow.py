@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic
+from typing import Any, Generic, TypeVar
 
 from ..errors import (
     DatabaseLocked,
@@ -41,6 +41,7 @@ from .annotate import Entry, OpenBatch
 from .query import ItemT, TranscriptState
 
 POLL_BATCH = 1000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +91,11 @@ async def latest_session(db: SessionDatabase) -> str:
 
 async def wait_for_session(
     db: SessionDatabase,
-    find: Callable[[], Awaitable[str]],
+    find: Callable[[], Awaitable[T]],
     *,
     interval: float,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> str:
+) -> T:
     """``tail -f --wait``: ask ``find`` (a resolver, run in a read transaction of its own)
     once per ``interval`` until it names a session, and return its id.
 

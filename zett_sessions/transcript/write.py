@@ -24,8 +24,14 @@ from typing import TYPE_CHECKING, Any
 # uses (JSON records, Markdown) are imported where that format is written: here, they would
 # load more modules into a text show or tail (6-10 ms measured; bench/run.py's target for tail
 # is its imports + 50 ms).
-from ..errors import SessionDeleted, SessionNotFound, StaleRun, UnaddressableSession
-from ..queries.resolve import resolve_session, session_titles
+from ..errors import (
+    SessionDeleted,
+    SessionNotFound,
+    StaleRun,
+    UnaddressableSession,
+    UsageError,
+)
+from ..queries.resolve import resolve_pointer, session_titles
 from ..render.jsonout import kind_name, snapshot_json
 from ..render.output import UNWRAPPED, Output, dumps
 from ..rows import record_from_row
@@ -96,23 +102,40 @@ class Request:
     interval: float = 0.5
     stale_after: timedelta | None = None
     wait: bool = False  # tail -f --wait: a session not there yet is waited for
+    count_given: bool = False  # tail -n was given (ID#SEQ then says where to start twice)
     children: bool = False  # html: each sub-agent session (recursively) in the same page
     redactor: Redactor | None = None  # show --redact: every secret replaced as it is read
 
 
-async def _session(db: SessionDatabase, request: Request, out: Output) -> str:
-    """The session asked for; ``--latest`` names the one it picked on stderr (but ``tail -f``,
-    whose "Following …" line does)."""
+async def _session(db: SessionDatabase, request: Request, out: Output) -> tuple[str, Request]:
+    """The session asked for, and the request starting where ``ID#SEQ`` points; ``--latest``
+    names the one it picked on stderr (but ``tail -f``, whose "Following …" line does)."""
     if not request.latest:
         assert request.session is not None
-        return await resolve_session(db, request.session)
+        session_id, start = await resolve_pointer(db, request.session)
+        return session_id, _starting_at(request, start)
     session_id = await latest_session(db)
     if not request.follow:
         label = await session_label(db, session_id)
         if request.redactor is not None:
             label = request.redactor.text(label)
         out.hint(f"Latest session: {label}")
-    return session_id
+    return session_id, request
+
+
+def _starting_at(request: Request, start: int | None) -> Request:
+    """``request`` from sequence ``start`` on (``ID#SEQ``), which says where to start as
+    ``--from`` does (and, for tail, in place of ``-n``: to the end)."""
+    if start is None:
+        return request
+    selection = request.selection
+    if request.context:
+        raise UsageError("--context shows the whole resume context; drop the #SEQ")
+    if selection.first is not None:
+        raise UsageError(f"{request.session} already says where to start: drop --from")
+    if request.count_given:
+        raise UsageError(f"{request.session} says where tail starts: drop -n")
+    return replace(request, selection=replace(selection, first=start, last=None))
 
 
 async def session_label(db: SessionDatabase, session_id: str) -> str:
@@ -162,7 +185,7 @@ async def show(db: SessionDatabase, request: Request, out: Output) -> None:
     return_freed_memory()
     text = not request.context and request.fmt is Format.text
     async with db.read():
-        session_id = await _session(db, request, out)
+        session_id, request = await _session(db, request, out)
         header = await read_header(db, session_id, totals=not text)  # text: after the log
         if request.redactor is not None:
             header = request.redactor.header(header)
@@ -485,14 +508,13 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
     prompts = PromptRepeats()  # Markdown's, for the history and then what -f prints
     try:
         async with db.read():
-            session_id = await _session(db, request, out)
+            session_id, request = await _session(db, request, out)
             boundary = await latest_boundary(db, session_id)
             log = await log_end(db, session_id)
     except SessionNotFound as missing:
         if not request.wait or isinstance(missing, SessionDeleted | UnaddressableSession):
             raise
-        session_id = await _wait(db, request, out)
-        request = replace(request, selection=replace(request.selection, last=None))
+        session_id, request = await _wait(db, request, out)
         async with db.read():
             boundary = await latest_boundary(db, session_id)
             log = await log_end(db, session_id)
@@ -514,13 +536,14 @@ async def tail(db: SessionDatabase, request: Request, out: Output) -> None:
         await _follow(db, session_id, build, state, request, out, renderer, prompts)
 
 
-async def _wait(db: SessionDatabase, request: Request, out: Output) -> str:
+async def _wait(db: SessionDatabase, request: Request, out: Output) -> tuple[str, Request]:
     """``--wait``: the session once it starts (with ``--latest``: the first one to start).
     All of it is new, so it is then printed from its first record (as ``tail -F`` prints a
-    file that appears)."""
+    file that appears), or from where ``ID#SEQ`` points."""
     awaited = "a first session" if request.latest else f"session {request.session}"
     out.hint(f"Waiting for {awaited} to start (Ctrl-C to stop)…")
-    return await wait_for_session(db, lambda: _session(db, request, out), interval=request.interval)
+    whole = replace(request, selection=replace(request.selection, last=None), count_given=False)
+    return await wait_for_session(db, lambda: _session(db, whole, out), interval=whole.interval)
 
 
 async def _write_ndjson(db: SessionDatabase, stream: AsyncGenerator[Any, None]) -> None:

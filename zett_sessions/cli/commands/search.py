@@ -125,7 +125,16 @@ def search_command(
 
     async def work(database: SessionDatabase) -> None:
         scoped = await _scope(database, query, sessions or [], filters)
-        await _print(database, scoped, progress, out, fmt=fmt, ids_only=ids_only, null=null)
+        await _print(
+            database,
+            scoped,
+            progress,
+            out,
+            fmt=fmt,
+            ids_only=ids_only,
+            null=null,
+            opener=opener_for(state.db if db is None else db),
+        )
 
     run_with(state.reader(db), work)
     from ...render.search import given_up_warning, search_footer, unaddressable_warning
@@ -168,8 +177,10 @@ async def _print(
     fmt: SearchFormat,
     ids_only: bool,
     null: bool,
+    opener: str,
 ) -> None:
-    """Each session with hits, as it is found, in ``fmt``."""
+    """Each session with hits, as it is found, in ``fmt`` (text: each row with hits followed
+    by ``opener``'s command that shows it)."""
     from contextlib import aclosing
 
     from ...render.output import dumps
@@ -185,7 +196,9 @@ async def _print(
                 return
             hidden: set[str] = set()
             with out.paged() as console:
-                fitted = partial(session_block, width=_fit_width(console.width), hidden=hidden)
+                fitted = partial(
+                    session_block, width=_fit_width(console.width), hidden=hidden, opener=opener
+                )
                 console.print(fitted(first), end="", soft_wrap=True)
                 async for hits in results:
                     console.print(fitted(hits), end="", soft_wrap=True)
@@ -210,6 +223,17 @@ def _fit_width(width: int) -> int | None:
     from ...render.output import UNWRAPPED
 
     return width if width < UNWRAPPED else None
+
+
+def opener_for(db: str | None) -> str:
+    """The command line that opens a session of this database: with the ``--db`` given when it
+    is a file (a URL is left out: it may hold a password; ``$ZETT_SESSIONS_DB`` names it)."""
+    from ...render.sanitize import sanitize
+    from ...render.search import shell_word
+
+    if db is None or "://" in db:
+        return "zett-sessions show"
+    return f"zett-sessions --db {shell_word(sanitize(db))} show"
 
 
 @contextmanager

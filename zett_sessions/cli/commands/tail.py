@@ -31,7 +31,7 @@ def tail_command(
     session: LatestSessionArg = None,
     latest: LatestOption = False,
     lines: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--lines",
             "-n",
@@ -41,7 +41,7 @@ def tail_command(
             help=f"Show the last N records (0: none, only follow) [default: {DEFAULT_COUNT}].",
             show_default=False,
         ),
-    ] = DEFAULT_COUNT,
+    ] = None,
     follow: Annotated[
         bool,
         typer.Option(
@@ -107,7 +107,9 @@ def tail_command(
     state = app_state(ctx)
     request = Request(
         session=session,
-        selection=Selection(last=lines, roles=view.role_kinds()),
+        selection=Selection(
+            last=DEFAULT_COUNT if lines is None else lines, roles=view.role_kinds()
+        ),
         options=view.transcript_options(fmt),
         fmt=Format(fmt.value),
         latest=latest,
@@ -115,6 +117,7 @@ def tail_command(
         interval=interval,
         stale_after=parse_duration(stale_after) if stale_after is not None else None,
         wait=wait,
+        count_given=lines is not None,
     )
     out = state.output()
     try:
