@@ -11,6 +11,7 @@ import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -184,6 +185,49 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "pooled: run on PostgreSQL through PgBouncer too (backend 'pgbouncer')"
     )
+
+
+# --- parallel runs: `pytest -n 2` (pytest-xdist; .ci/run does this) -------------------------
+#
+# Each test goes to whichever worker is free, except that each group below runs on one worker,
+# in collection order.  "verify-codes": the run_last check reads the codes that the planting
+# modules' ``verify`` calls recorded in its own process.  "password-role": the one role the
+# test cluster makes authenticate with a password (pgcluster.PASSWORD_ROLE) is created and
+# dropped by each of these tests.  (pytest-xdist's own ``xdist_group`` marks do not group
+# under pytest 9.2, whose node ids no longer take the suffix they rely on.)
+
+SHARED: dict[str, tuple[str, ...]] = {
+    "verify-codes": (
+        "tests/test_verify_*.py::*",
+        "tests/test_cli_verify.py::test_every_code_is_planted_by_some_test",
+    ),
+    "password-role": (
+        "tests/test_storage_postgres.py::test_pgpassword_and_pgpass_work_as_with_psql*",
+        "tests/test_storage_postgres.py::test_a_wrong_password_is_access_denied_and_not_shown*",
+    ),
+}
+
+
+def shared_group(nodeid: str) -> str | None:
+    """The group of SHARED the test ``nodeid`` belongs to, if any."""
+    for group, patterns in SHARED.items():
+        if any(fnmatch.fnmatchcase(nodeid, pattern) for pattern in patterns):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's ``load`` distribution (the default of ``-n``) with SHARED's groups."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_group(nodeid) or nodeid
+
+    return SharedGroupScheduling(config, log)
 
 
 @pytest.hookimpl(trylast=True)
