@@ -9,7 +9,8 @@ from __future__ import annotations
 import fnmatch
 import shutil
 import signal
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,20 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 # --- layer-specific fixtures below --------------------------------------------------------
 
 
+@pytest.fixture
+def time_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set the process's local zone (``TZ``, then ``time.tzset()``, as a process started with
+    that ``TZ`` has it) for one test, and put it back: in-process commands show local times."""
+
+    def set_zone(name: str) -> None:
+        monkeypatch.setenv("TZ", name)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()
+
+
 # --- the fast loop: `pytest -m "not slow"` (CI runs everything) ----------------------------
 #
 # Marked here by path and name rather than in the test files, so that editing a test never
@@ -146,6 +161,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_list_problems_pages_are_the_whole_runs_error_sessions_newest_first",
     ),
     "test_codec.py": ("test_encode_decode_encode_is_the_identity",),
+    "test_search_pattern.py": ("test_the_prefilter_never_drops_a_row_python_matches",),
     "test_envelope_readers.py": ("test_every_reader_of_an_envelope_agrees_with_the_decoder",),
     "test_cli_list.py": ("test_a_listing_sized_from_its_first_rows_looks_like_one_sized_from_all",),
     # real processes that wait out a time budget: a regex's per text, the blocked loop's alarm

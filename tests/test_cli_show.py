@@ -30,7 +30,6 @@ from support import (
     TerminalProcess,
     append_messages,
     assert_one_error_line,
-    cli_process,
     copy_raw_rows_sql,
     copy_sample,
     digest,
@@ -357,32 +356,35 @@ def write_timed_session(db: Path) -> None:
 
 
 def test_show_times_are_local_with_their_zone_and_the_stored_time_of_each_row(
-    tmp_path: Path,
+    tmp_path: Path, time_zone: Callable[[str], None]
 ) -> None:
     db = tmp_path / "times.sqlite3"
     write_timed_session(db)
-    local = cli_process(db, "show", "times", env={"TZ": CET})
-    assert local.returncode == 0, local.stderr
+    time_zone(CET)
+    local = run_cli(["--db", str(db), "show", "times"])
+    assert local.exit_code == 0, local.stderr
     assert titles(local.stdout) == [
         "#1 user  2026-03-02 23:59:50 CET",
         "#2 assistant  2026-03-03 00:00:10 CET  30.0 s",  # stored, as verify says; a new day
         "#3 user  00:00:30",
     ]
     assert "Created   2026-03-02 23:59:50 CET" in local.stdout
-    utc = cli_process(db, "show", "times", "--utc", env={"TZ": CET})
-    assert utc.returncode == 0, utc.stderr
+    utc = run_cli(["--db", str(db), "show", "times", "--utc"])
+    assert utc.exit_code == 0, utc.stderr
     assert titles(utc.stdout) == [
         "#1 user  2026-03-02 22:59:50 UTC",
         "#2 assistant  23:00:10  30.0 s",
         "#3 user  23:00:30",
     ]
-    details = cli_process(db, "show", "times", "--details", "--through", "2", env={"TZ": CET})
+    details = run_cli(["--db", str(db), "show", "times", "--details", "--through", "2"])
     assert "timing: 2026-03-02 23:59:40 CET → 2026-03-03 00:00:10 CET (30.0 s)" in details.stdout
-    tail = cli_process(db, "tail", "times", "-n", "1", env={"TZ": "UTC"})
+    time_zone("UTC")
+    tail = run_cli(["--db", str(db), "tail", "times", "-n", "1"])
     assert titles(tail.stdout) == ["#3 user  2026-03-02 23:00:30 UTC"]
-    markdown = cli_process(db, "show", "times", "--format", "markdown", env={"TZ": CET})
+    time_zone(CET)
+    markdown = run_cli(["--db", str(db), "show", "times", "--format", "markdown"])
     assert "### #2 · assistant · 2026-03-03 00:00:10 CET · 30.0 s" in markdown.stdout
-    document = json.loads(cli_process(db, "show", "times", "--json", env={"TZ": CET}).stdout)
+    document = json.loads(run_cli(["--db", str(db), "show", "times", "--json"]).stdout)
     assert [r["created_at"] for r in document["records"]][:2] == [
         "2026-03-02T22:59:50.000000Z",
         "2026-03-02T23:00:10.000000Z",
@@ -390,7 +392,9 @@ def test_show_times_are_local_with_their_zone_and_the_stored_time_of_each_row(
     assert document["records"][1]["timing"]["started_at"] == "2026-03-02T22:59:40.000000Z"
 
 
-def test_times_a_local_zone_cannot_show_are_shown_in_utc(tmp_path: Path) -> None:
+def test_times_a_local_zone_cannot_show_are_shown_in_utc(
+    tmp_path: Path, time_zone: Callable[[str], None]
+) -> None:
     """A stored time at the calendar's edge has no local time east or west of UTC (year 0,
     year 10000), and a TZ 24 hours or more from UTC none at all: those times are shown in UTC
     (named so) instead of an internal error (OverflowError, ValueError)."""
@@ -404,13 +408,15 @@ def test_times_a_local_zone_cannot_show_are_shown_in_utc(tmp_path: Path) -> None
         "updated_at = '9999-12-31 23:59:59.999999'",
     )
     for zone in ("EST5", "JST-9", "UTC+99"):
+        time_zone(zone)
         for command in (["show", "times", "--details"], ["tail", "times"]):
-            r = cli_process(db, *command, "--format", "markdown", env={"TZ": zone})
-            assert r.returncode == 0, (zone, r.stderr)
+            r = run_cli(["--db", str(db), *command, "--format", "markdown"])
+            assert r.exit_code == 0, (zone, r.stderr)
             assert "9999-12-31 23:59:59 UTC" in r.stdout or "0001-01-01 00:00:00 UTC" in r.stdout
-        r = cli_process(db, "show", "--latest", env={"TZ": zone})
-        assert r.returncode == 0, (zone, r.stderr)
-    west = cli_process(db, "show", "times", env={"TZ": "EST5"})
+        r = run_cli(["--db", str(db), "show", "--latest"])
+        assert r.exit_code == 0, (zone, r.stderr)
+    time_zone("EST5")
+    west = run_cli(["--db", str(db), "show", "times"])
     assert titles(west.stdout) == [
         "#1 user  0001-01-01 00:00:00 UTC",
         "#2 assistant  9999-12-31 18:59:59 EST  30.0 s",

@@ -14,8 +14,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -142,19 +140,6 @@ def sums(group: dict[str, Any]) -> tuple[int, ...]:
             "reasoning_tokens",
         )
     )
-
-
-@pytest.fixture
-def time_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Set the process's local zone (``TZ``) for one test, and put it back."""
-
-    def set_zone(name: str) -> None:
-        monkeypatch.setenv("TZ", name)
-        time.tzset()
-
-    yield set_zone
-    monkeypatch.undo()
-    time.tzset()
 
 
 # --- sums per group ---------------------------------------------------------------------------
