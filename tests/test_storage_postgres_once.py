@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from pgrelay import Relay, terminate
-from zett_sessions import CompactedMessage, PostgresSessionStorage, UserMessage
-from zett_sessions.errors import OutcomeUnknown
+from zett_sessions import CompactedMessage, OutcomeUnknown, PostgresSessionStorage, UserMessage
 
 pytestmark = pytest.mark.usefixtures("pg_dsn")
 

@@ -42,7 +42,7 @@ for _name in (
     "ZettSessionsError DatabaseError DatabaseNotFound NotASessionDatabase DatabaseUnreadable "
     "DatabaseLocked DatabaseReadOnly UnsupportedLayout SessionNotFound AmbiguousSessionId "
     "SessionExists SnapshotConflict InvalidBoundary ParentMismatch ValidationError "
-    "UnsupportedValue DamagedHistory DamagedSnapshot ServerUnavailable"
+    "UnsupportedValue DamagedHistory DamagedSnapshot ServerUnavailable OutcomeUnknown"
 ).split():
     _EXPORTS[_name] = "errors"
 
@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # pragma: no cover - names for type checkers and IDEs
         DatabaseUnreadable as DatabaseUnreadable,
         InvalidBoundary as InvalidBoundary,
         NotASessionDatabase as NotASessionDatabase,
+        OutcomeUnknown as OutcomeUnknown,
         ParentMismatch as ParentMismatch,
         ServerUnavailable as ServerUnavailable,
         SessionExists as SessionExists,
