@@ -1056,3 +1056,33 @@ def test_rows_renumbered_between_two_chunks_are_not_called_a_deletion(
     line = assert_one_error_line(r.stderr, session, "changed while it was being read", "VACUUM")
     assert "deleted while" not in line
     assert chunks == [1, 2]
+
+
+def test_show_several_sessions_shows_each_with_its_header_past_one_not_found(
+    databases: Databases,
+) -> None:
+    db = databases.sample()
+    plain, tools = NEWEST_IDS["plain"], NEWEST_IDS["tools"]
+    code, out, err = show(db, plain, "nope", tools)
+    assert code == 3
+    errors = [line for line in err.splitlines() if line.startswith("Error: ")]
+    assert errors == ["Error: no session matches 'nope' (see `zett-sessions list`)"]
+    assert re.findall(r"^Session\s+(\S+)$", out, flags=re.MULTILINE) == [plain, tools]
+    assert out == show(db, plain)[1] + "\n" + show(db, tools)[1]
+
+
+def test_show_json_of_several_sessions_is_one_document_each_one_after_the_other(
+    databases: Databases,
+) -> None:
+    db = databases.sample()
+    plain, tools = NEWEST_IDS["plain"], NEWEST_IDS["tools"]
+    code, out, err = show(db, plain, tools, "--json")
+    assert (code, err) == (0, "")
+    decoder, documents, at = json.JSONDecoder(), [], 0
+    while out[at:].strip():
+        document, at = decoder.raw_decode(out, at)
+        documents.append(document)
+        at += 1  # the newline ending each document
+    assert [d["session"]["id"] for d in documents] == [plain, tools]
+    assert documents[0] == json.loads(show(db, plain, "--json")[1])
+    assert show(db, plain, tools, "--format", "html")[0] == 2

@@ -807,3 +807,22 @@ def test_tail_follow_with_role_prints_only_new_records_of_that_role(tmp_path: Pa
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]
     assert [(r["sequence"], r["role"]) for r in records] == [(2, "user"), (5, "user")]
+
+
+def test_tail_several_sessions_heads_each_as_tail_heads_files(databases: Databases) -> None:
+    db = databases.sample()
+    plain, tools = NEWEST_IDS["plain"], NEWEST_IDS["tools"]
+    r = tail(db, plain, "nope", tools, "-n", "1")
+    assert r.exit_code == 3
+    errors = [line for line in r.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors == ["Error: no session matches 'nope' (see `zett-sessions list`)"]
+    heads = re.findall(r"^==> (.*) <==$", r.stdout, flags=re.MULTILINE)
+    assert [head.split()[0] for head in heads] == [plain, tools]
+    assert numbers(r.stdout) == [3, 11]
+    assert r.stdout.startswith("==> ") and "\n\n==> " in r.stdout
+    r = tail(db, plain, tools, "-n", "1", "--json")
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert r.stdout.count("[") >= 2  # one array per session
+    r = tail(db, plain, tools, "-f")
+    assert (r.exit_code, r.stdout) == (2, "")
+    assert r.stderr == "Error: --follow follows one session: name one (or leave out -f)\n"

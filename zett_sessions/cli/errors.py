@@ -15,7 +15,7 @@ import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
@@ -100,8 +100,9 @@ def _backend_hints(error: BaseException) -> Mapping[type[BaseException], str]:
     return hints_for(error.path)
 
 
-def fail(error: BaseException) -> NoReturn:
-    """Print ``Error: …`` for ``error`` on stderr and exit with its code."""
+def report(error: BaseException) -> int:
+    """Print ``Error: …`` for ``error`` on stderr; its exit code (a command that goes on past
+    one failing session reports it so, and exits with the code at the end)."""
     from ..render.sanitize import single_line
 
     code, message = _classify(error)
@@ -109,7 +110,20 @@ def fail(error: BaseException) -> NoReturn:
         traceback.print_exception(error, file=sys.stderr)
     sys.stderr.write(f"Error: {single_line(message)}\n")
     sys.stderr.flush()
-    raise typer.Exit(int(code))
+    return int(code)
+
+
+def fail(error: BaseException) -> NoReturn:
+    """Print ``Error: …`` for ``error`` on stderr and exit with its code."""
+    raise typer.Exit(report(error))
+
+
+def fail_any(errors: Sequence[BaseException]) -> None:
+    """Each error of a command run over several sessions, one line each, then exit with the
+    code of the first (nothing when there is none)."""
+    codes = [report(error) for error in errors]
+    if codes:
+        raise typer.Exit(codes[0])
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:

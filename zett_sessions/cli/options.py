@@ -38,6 +38,10 @@ SessionArg = Annotated[str, session_argument("Session id or any unique prefix of
 LatestSessionArg = Annotated[
     str | None, session_argument("Session id or any unique prefix of it (or use --latest).")
 ]
+SessionsArg = Annotated[
+    list[str] | None,
+    session_argument("Session ids or unique prefixes (several: each in turn), or use --latest."),
+]
 LatestOption = Annotated[
     bool,
     typer.Option(

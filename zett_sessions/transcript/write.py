@@ -13,7 +13,7 @@ with ``SessionDeleted`` (exit 3), never a silently short transcript.  Human outp
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 # load more modules into a text show or tail (6-10 ms measured; bench/run.py's target for tail
 # is its imports + 50 ms).
 from ..errors import (
+    AmbiguousSessionId,
     SessionDeleted,
     SessionNotFound,
     StaleRun,
@@ -204,6 +205,43 @@ async def show(db: SessionDatabase, request: Request, out: Output) -> None:
         await _show_html(db, log, header, request)
     else:
         await _show_text(db, log, header, request, out)
+
+
+async def show_each(
+    db: SessionDatabase, request: Request, sessions: Sequence[str | None], out: Output
+) -> list[Exception]:
+    """``show A B …``: each session in turn, as ``show`` shows one (text: a blank line
+    between them; JSON: one document each, one after the other), as ``cat`` goes on past a
+    file it cannot read: the sessions that could not be shown are returned, in order."""
+    shown = 0
+
+    async def one(text: str | None, index: int) -> None:
+        nonlocal shown
+        if shown and request.fmt is Format.text:
+            if text is not None:
+                async with db.read():  # a session not found gets no separator
+                    await resolve_pointer(db, text)
+            out.line("")
+        await show(db, replace(request, session=text), out)
+        shown += 1
+
+    return await _each(sessions, one)
+
+
+async def _each(
+    sessions: Sequence[str | None], run: Callable[[str | None, int], Awaitable[None]]
+) -> list[Exception]:
+    """``run`` for each session; those no session matches (or deleted while read) are
+    returned, the others shown (a single session raises as before)."""
+    failed: list[Exception] = []
+    for index, text in enumerate(sessions):
+        try:
+            await run(text, index)
+        except (SessionNotFound, AmbiguousSessionId) as missing:
+            if len(sessions) == 1:
+                raise
+            failed.append(missing)
+    return failed
 
 
 def _records(
@@ -495,6 +533,31 @@ async def _show_context(
 
 
 # --- tail ------------------------------------------------------------------------------------
+
+
+async def tail_each(
+    db: SessionDatabase, request: Request, sessions: Sequence[str | None], out: Output
+) -> list[Exception]:
+    """``tail A B …`` (without ``-f``): each session's last records in turn, under a
+    ``==> ID (title) <==`` line as ``tail`` heads each file (JSON: an array each)."""
+
+    headed = 0
+
+    async def one(text: str | None, index: int) -> None:
+        nonlocal headed
+        if len(sessions) > 1 and request.fmt is not Format.json:
+            async with db.read():
+                label = await session_label(db, await resolve_pointer_id(db, text))
+            out.line(f"{chr(10) if headed else ''}==> {label} <==")
+            headed += 1
+        await tail(db, replace(request, session=text), out)
+
+    return await _each(sessions, one)
+
+
+async def resolve_pointer_id(db: SessionDatabase, text: str | None) -> str:
+    assert text is not None
+    return (await resolve_pointer(db, text))[0]
 
 
 async def tail(db: SessionDatabase, request: Request, out: Output) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,8 +17,8 @@ from ..options import (
     DbOption,
     FullOption,
     LatestOption,
-    LatestSessionArg,
     OutputOptions,
+    SessionsArg,
     output_options,
 )
 from .secrets import PatternsOption
@@ -94,12 +94,14 @@ def role_kinds(roles: Sequence[Role] | None) -> frozenset[int]:
     return frozenset(ROLE_KINDS[role.value] for role in roles or ())
 
 
-def one_session(session: str | None, latest: bool) -> None:
-    """A SESSION or ``--latest``, exactly one of them (show and tail)."""
+def one_session(sessions: Sequence[str] | None, latest: bool) -> list[str | None]:
+    """SESSIONs or ``--latest``, exactly one of them (show and tail): what to show in turn
+    (``[None]`` for ``--latest``)."""
     from ...errors import UsageError
 
-    if latest == (session is not None):
+    if latest == bool(sessions):
         raise UsageError("give either a SESSION or --latest")
+    return list(sessions) if sessions else [None]
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ view_options = option_group("view", ViewOptions, VIEW_OPTIONS)
 @view_options
 def show_command(
     ctx: typer.Context,
-    session: LatestSessionArg = None,
+    sessions: SessionsArg = None,
     latest: LatestOption = False,
     first: FromOption = None,
     through: ThroughOption = None,
@@ -183,24 +185,30 @@ def show_command(
     output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
 ) -> None:
-    """Show a session: its header, then every raw message in sequence order.
+    """Show a session: its header, then every raw message in sequence order (several
+    sessions: each in turn, with its header).
 
     Tool results are paired with their call, incomplete tool batches and orphan results are
     flagged in place, and a marker shows where the latest snapshot's boundary sits.  Long
     messages are cut and a repeated system prompt is printed once unless --full (--format
     markdown and html show whole bodies); times are local with their zone unless --utc.  --latest
     shows the most recently active session (named on stderr).  --json writes one lossless
-    document ({"session", "snapshot", "records", "flags"}; times in UTC).
+    document ({"session", "snapshot", "records", "flags"}; times in UTC) per session, one
+    after the other.  A session not found among several is named on stderr and the others
+    are shown (exit 3 at the end).
 
     Example: zett-sessions show 019cadd4-8c4c --reasoning --from 10
     """
     from ...errors import UsageError
     from ...transcript.query import Selection
-    from ...transcript.write import Format, Request, show
+    from ...transcript.write import Format, Request, show, show_each
+    from ..errors import fail_any
     from ..state import app_state, run_with
 
     chosen = output.chosen(ShowFormat)
-    one_session(session, latest)
+    named = one_session(sessions, latest)
+    if len(named) > 1 and (chosen is ShowFormat.html or redact):
+        raise UsageError("--format html and --redact show one session: name one")
     if first is not None and through is not None and through < first:
         raise UsageError(f"--through {through} is before --from {first}")
     if context and (first is not None or through is not None or view.roles):
@@ -215,7 +223,7 @@ def show_command(
         raise UsageError("--patterns says what --redact replaces: add --redact")
     state = app_state(ctx)
     request = Request(
-        session=session,
+        session=None,
         selection=Selection(
             first=first,
             through=through,
@@ -230,13 +238,19 @@ def show_command(
     )
     if request.redactor is None:
         out = state.output()
-        run_with(state.reader(db), lambda database: show(database, request, out))
+        failed = run_with(
+            state.reader(db), lambda database: show_each(database, request, named, out)
+        )
+        fail_any(failed)
         return
     from ...secrets.guard import redacted_stdout
 
     with redacted_stdout(request.redactor.detectors):
         out = state.output()  # its stdout is the spool
-        run_with(state.reader(db), lambda database: show(database, request, out))
+        run_with(
+            state.reader(db),
+            lambda database: show(database, replace(request, session=named[0]), out),
+        )
 
 
 def _redactor(patterns: str | None) -> Redactor:

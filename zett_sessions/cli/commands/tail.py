@@ -12,8 +12,8 @@ from ..options import (
     INT_MAX,
     DbOption,
     LatestOption,
-    LatestSessionArg,
     OutputOptions,
+    SessionsArg,
     output_options,
 )
 from .show import PLAIN_VIEW, TranscriptFormat, ViewOptions, one_session, view_options
@@ -28,7 +28,7 @@ DEFAULT_COUNT = 10
 @view_options
 def tail_command(
     ctx: typer.Context,
-    session: LatestSessionArg = None,
+    sessions: SessionsArg = None,
     latest: LatestOption = False,
     lines: Annotated[
         int | None,
@@ -95,18 +95,21 @@ def tail_command(
     from ...errors import UsageError
     from ...timeutil import parse_duration
     from ...transcript.query import Selection
-    from ...transcript.write import Format, Request, tail
+    from ...transcript.write import Format, Request, tail_each
+    from ..errors import fail_any
     from ..state import app_state, run_with
 
     fmt = output.chosen(TranscriptFormat)
-    one_session(session, latest)
+    named = one_session(sessions, latest)
+    if len(named) > 1 and follow:
+        raise UsageError("--follow follows one session: name one (or leave out -f)")
     if stale_after is not None and not follow:
         raise UsageError("--stale-after only applies with --follow")
     if wait and not follow:
         raise UsageError("--wait waits for a session to follow: add --follow (-f)")
     state = app_state(ctx)
     request = Request(
-        session=session,
+        session=None,
         selection=Selection(
             last=DEFAULT_COUNT if lines is None else lines, roles=view.role_kinds()
         ),
@@ -121,9 +124,13 @@ def tail_command(
     )
     out = state.output()
     try:
-        run_with(state.reader(db), lambda database: tail(database, request, out))
+        failed = run_with(
+            state.reader(db), lambda database: tail_each(database, request, named, out)
+        )
     except KeyboardInterrupt:
         out.hint("Stopped.")
+        return
+    fail_any(failed)
 
 
 def register(app: typer.Typer) -> None:
