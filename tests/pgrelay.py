@@ -36,6 +36,27 @@ def _split(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
     return messages, data[at:]
 
 
+class _Backend:
+    """The backend process id a server's side of a connection announces (BackendKeyData), read
+    from the start of the stream: only that connection's reply is ever lost (the pool may open
+    another one at any time)."""
+
+    def __init__(self) -> None:
+        self.seen = b""
+        self.pid: int | None = None
+
+    def read(self, data: bytes) -> None:
+        self.seen += data
+        if self.seen[:1] in (b"N", b"S") and len(self.seen) >= 1:
+            stream = self.seen[1:]  # the one-byte answer to asyncpg's SSLRequest
+        else:
+            stream = self.seen
+        for kind, message in _split(stream)[0]:
+            if kind == ord("K"):
+                (self.pid,) = struct.unpack("!i", message[5:9])
+                return
+
+
 class Relay:
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
@@ -93,9 +114,12 @@ class Relay:
     ) -> None:
         pending = b""
         running = False  # the server has started answering the lost statement
+        backend = _Backend()
         try:
             while data := await reader.read(65536):
-                if upstream or self.losing is None:
+                if not upstream and backend.pid is None:
+                    backend.read(data)
+                if upstream or self.losing is None or backend.pid != self.pid:
                     writer.write(data)
                     await writer.drain()
                     continue
