@@ -275,7 +275,6 @@ def table_rows(
 ) -> list[tuple]:
     """Every row of ``table`` (all columns, sorted), optionally only of ``session_ids``; on a
     PostgreSQL URL the columns zett-agent's schema names, sorted the same way."""
-    import json
     import sqlite3
 
     if "://" in str(path):
@@ -297,9 +296,11 @@ def table_rows(
         )
         return sorted(found, key=repr)
 
+    from zett_sessions.sqlite.dialect import IN_IDS, json_ids
+
     key = "id" if table == "agent_sessions" else "session_id"
-    where = f" WHERE {key} IN (SELECT value FROM json_each(?))" if session_ids is not None else ""
-    params = (json.dumps(list(session_ids)),) if session_ids is not None else ()
+    where = f" WHERE {key} {IN_IDS}" if session_ids is not None else ""
+    params = (json_ids(session_ids),) if session_ids is not None else ()
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]

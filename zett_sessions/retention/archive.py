@@ -32,7 +32,7 @@ from ..rows import SNAPSHOT_COLUMNS
 from ..schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
 from ..session_database import SessionDatabase
 from ..sqlite.database import Database
-from ..sqlite.dialect import IN_IDS, json_ids
+from ..sqlite.dialect import IN_IDS, ids_of, json_ids
 from ..transfer.rows import sqlite_values
 from ..values import plural
 from .archive_file import SIDE_FILES, LockedFile, lock_archive
@@ -72,6 +72,10 @@ def check_archive_path(source: str, archive: str) -> Path:
     return target
 
 
+# The ids of parameter ?1 (``json_ids``), which a statement may name more than once.
+_IDS = ids_of("?1")
+
+
 def _sessions_sql(layout: Layout) -> str:
     """Session rows of the ids in the one parameter: copied, or derived when absent (A0)."""
     derived = (
@@ -82,14 +86,12 @@ def _sessions_sql(layout: Layout) -> str:
         "AS created_at, "
         "coalesce((SELECT max(created_at) FROM src.raw_messages WHERE session_id = value), "
         "(SELECT max(created_at) FROM src.session_snapshots WHERE session_id = value)) "
-        "AS updated_at FROM json_each(?1)"
+        f"AS updated_at FROM {_IDS}"
     )
     if not layout.has_sessions_table:
         return derived
     columns = layout.select_list("agent_sessions", SESSION_COLUMNS, defaults=_SESSION_DEFAULTS)
-    copied = (
-        f"SELECT {columns} FROM src.agent_sessions WHERE id IN (SELECT value FROM json_each(?1))"
-    )
+    copied = f"SELECT {columns} FROM src.agent_sessions WHERE id IN {_IDS}"
     return f"{copied} UNION ALL {derived} WHERE value NOT IN (SELECT id FROM src.agent_sessions)"
 
 
@@ -101,13 +103,11 @@ def _sources(layout: Layout) -> dict[str, tuple[tuple[str, ...], str]]:
         "agent_sessions": (SESSION_COLUMNS, _sessions_sql(layout)),
         "raw_messages": (
             RAW_COLUMNS,
-            f"SELECT {raw} FROM src.raw_messages WHERE session_id IN "
-            "(SELECT value FROM json_each(?1))",
+            f"SELECT {raw} FROM src.raw_messages WHERE session_id IN {_IDS}",
         ),
         "session_snapshots": (
             SNAPSHOT_COLUMNS,
-            f"SELECT {snapshots} FROM src.session_snapshots WHERE session_id IN "
-            "(SELECT value FROM json_each(?1))",
+            f"SELECT {snapshots} FROM src.session_snapshots WHERE session_id IN {_IDS}",
         ),
     }
 
@@ -116,10 +116,7 @@ _KEY = {"agent_sessions": "id", "raw_messages": "session_id", "session_snapshots
 
 
 def _archived_sql(table: str, columns: Sequence[str]) -> str:
-    return (
-        f"SELECT {', '.join(columns)} FROM main.{table} WHERE {_KEY[table]} IN "
-        "(SELECT value FROM json_each(?1))"
-    )
+    return f"SELECT {', '.join(columns)} FROM main.{table} WHERE {_KEY[table]} IN {_IDS}"
 
 
 class Source(Protocol):

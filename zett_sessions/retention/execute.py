@@ -15,7 +15,7 @@ saw.  A session that gained activity and no longer matches, or is kept by ``--ke
 ``--skip-active`` now, is skipped and reported; so is a session with a child that is not
 deleted with it (a child that appeared since the plan, or a planned child kept now), and in
 turn its planned ancestors (unless ``--children keep``).  Rows go with set-based statements
-(the dialect's id list: ``IN (SELECT value FROM json_each(?))``, ``= ANY(?::text[])``); each
+(the dialect's id list: a JSON array through ``json_each``, ``= ANY(?::text[])``); each
 statement's row count must equal what was counted inside the same transaction, otherwise the
 batch is rolled back.  ``secure_delete`` is left as SQLite has it.
 

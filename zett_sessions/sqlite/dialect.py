@@ -22,21 +22,54 @@ from typing import Any
 from ..schema import Layout
 from ..timeutil import dated_sql, format_db_time
 
-# A whole id list as one parameter: no variable-count limit, one statement text to cache.
-IN_IDS = "IN (SELECT value FROM json_each(?))"
+# A whole id list is one parameter, a JSON array: no variable-count limit, one statement text
+# to cache.  But ``json_each`` ends a string at U+0000 (``"a\u0000b"`` reads as ``'a'``), which
+# would take an id holding one for its prefix: another session's id, or none.  So ``json_ids``
+# escapes U+0000 as U+0001 U+0003 and U+0001 as U+0001 U+0002 (the array then holds no U+0000),
+# and the SQL undoes it in the reverse order, exactly: every U+0001 in an escaped id begins a
+# pair.  An id without U+0001 is its own escape and is taken as it is (two ``replace`` calls on
+# each id of a long list cost more than the list's lookups).
+_UNESCAPED = (
+    "CASE WHEN instr(value, char(1)) "
+    "THEN replace(replace(value, char(1, 3), char(0)), char(1, 2), char(1)) ELSE value END"
+)
 
 
-def json_ids(ids: Iterable[str | int]) -> str:
-    """Ids (or rowids) as the one JSON array parameter of ``IN_IDS``."""
-    return json.dumps(list(ids))
+def ids_of(param: str = "?") -> str:
+    """A table of the ids in the ``json_ids`` parameter ``param``: one column, ``value``."""
+    return f"(SELECT {_UNESCAPED} AS value FROM json_each({param}))"
+
+
+IN_IDS = f"IN {ids_of()}"
+
+# Rowids are integers, which ``json_each`` reads exactly: the array of ``json_rowids``.
+IN_ROWIDS = "IN (SELECT value FROM json_each(?))"
+
+
+def json_ids(ids: Iterable[str]) -> str:
+    """Ids as the one JSON array parameter of ``IN_IDS`` and ``ids_of``, escaped (above)."""
+    listed = list(ids)
+    text = json.dumps(listed)  # writes U+0000 and U+0001 as \u0000 and \u0001
+    if "\\u0000" not in text and "\\u0001" not in text:
+        return text  # the common case: one pass over the text, not two over every id
+    return json.dumps([_escaped(session_id) for session_id in listed])
+
+
+def _escaped(session_id: str) -> str:
+    return session_id.replace("\x01", "\x01\x02").replace("\x00", "\x01\x03")
+
+
+def json_rowids(rowids: Iterable[int]) -> str:
+    """Rowids as the one JSON array parameter of ``IN_ROWIDS``."""
+    return json.dumps(list(rowids))
 
 
 class Dialect:
-    """SQLite's: ids as one JSON array (``json_each``), times as zett-agent's text."""
+    """SQLite's: ids as one JSON array (``json_ids``), times as zett-agent's text."""
 
     name = "sqlite"
     in_ids = IN_IDS
-    ids_table = "json_each(?)"  # a table of the ids parameter, one column named ``value``
+    ids_table = ids_of()  # a table of the ids parameter, one column named ``value``
     # SQLite's LIKE ignores the case of ASCII letters only.
     contains = "LIKE ? ESCAPE '\\'"
     no_limit: Any = -1  # a LIMIT parameter that means "every row"

@@ -28,7 +28,7 @@ from ..errors import NotUtf8
 from ..schema import Layout
 from ..values import lenient_text
 from ..verify.scan import raw_scan_sql, sessions_sql, snapshots_sql
-from .dialect import IN_IDS, json_ids
+from .dialect import IN_IDS, IN_ROWIDS, json_ids, json_rowids
 from .errors import translate_sqlite_error
 from .readonly import read_only_file
 
@@ -137,8 +137,8 @@ class Reader(Closing):
         layouts read as NULL)."""
         select = self.layout.select_list("raw_messages", columns)
         return self.fetchall(
-            f"SELECT rowid AS k, {select} FROM raw_messages WHERE rowid {IN_IDS}",
-            (json_ids(keys),),
+            f"SELECT rowid AS k, {select} FROM raw_messages WHERE rowid {IN_ROWIDS}",
+            (json_rowids(keys),),
         )
 
     def snapshot_payload(self, key: Any) -> Any:

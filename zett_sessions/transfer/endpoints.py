@@ -12,7 +12,7 @@ which backend it has.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -134,47 +134,32 @@ class SQLiteEndpoint:
             )
         return [str(row["id"]) for row in rows]
 
-    async def _fetch(
-        self, ids: Sequence[str], queries: Callable[[str], list[Query]]
-    ) -> list[list[Any]]:
-        """The rows of each of ``queries`` for the sessions of ``ids``.  Ids go as one JSON
-        array (the dialect's ``in_ids``), but ``json_each`` cuts a string short at U+0000, so
-        an id holding one is matched by ``= ?`` on its own: otherwise its session would be
-        silently left out (or another one taken for it)."""
-        plain = [session_id for session_id in ids if NUL not in session_id]
-        matches: list[tuple[str, Any]] = [
-            (self.db.dialect.in_ids, self.db.dialect.ids_param(plain))
-        ]
-        matches += [("= ?", session_id) for session_id in ids if NUL in session_id]
-        results: list[list[Any]] = [[] for _ in queries("")]
-        for match, param in matches:
-            for rows, (sql, uses) in zip(results, queries(match), strict=True):
-                rows.extend(await self.db.fetchall(sql, (param,) * uses))
-        return results
+    async def _fetch(self, ids: Sequence[str], queries: list[Query]) -> list[list[Any]]:
+        """The rows of each of ``queries`` for the sessions of ``ids`` (one ids parameter)."""
+        param = self.db.dialect.ids_param(ids)
+        return [await self.db.fetchall(sql, (param,) * uses) for sql, uses in queries]
 
     async def existing(self, ids: Sequence[str]) -> set[str]:
         if self.db is None or not ids:
             return set()
         async with self.db.read():
-            [rows] = await self._fetch(ids, lambda match: [_existing(match, TABLES)])
+            [rows] = await self._fetch(ids, [_existing(self.db.dialect.in_ids, TABLES)])
         return {str(row[0]) for row in rows}
 
     async def read(self, ids: Sequence[str]) -> dict[str, SessionRows]:
         """The sessions among ``ids`` that have any rows, whole (three queries in all)."""
         if self.db is None or not ids:
             return {}
-        layout = self.db.layout
+        queries = _whole_sessions(self.db.layout, self.db.dialect.in_ids)
         async with self.db.read():
-            heads, raw, snapshots = await self._fetch(
-                ids, lambda match: _whole_sessions(layout, match)
-            )
+            heads, raw, snapshots = await self._fetch(ids, queries)
         return _assemble(heads, raw, snapshots)
 
     async def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         if self.db is None or not ids:
             return {}
         async with self.db.read():
-            raw, snaps = await self._fetch(ids, _counts)
+            raw, snaps = await self._fetch(ids, _counts(self.db.dialect.in_ids))
         return _merge_counts(ids, raw, snaps)
 
     def admit(self, session: SessionRows) -> SessionRows:
@@ -195,7 +180,7 @@ class SQLiteEndpoint:
                 )
 
     async def _existing_in_transaction(self, ids: Sequence[str]) -> set[str]:
-        [rows] = await self._fetch(ids, lambda match: [_existing(match, TABLES[:2])])
+        [rows] = await self._fetch(ids, [_existing(self.db.dialect.in_ids, TABLES[:2])])
         return {str(row[0]) for row in rows}
 
 
