@@ -37,6 +37,7 @@ import json
 import multiprocessing
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -259,6 +260,7 @@ def main() -> None:
                 pgcluster.stop_cluster(cluster)
     finally:
         fleet.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     report["load_average_before"] = [round(x, 2) for x in load_before]
     report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     _print(report)
