@@ -11,7 +11,16 @@ import pytest
 
 from pgtest import Databases
 from secret_shapes import Planted, fakes, plant_session, write_decoys
-from support import SeedSession, digest, full_scans, run_cli, seed_sessions, traced_sql
+from support import (
+    SAFETY_NET,
+    SeedSession,
+    cli_process,
+    digest,
+    full_scans,
+    run_cli,
+    seed_sessions,
+    traced_sql,
+)
 
 
 def assert_no_value(values: tuple[str, ...], *outputs: str) -> None:
@@ -134,6 +143,35 @@ def test_own_patterns_come_from_a_file_and_a_bad_one_is_a_usage_error(
     bad = run_cli(["--db", str(path), "secrets", "--patterns", str(patterns)])
     assert bad.exit_code == 2
     assert bad.stderr.startswith("Error: ") and "patterns.txt:1" in bad.stderr
+
+
+def test_an_own_pattern_that_backtracks_without_end_is_a_usage_error_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    """``(a|aa)+$`` on 60 ``a`` and a ``!`` in a stored text held ``re`` for ever (the
+    process outlived the harness's safety net); now the pattern is given up after its time
+    budget, named, and nothing of the text is printed."""
+    import asyncio
+
+    from zett_sessions.models import UserMessage
+    from zett_sessions.sqlite.storage import SQLiteSessionStorage
+
+    path = tmp_path / "backtracks.sqlite3"
+
+    async def write() -> None:
+        async with SQLiteSessionStorage(path) as storage:
+            await storage.append("hostile", "r", UserMessage(content="a" * 60 + "!"))
+
+    asyncio.run(write())
+    patterns = tmp_path / "patterns.txt"
+    patterns.write_text("slow (a|aa)+$\n", encoding="utf-8")
+    r = cli_process(path, "secrets", "--patterns", str(patterns), timeout=SAFETY_NET)
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    assert r.stderr == (
+        "Error: the slow pattern took over 1 s on one text: simplify it (a repeat inside a "
+        "repeat, such as (a+)+, matches what a+ does)\n"
+    )
 
 
 def test_the_whole_database_includes_rows_without_a_session_row_and_agrees_with_scopes(

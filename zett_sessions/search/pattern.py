@@ -101,23 +101,28 @@ class Pattern:
         if not regex:
             return cls(text, regex, ignore_case, compiled, _prefilter((text,), ignore_case))
         runs, folded = _required_literals(source, flags)
-        return cls(
-            text, regex, ignore_case, compiled, _prefilter(runs, folded), _bounded(text, flags)
-        )
+        bounded = compile_bounded(text, flags)
+        return cls(text, regex, ignore_case, compiled, _prefilter(runs, folded), bounded)
 
     def spans(self, value: str) -> list[tuple[int, int]]:
         """Where the pattern matches ``value`` (non-overlapping, non-empty), in order;
         ``MatchTooSlow`` when a regular expression takes more than ``MATCH_SECONDS`` on it."""
         if self.bounded is None:
             return [m.span() for m in self.compiled.finditer(value) if m.start() < m.end()]
-        try:
-            matches = self.bounded.finditer(value, timeout=MATCH_SECONDS)
-            return [m.span() for m in matches if m.start() < m.end()]
-        except TimeoutError:
-            raise MatchTooSlow(f"gave up after {MATCH_SECONDS:g} s") from None
+        return [m.span() for m in within_budget(self.bounded, value) if m.start() < m.end()]
 
 
-def _bounded(text: str, flags: int) -> budgeted.Pattern[str]:
+def within_budget(bounded: budgeted.Pattern[str], value: str) -> list[budgeted.Match[str]]:
+    """Every match of ``bounded`` in ``value``, in order; ``MatchTooSlow`` past
+    ``MATCH_SECONDS`` (the one budget of every user's regular expression: ``secrets
+    --patterns`` too)."""
+    try:
+        return list(bounded.finditer(value, timeout=MATCH_SECONDS))
+    except TimeoutError:
+        raise MatchTooSlow(f"gave up after {MATCH_SECONDS:g} s") from None
+
+
+def compile_bounded(text: str, flags: int = 0) -> budgeted.Pattern[str]:
     """``text`` (which ``re`` compiled) for the ``regex`` package, in its ``re``-like mode."""
     version0 = budgeted.VERSION0 | (budgeted.IGNORECASE if flags & re.IGNORECASE else 0)
     try:

@@ -19,6 +19,10 @@ anchor: with one, every row is decoded.
 A user's patterns come from a file (``--patterns FILE``, or ``ZETT_SESSIONS_SECRET_PATTERNS``):
 one ``KIND REGEX`` per line (``#`` starts a comment line), KIND lower-case letters, digits and
 ``-``; REGEX is Python's ``re`` syntax, its ``(?P<secret>…)`` group the secret if it has one.
+It is matched as ``search -E`` matches (``search.pattern``): by the ``regex`` package within
+``MATCH_SECONDS`` a text, since stored text is hostile and a pattern that backtracks without
+end on it would hold ``re`` for ever; past the budget the run ends with a ``UsageError``
+rather than claim the text holds no secret.
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import regex as budgeted
+
 from ..errors import UsageError
+from ..search.pattern import MATCH_SECONDS, MatchTooSlow, compile_bounded, within_budget
 
 PEM_BODY = 16384  # characters of a PEM block's body looked at (a 4096-bit RSA key is ~3,200)
 LONGEST_MATCH = PEM_BODY + 200  # no match of the built-in table is longer
@@ -57,16 +64,28 @@ class Detector:
     check: Callable[[str], bool] | None = None
     builtin: bool = True
     anchors: tuple[str, ...] = ()  # literal text every match holds (none: always matched)
+    bounded: budgeted.Pattern[str] | None = None  # a user's pattern: matched within a budget
 
     def find(self, text: str) -> Iterator[Match]:
         if self.anchors and not any(anchor in text for anchor in self.anchors):
             return
-        for found in self.pattern.finditer(text):
+        for found in self._matches(text):
             group = "secret" if "secret" in self.pattern.groupindex else 0
             start, end = found.span(group)
             value = found.group(group)
             if start < end and (self.check is None or self.check(value)):
                 yield Match(self.kind, start, end, value)
+
+    def _matches(self, text: str) -> Iterable[re.Match[str] | budgeted.Match[str]]:
+        if self.bounded is None:
+            return self.pattern.finditer(text)
+        try:
+            return within_budget(self.bounded, text)
+        except MatchTooSlow:
+            raise UsageError(
+                f"the {self.kind} pattern took over {MATCH_SECONDS:g} s on one text: simplify "
+                "it (a repeat inside a repeat, such as (a+)+, matches what a+ does)"
+            ) from None
 
 
 def _mixed(value: str) -> bool:
@@ -249,9 +268,12 @@ def load_patterns(path: str) -> tuple[Detector, ...]:
             raise UsageError(f"{where}: expected 'KIND REGEX' (KIND: a-z, 0-9 and -)")
         try:
             pattern = re.compile(source)
+            bounded = compile_bounded(source)
         except (re.error, OverflowError, RecursionError) as error:
             raise UsageError(f"{where}: invalid regular expression: {error}") from None
+        except UsageError as error:  # one ``re`` compiles and ``regex`` does not
+            raise UsageError(f"{where}: {error}") from None
         if pattern.match("") is not None:
             raise UsageError(f"{where}: the pattern matches the empty text")
-        found.append(Detector(kind, pattern, builtin=False))
+        found.append(Detector(kind, pattern, builtin=False, bounded=bounded))
     return tuple(found)
