@@ -107,7 +107,8 @@ def test_one_session_and_a_window_read_only_their_scope(
 ) -> None:
     path, plant = planted
     seed_sessions(path, [SeedSession(id=f"old-{n}", age=timedelta(days=30)) for n in range(3)])
-    for args in ([plant.session_id[:8]], ["--since", "7d"]):
+    both = [plant.session_id[:8], "old-1", "--since", "7d"]  # named, where the filter selects
+    for args in ([plant.session_id[:8]], ["--since", "7d"], both):
         with traced_sql() as statements:
             result = run_cli(["--db", str(path), "secrets", "--json", *args])
         assert result.exit_code == 4, result.output

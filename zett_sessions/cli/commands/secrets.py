@@ -106,19 +106,16 @@ async def _scope(
     from dataclasses import replace
 
     from ...queries.resolve import resolve_session
-    from ...queries.sessions import session_ids_sql
 
     scoped = query
     if chosen is not None:
         scoped = replace(query, filters=await given.narrow(database, chosen))
     if not sessions:
         return scoped
-    named = [await resolve_session(database, text) for text in sessions]
-    if scoped.filters is not None:
-        sql, params = session_ids_sql(database, scoped.filters)
-        selected = {str(row[0]) for row in await database.fetchall(sql, params)}
-        named = [session_id for session_id in named if session_id in selected]
-    return replace(scoped, ids=tuple(named), filters=None)
+    named = tuple(dict.fromkeys([await resolve_session(database, text) for text in sessions]))
+    if scoped.filters is None:
+        return replace(scoped, ids=named)
+    return replace(scoped, filters=replace(scoped.filters, ids=named))
 
 
 async def _print(
