@@ -823,6 +823,100 @@ def test_tail_several_sessions_heads_each_as_tail_heads_files(databases: Databas
     r = tail(db, plain, tools, "-n", "1", "--json")
     assert (r.exit_code, r.stderr) == (0, "")
     assert r.stdout.count("[") >= 2  # one array per session
-    r = tail(db, plain, tools, "-f")
+    r = tail(db, "--all")
     assert (r.exit_code, r.stdout) == (2, "")
-    assert r.stderr == "Error: --follow follows one session: name one (or leave out -f)\n"
+    assert r.stderr == "Error: --all follows every active session: add --follow (-f)\n"
+
+
+# --- following several sessions: one read per poll, new sessions picked up ---------------------
+
+
+@pytest.mark.pooled
+def test_follow_many_polls_every_session_in_one_statement_and_picks_up_new_ones(
+    databases: Databases,
+) -> None:
+    from zett_sessions.transcript.follow_many import Watch, follow_many
+
+    db = databases.sample(shared=False)
+    plain = NEWEST_IDS["plain"]  # last active months ago: not in the window when the watch starts
+    statements: list[int] = []
+
+    async def run() -> list[tuple[str, str]]:
+        reader = open_database(str(db), read_only=True)
+        seen: list[tuple[str, str]] = []
+        try:
+            await reader.open()
+            fetchall = reader.fetchall
+
+            async def counted(*args: object, **kwargs: object) -> object:
+                statements[-1] += 1
+                return await fetchall(*args, **kwargs)  # type: ignore[arg-type]
+
+            reader.fetchall = counted  # type: ignore[method-assign]
+            async with open_storage(str(db)) as writer:
+                polls = 0
+
+                async def sleep(_: float) -> None:
+                    nonlocal polls
+                    polls += 1
+                    statements.append(0)
+                    if polls == 1:
+                        await writer.append(plain, "live", UserMessage(content="back to work"))
+                        await writer.create_session(session_id="new-run", title="new")
+                        await writer.append("new-run", "live", UserMessage(content="first"))
+                    elif polls == 2:
+                        for n in range(3):
+                            await writer.append("new-run", "live", UserMessage(content=f"n{n}"))
+                    elif polls == 3:
+                        raise asyncio.CancelledError
+
+                statements.append(0)
+                watch: Watch[object] = Watch()
+                events = follow_many(
+                    reader,
+                    watch,
+                    record_from_row,
+                    interval=0,
+                    every_active=timedelta(minutes=10),
+                    sleep=sleep,
+                )
+                try:
+                    async for session_id, event in events:
+                        seen.append((session_id, event.item.content))  # type: ignore[union-attr]
+                except asyncio.CancelledError:
+                    pass
+        finally:
+            await reader.close()
+        return seen
+
+    seen = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+    assert sorted(seen) == sorted(
+        [(plain, "back to work"), ("new-run", "first"), *(("new-run", f"n{n}") for n in range(3))]
+    )
+    # each poll: the activity index and one read of every followed session's new rows,
+    # however many sessions there are; a session seen for the first time adds one lookup
+    # (poll 2 picks up two); nothing followed yet: no read of rows (poll 1)
+    assert statements[:3] == [1, 2 + 2, 2]
+
+
+@pytest.mark.pooled
+def test_tail_follow_all_prefixes_each_line_and_names_a_dead_run_then_exits_6(
+    databases: Databases,
+) -> None:
+    db = databases.sample(shared=False)
+    args = ["tail", "-f", "--all", "-n", "0", "--interval", "0.02", "--stale-after", "0.3s"]
+    with FollowProcess(db, *args) as follower:
+        follower.wait_for(lambda err: "Following every active session" in err, "start", stderr=True)
+        start_session(db, "run-alive", UserMessage(content="working"))
+        start_session(db, "run-dead", OPEN_CALL)
+        follower.wait_for(lambda out: "run-alive   working" in out, "the live run's record")
+        follower.wait_for(
+            lambda err: "run-dead: the run looks dead" in err, "the verdict", stderr=True
+        )
+        code, out, err = follower.interrupt()
+    assert code == 6, err
+    lines = out.splitlines()
+    assert all(line.startswith(("run-alive ", "run-dead ")) for line in lines), out
+    assert "run-dead #1 assistant" in out
+    assert "run-alive: the run looks dead" not in err  # no open tool call: never judged dead
+    assert err.splitlines()[-1] == "Stopped. 1 run(s) looked dead: run-dead"

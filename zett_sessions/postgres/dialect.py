@@ -80,6 +80,9 @@ class PostgresDialect(Dialect):
     name = "postgres"
     in_ids = "= ANY(?::text[])"
     ids_table = "unnest(?::text[]) AS value"
+    cursors_table = (
+        "(SELECT c->>0 AS sid, (c->>1)::bigint AS after FROM jsonb_array_elements(?::jsonb) AS c)"
+    )
     contains = "ILIKE ? ESCAPE '\\'"
     no_limit = None
     row_key = "id"

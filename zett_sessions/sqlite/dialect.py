@@ -70,6 +70,12 @@ class Dialect:
     name = "sqlite"
     in_ids = IN_IDS
     ids_table = ids_of()  # a table of the ids parameter, one column named ``value``
+    # a table of (session id, sequence) pairs given as one JSON array of pairs: columns
+    # ``sid`` and ``after`` (tail -f of several sessions: one poll reads all of them)
+    cursors_table = (
+        "(SELECT json_extract(value, '$[0]') AS sid, json_extract(value, '$[1]') AS after "
+        "FROM json_each(?))"
+    )
     # SQLite's LIKE ignores the case of ASCII letters only.
     contains = "LIKE ? ESCAPE '\\'"
     no_limit: Any = -1  # a LIMIT parameter that means "every row"

@@ -104,6 +104,7 @@ class Request:
     stale_after: timedelta | None = None
     wait: bool = False  # tail -f --wait: a session not there yet is waited for
     count_given: bool = False  # tail -n was given (ID#SEQ then says where to start twice)
+    every: bool = False  # tail -f --all: every active session, new ones as they start
     children: bool = False  # html: each sub-agent session (recursively) in the same page
     redactor: Redactor | None = None  # show --redact: every secret replaced as it is read
 

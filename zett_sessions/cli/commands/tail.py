@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,10 @@ from ..options import (
     output_options,
 )
 from .show import PLAIN_VIEW, TranscriptFormat, ViewOptions, one_session, view_options
+
+if TYPE_CHECKING:
+    from ...transcript.write import Request
+    from ..state import AppState
 
 DEFAULT_COUNT = 10
 
@@ -75,6 +79,14 @@ def tail_command(
             "stops), then followed from its first record.",
         ),
     ] = False,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="With --follow: every session active in the last 10 minutes, and each one "
+            "that starts meanwhile, each line prefixed with its session.",
+        ),
+    ] = False,
     view: ViewOptions = PLAIN_VIEW,
     output: OutputOptions = DEFAULT_OUTPUT,
     db: DbOption = None,
@@ -86,6 +98,10 @@ def tail_command(
     (exit 0) or on Ctrl-C (exit 0).  With --role, the last N records are the last N of those
     roles.  --json prints one JSON array of records; with --follow it prints NDJSON, one
     record per line.
+
+    Several sessions: each in turn under a ==> ID <== line; with -f (or -f --all: every
+    active session, new ones as they start) they are followed together, each line prefixed
+    with its session, in one read per poll; exit 6 after Ctrl-C if a run looked dead.
 
     With --wait, a session that has not started yet is waited for (as tail -F waits for a
     file), then followed from its first record.
@@ -100,9 +116,11 @@ def tail_command(
     from ..state import app_state, run_with
 
     fmt = output.chosen(TranscriptFormat)
-    named = one_session(sessions, latest)
-    if len(named) > 1 and follow:
-        raise UsageError("--follow follows one session: name one (or leave out -f)")
+    named = [] if every and not (sessions or latest) else one_session(sessions, latest)
+    if every and not follow:
+        raise UsageError("--all follows every active session: add --follow (-f)")
+    if every and (sessions or latest):
+        raise UsageError("--all follows every active session: drop the SESSION and --latest")
     if stale_after is not None and not follow:
         raise UsageError("--stale-after only applies with --follow")
     if wait and not follow:
@@ -121,7 +139,11 @@ def tail_command(
         stale_after=parse_duration(stale_after) if stale_after is not None else None,
         wait=wait,
         count_given=lines is not None,
+        every=every,
     )
+    if follow and (every or len(named) > 1):
+        _follow_many(state, db, request, named)
+        return
     out = state.output()
     try:
         failed = run_with(
@@ -131,6 +153,29 @@ def tail_command(
         out.hint("Stopped.")
         return
     fail_any(failed)
+
+
+def _follow_many(
+    state: AppState, db: str | None, request: Request, named: list[str | None]
+) -> None:
+    """``tail -f A B …`` / ``--all``: until Ctrl-C; exit 6 when a run looked dead meanwhile."""
+    from ...transcript.follow_many import Watch
+    from ...transcript.tail_many import tail_many
+    from ..exit_codes import ExitCode
+    from ..state import run_with
+
+    out = state.output()
+    watch: Watch[Any] = Watch()
+    sessions = [text for text in named if text is not None]
+    try:
+        run_with(
+            state.reader(db), lambda database: tail_many(database, request, sessions, out, watch)
+        )
+    except KeyboardInterrupt:
+        dead = ", ".join(watch.dead)
+        out.hint(f"Stopped. {len(watch.dead)} run(s) looked dead: {dead}" if dead else "Stopped.")
+        if watch.dead:
+            raise typer.Exit(int(ExitCode.STALE)) from None
 
 
 def register(app: typer.Typer) -> None:
