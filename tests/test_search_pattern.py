@@ -14,7 +14,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from zett_sessions.errors import UsageError
-from zett_sessions.search.pattern import FOLD_UNSAFE, Pattern, Prefilter
+from zett_sessions.search.pattern import (
+    FOLD_UNSAFE,
+    MatchBudget,
+    MatchTooSlow,
+    Pattern,
+    Prefilter,
+)
 from zett_sessions.search.scan import row_hits, rows_sql
 from zett_sessions.sqlite.database import Database
 
@@ -81,6 +87,27 @@ def test_only_matches_of_at_least_one_character_count() -> None:
 def test_a_literal_is_literal_unless_regex() -> None:
     assert Pattern.parse("a.c").spans("abc a.c") == [(4, 7)]
     assert Pattern.parse("a.c", regex=True).spans("abc a.c") == [(0, 3), (4, 7)]
+
+
+# --- the time budget: backtracking without end is given up, long linear work never -------
+
+
+def test_an_ordinary_regex_on_a_long_text_is_never_given_up() -> None:
+    """A match at every character is the densest work an ordinary pattern does; the budget
+    grows with the text, so it is never given up, however long the text.  With a base of
+    10 ms the per-character allowance alone carries 300,000 matches (about 0.2 s of processor
+    time at load 11); a flat budget gave this text up, as the one second did a 3,000,000-
+    character message on a loaded machine."""
+    text = "x" * 300_000
+    pattern = Pattern.parse(".", regex=True, budget=MatchBudget(seconds=0.01))
+    assert len(pattern.spans(text)) == len(text)
+
+
+def test_a_regex_that_backtracks_without_end_still_gives_a_short_text_up() -> None:
+    """The per-character allowance adds next to nothing to a short text's base budget."""
+    pattern = Pattern.parse("(a|aa)+$", regex=True, budget=MatchBudget(seconds=0.05))
+    with pytest.raises(MatchTooSlow, match=r"gave up after 0\.05"):
+        pattern.spans("a" * 34 + "!")
 
 
 # --- the prefilter against Python on real rows ---------------------------------------------

@@ -17,7 +17,7 @@ from rich.text import Text
 from ..models import MessageKind
 from ..queries.resolve import UNADDRESSABLE, pointer
 from ..search.models import Field, Hit, SearchProgress, SessionHits
-from ..search.pattern import MATCH_SECONDS
+from ..search.pattern import MATCH_BUDGET
 from ..timeutil import iso_utc
 from ..values import plural
 from .common import relative_time
@@ -178,7 +178,7 @@ def given_up_warning(progress: SearchProgress) -> str:
     """Which texts the regular expression took too long on, and whether the search stopped."""
     texts = progress.given_up  # at most scan.GIVE_UP_TEXTS: each is named
     named = ", ".join(f"{text.session_id} #{text.sequence} {text.field}" for text in texts)
-    slow = f"the pattern took over {MATCH_SECONDS:g} s to match"
+    slow = f"the pattern took over {MATCH_BUDGET.seconds:g} s to match"
     if progress.stopped:
         return (
             f"stopped after giving up on {plural(len(texts), 'text')} {slow} ({named}): it "

@@ -66,7 +66,7 @@ class SessionHits:
 
 @dataclass(frozen=True, slots=True)
 class GivenUp:
-    """A text the regular expression took too long on (``pattern.MATCH_SECONDS``): not
+    """A text the regular expression took too long on (``pattern.MatchBudget``): not
     searched, so a match in it may be missing."""
 
     session_id: str

@@ -7,14 +7,14 @@ offers (see ``search.scan``).  Only matches of at least one character count.
 A regular expression is checked by ``re`` (so ``--regex`` takes exactly ``re``'s syntax and
 gives its error messages) and matched by the ``regex`` package, whose matcher can be given a
 time budget: a pattern that backtracks without end on some text (``(a+)+$`` on a run of ``a``
-then ``!``, in model output nobody controls) would hold ``re`` for ever.  Each text gets
-``MATCH_SECONDS``; ``spans`` raises ``MatchTooSlow`` past it.  ``regex`` (in its ``re``-like
-VERSION0) matches what ``re`` matches but for Unicode details: its ``\\w`` also takes combining
-marks and some digits and fractions that ``re``'s leaves out, its ``\\s`` leaves out the
-separators U+001C–U+001F, its ``\\d`` knows newer digits, and with ``-i`` it does not pair
-``i`` with ``ı`` nor ``I`` with ``İ``.  The prefilter, read from ``re``'s parse, stays safe: a
-literal at the top level is in every match of either engine, and ``regex`` pairs an ASCII
-character with no case partner that ``re`` does not.
+then ``!``, in model output nobody controls) would hold ``re`` for ever.  Each text gets the
+``MatchBudget`` for its length; ``spans`` raises ``MatchTooSlow`` past it.  ``regex`` (in its
+``re``-like VERSION0) matches what ``re`` matches but for Unicode details: its ``\\w`` also
+takes combining marks and some digits and fractions that ``re``'s leaves out, its ``\\s`` leaves
+out the separators U+001C–U+001F, its ``\\d`` knows newer digits, and with ``-i`` it does not
+pair ``i`` with ``ı`` nor ``I`` with ``İ``.  The prefilter, read from ``re``'s parse, stays
+safe: a literal at the top level is in every match of either engine, and ``regex`` pairs an
+ASCII character with no case partner that ``re`` does not.
 
 The SQL prefilter must never drop a row Python would match, and should drop most others.  It
 is built from the *required literals* of the pattern: text that every match contains (the whole
@@ -49,10 +49,30 @@ import regex as budgeted
 
 from ..errors import UsageError
 
-# How long a regular expression may take on one text before that text is given up.  A
-# pattern that ends takes microseconds on what a message holds (``regex`` checks the clock
-# only now and then, so a given-up text may take twice this on a loaded machine).
-MATCH_SECONDS = 1.0
+
+@dataclass(frozen=True)
+class MatchBudget:
+    """The processor time a regular expression may take on one text before the text is given
+    up: ``seconds``, plus ``per_character`` for each character of the text.
+
+    The budget gives up on backtracking without end, never on long linear work.  ``regex``
+    counts the process's processor time from the start of the search to its last match, so
+    time spent waiting for a core on a loaded machine does not count (a given-up text may
+    still take several times its budget of wall time there).  The densest work an ordinary
+    pattern does is a match at every character (``.`` on a 3,000,000-character text: about
+    0.6 µs a character at load 11 on two cores, matches collected); the allowance is five
+    times that, so such a pattern is never given up on any text, however long.  A pattern that
+    backtracks without end passes any linear budget: on a text of a few thousand characters
+    it is given up after a little more than ``seconds``."""
+
+    seconds: float = 1.0
+    per_character: float = 3e-6
+
+    def for_text(self, text: str) -> float:
+        return self.seconds + self.per_character * len(text)
+
+
+MATCH_BUDGET = MatchBudget()
 
 # ASCII characters that Python's case-insensitive matching pairs with a non-ASCII character
 # (tests/test_search_pattern.py derives the set from ``re`` itself).
@@ -71,7 +91,7 @@ class Prefilter:
 
 
 class MatchTooSlow(Exception):
-    """The regular expression took more than ``MATCH_SECONDS`` on one text."""
+    """The regular expression took more than its ``MatchBudget`` on one text."""
 
 
 @dataclass(frozen=True)
@@ -84,9 +104,17 @@ class Pattern:
     compiled: re.Pattern[str]  # ``re``'s: what a literal is matched with
     prefilter: Prefilter
     bounded: budgeted.Pattern[str] | None = None  # a regular expression's matcher
+    budget: MatchBudget = MATCH_BUDGET  # what ``bounded`` may take on one text
 
     @classmethod
-    def parse(cls, text: str, *, regex: bool = False, ignore_case: bool = False) -> Pattern:
+    def parse(
+        cls,
+        text: str,
+        *,
+        regex: bool = False,
+        ignore_case: bool = False,
+        budget: MatchBudget = MATCH_BUDGET,
+    ) -> Pattern:
         """Compile ``text``; an empty pattern or an invalid regex is a ``UsageError``."""
         if not text:
             raise UsageError("PATTERN must not be empty")
@@ -101,25 +129,36 @@ class Pattern:
         if not regex:
             return cls(text, regex, ignore_case, compiled, _prefilter((text,), ignore_case))
         runs, folded = _required_literals(source, flags)
-        bounded = compile_bounded(text, flags)
-        return cls(text, regex, ignore_case, compiled, _prefilter(runs, folded), bounded)
+        return cls(
+            text,
+            regex,
+            ignore_case,
+            compiled,
+            _prefilter(runs, folded),
+            compile_bounded(text, flags),
+            budget,
+        )
 
     def spans(self, value: str) -> list[tuple[int, int]]:
         """Where the pattern matches ``value`` (non-overlapping, non-empty), in order;
-        ``MatchTooSlow`` when a regular expression takes more than ``MATCH_SECONDS`` on it."""
+        ``MatchTooSlow`` when a regular expression takes more than its budget on it."""
         if self.bounded is None:
             return [m.span() for m in self.compiled.finditer(value) if m.start() < m.end()]
-        return [m.span() for m in within_budget(self.bounded, value) if m.start() < m.end()]
+        matches = within_budget(self.bounded, value, self.budget)
+        return [m.span() for m in matches if m.start() < m.end()]
 
 
-def within_budget(bounded: budgeted.Pattern[str], value: str) -> list[budgeted.Match[str]]:
-    """Every match of ``bounded`` in ``value``, in order; ``MatchTooSlow`` past
-    ``MATCH_SECONDS`` (the one budget of every user's regular expression: ``secrets
+def within_budget(
+    bounded: budgeted.Pattern[str], value: str, budget: MatchBudget = MATCH_BUDGET
+) -> list[budgeted.Match[str]]:
+    """Every match of ``bounded`` in ``value``, in order; ``MatchTooSlow`` past ``budget``'s
+    time for that text (the one budget of every user's regular expression: ``secrets
     --patterns`` too)."""
+    seconds = budget.for_text(value)
     try:
-        return list(bounded.finditer(value, timeout=MATCH_SECONDS))
+        return list(bounded.finditer(value, timeout=seconds))
     except TimeoutError:
-        raise MatchTooSlow(f"gave up after {MATCH_SECONDS:g} s") from None
+        raise MatchTooSlow(f"gave up after {seconds:g} s of processor time") from None
 
 
 def compile_bounded(text: str, flags: int = 0) -> budgeted.Pattern[str]:

@@ -16,7 +16,7 @@ Each slice is read in a read transaction of its own, ended before any of its ses
 returned, so no lock is held while they are printed (a pager, a full pipe: a rollback-journal
 writer would wait on the reader's shared lock).  Nothing is written.
 
-A text the regular expression takes more than ``pattern.MATCH_SECONDS`` on is given up (noted
+A text the regular expression takes more than its ``pattern.MatchBudget`` on is given up (noted
 in ``SearchProgress.given_up``) and the search goes on; after ``GIVE_UP_TEXTS`` of them it
 stops (``SearchProgress.stopped``): the pattern, not one text, is the trouble, and a search
 must end in bounded time whatever the pattern and the text.

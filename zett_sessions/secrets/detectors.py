@@ -20,7 +20,7 @@ A user's patterns come from a file (``--patterns FILE``, or ``ZETT_SESSIONS_SECR
 one ``KIND REGEX`` per line (``#`` starts a comment line), KIND lower-case letters, digits and
 ``-``; REGEX is Python's ``re`` syntax, its ``(?P<secret>…)`` group the secret if it has one.
 It is matched as ``search -E`` matches (``search.pattern``): by the ``regex`` package within
-``MATCH_SECONDS`` a text, since stored text is hostile and a pattern that backtracks without
+its ``MatchBudget`` a text, since stored text is hostile and a pattern that backtracks without
 end on it would hold ``re`` for ever; past the budget the run ends with a ``UsageError``
 rather than claim the text holds no secret.
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 import regex as budgeted
 
 from ..errors import UsageError
-from ..search.pattern import MATCH_SECONDS, MatchTooSlow, compile_bounded, within_budget
+from ..search.pattern import MATCH_BUDGET, MatchTooSlow, compile_bounded, within_budget
 
 PEM_BODY = 16384  # characters of a PEM block's body looked at (a 4096-bit RSA key is ~3,200)
 LONGEST_MATCH = PEM_BODY + 200  # no match of the built-in table is longer
@@ -83,8 +83,8 @@ class Detector:
             return within_budget(self.bounded, text)
         except MatchTooSlow:
             raise UsageError(
-                f"the {self.kind} pattern took over {MATCH_SECONDS:g} s on one text: simplify "
-                "it (a repeat inside a repeat, such as (a+)+, matches what a+ does)"
+                f"the {self.kind} pattern took over {MATCH_BUDGET.seconds:g} s on one text: "
+                "simplify it (a repeat inside a repeat, such as (a+)+, matches what a+ does)"
             ) from None
 
 
