@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import selectors
 import signal
 import sqlite3
 import subprocess
@@ -41,27 +42,54 @@ from zett_sessions.demo import write_demo
 
 CHILD = r"""
 import asyncio, os, sys, time
-from zett_sessions.sqlite import database
 
 pause_after = os.environ.get("ZS_PAUSE_AFTER")
 if pause_after:  # stop for good right after this statement ran: the transaction stays open
-    real_execute = database.Database.execute
+    # Hooked where every statement passes, whoever issues it: the sqlite3 connection that
+    # aiosqlite's worker thread drives (Database.execute's statements, and the functions the
+    # storage runs whole in that thread, such as an append's transaction).
+    import signal, sqlite3, threading
+
     seen = [int(os.environ.get("ZS_PAUSE_AT", "1"))]  # the how-manieth such statement
+    # The pause is in the worker thread, so the event loop still takes a SIGTERM and cancels
+    # the command; the paused statement then goes on, so that the cancelled command's ROLLBACK
+    # (queued behind it) runs and the command cleans up and exits, as after any interruption.
+    interrupted = threading.Event()
+    real_signal = signal.signal
 
-    async def execute(self, sql, params=()):
-        if sql.startswith("BEGIN IMMEDIATE") and os.environ.get("ZS_SPILL"):
-            # a one-page cache: changed pages reach the file before COMMIT, as in any big
-            # transaction, so a kill leaves a hot rollback journal behind
-            await real_execute(self, "PRAGMA cache_size = 1")
-        count = await real_execute(self, sql, params)
-        if sql.startswith(pause_after):
-            seen[0] -= 1
-            if not seen[0]:
-                print("paused", flush=True)
-                time.sleep(3600)
-        return count
+    def install(signum, handler):
+        if signum == signal.SIGTERM and callable(handler):
+            command_handler = handler
 
-    database.Database.execute = execute
+            def handler(number, frame):
+                interrupted.set()
+                return command_handler(number, frame)
+
+        return real_signal(signum, handler)
+
+    signal.signal = install
+
+    class PausingConnection(sqlite3.Connection):
+        def execute(self, sql, parameters=(), /):
+            if sql.startswith("BEGIN IMMEDIATE") and os.environ.get("ZS_SPILL"):
+                # a one-page cache: changed pages reach the file before COMMIT, as in any big
+                # transaction, so a kill leaves a hot rollback journal behind
+                super().execute("PRAGMA cache_size = 1").close()
+            cursor = super().execute(sql, parameters)
+            if sql.startswith(pause_after):
+                seen[0] -= 1
+                if not seen[0]:
+                    print("paused", flush=True)
+                    interrupted.wait(3600)
+            return cursor
+
+    real_connect = sqlite3.connect
+
+    def connect(*args, **kwargs):
+        kwargs.setdefault("factory", PausingConnection)
+        return real_connect(*args, **kwargs)
+
+    sqlite3.connect = connect
 
 if os.environ.get("ZS_BATCH_ROWS"):  # small delete batches (no pause between them)
     import dataclasses
@@ -161,16 +189,53 @@ def kill(process: subprocess.Popen[str]) -> list[str]:
     return rest
 
 
+# How long a child may take to print the line a test waits for: far more than it ever needs on
+# a loaded machine; only a child that will never print it (a hook that no longer fires) meets it.
+WAIT_SECONDS = 120.0
+
+
 def wait_for(process: subprocess.Popen[str], line: str) -> list[str]:
-    """Lines the child printed up to and including ``line`` (fails if it died first)."""
+    """Lines the child printed up to and including ``line``; fails, with the child's stderr,
+    if it ended first or has not printed it within ``WAIT_SECONDS`` (then it is killed).
+
+    The pipe is read a byte at a time, only once ``select`` says one is there: nothing is read
+    past ``line``, so what comes after it is left for ``kill`` to read."""
     assert process.stdout is not None
-    seen = []
-    for text in process.stdout:
-        seen.append(text.strip())
-        if text.strip() == line:
-            return seen
-    assert process.stderr is not None
-    raise AssertionError(f"child ended before {line!r}: {process.stderr.read()[-2000:]}")
+    pipe = process.stdout.fileno()
+    deadline = time.monotonic() + WAIT_SECONDS
+    seen: list[str] = []
+    current = bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(pipe, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                process.kill()
+                process.wait()
+                raise AssertionError(
+                    f"no {line!r} from the child within {WAIT_SECONDS:g} s (it printed "
+                    f"{seen[-5:]}): {_stderr(process)}"
+                )
+            byte = os.read(pipe, 1)
+            if not byte:
+                process.wait(timeout=SAFETY_NET)
+                raise AssertionError(f"child ended before {line!r}: {_stderr(process)}")
+            if byte != b"\n":
+                current += byte
+                continue
+            seen.append(current.decode().strip())
+            current.clear()
+            if seen[-1] == line:
+                return seen
+
+
+def _stderr(process: subprocess.Popen[str]) -> str:
+    """The end of what the (ended) child wrote to stderr; its pipes are closed after."""
+    assert process.stdout is not None and process.stderr is not None
+    text = process.stderr.read()[-2000:]
+    process.stdout.close()
+    process.stderr.close()
+    return text
 
 
 def fresh_database(path: Path, journal: str) -> Path:
