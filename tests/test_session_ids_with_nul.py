@@ -90,6 +90,24 @@ def test_the_id_list_reads_back_every_id_exactly() -> None:
     assert asyncio.run(read()) == ids
 
 
+def test_the_cursors_of_tail_f_of_several_sessions_read_back_every_id_exactly() -> None:
+    ids = ["a", "a\x00b", "a\x00", "\x00", "a\x01", "\x01\x03", "a\x01\x02\x00", "\\u0000"]
+    pairs = [(session_id, n) for n, session_id in enumerate(ids)]
+
+    async def read() -> list[tuple[str, int]]:
+        database = Database(":memory:", read_only=False, create=True)
+        await database.open()
+        try:
+            rows = await database.fetchall(
+                f"SELECT sid, after FROM {SQLITE.cursors_table}", (SQLITE.cursors_param(pairs),)
+            )
+        finally:
+            await database.close()
+        return [(row[0], row[1]) for row in rows]
+
+    assert asyncio.run(read()) == pairs
+
+
 def test_delete_of_an_id_from_stdin_deletes_that_session_not_its_prefix(db: Path) -> None:
     result = run_cli(["--db", str(db), "delete", "-", "--yes", "--json"], input=NUL_AB + "\n")
     assert result.exit_code == 0, result.output

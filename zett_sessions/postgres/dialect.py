@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -131,6 +132,9 @@ class PostgresDialect(Dialect):
 
     def ids_param(self, ids: Iterable[str]) -> Any:
         return list(ids)
+
+    def cursors_param(self, pairs: Iterable[tuple[str, int]]) -> Any:
+        return json.dumps([[session_id, after] for session_id, after in pairs])
 
     def time_param(self, moment: datetime) -> Any:
         return as_utc(moment)

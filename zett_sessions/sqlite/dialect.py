@@ -29,10 +29,18 @@ from ..timeutil import dated_sql, format_db_time
 # and the SQL undoes it in the reverse order, exactly: every U+0001 in an escaped id begins a
 # pair.  An id without U+0001 is its own escape and is taken as it is (two ``replace`` calls on
 # each id of a long list cost more than the list's lookups).
-_UNESCAPED = (
-    "CASE WHEN instr(value, char(1)) "
-    "THEN replace(replace(value, char(1, 3), char(0)), char(1, 2), char(1)) ELSE value END"
-)
+
+
+def _unescaped(text: str) -> str:
+    """SQL of the id that the escaped SQL text ``text`` stands for."""
+    return (
+        f"CASE WHEN instr({text}, char(1)) "
+        f"THEN replace(replace({text}, char(1, 3), char(0)), char(1, 2), char(1)) ELSE {text} END"
+    )
+
+
+_UNESCAPED = _unescaped("value")
+CURSOR_ID = "json_extract(value, '$[0]')"  # a pair's escaped id, in ``Dialect.cursors_table``
 
 
 def ids_of(param: str = "?") -> str:
@@ -59,6 +67,12 @@ def _escaped(session_id: str) -> str:
     return session_id.replace("\x01", "\x01\x02").replace("\x00", "\x01\x03")
 
 
+def json_cursors(pairs: Iterable[tuple[str, int]]) -> str:
+    """(session id, sequence) pairs as the one JSON parameter of ``Dialect.cursors_table``,
+    each id escaped as ``json_ids`` escapes it."""
+    return json.dumps([[_escaped(session_id), after] for session_id, after in pairs])
+
+
 def json_rowids(rowids: Iterable[int]) -> str:
     """Rowids as the one JSON array parameter of ``IN_ROWIDS``."""
     return json.dumps(list(rowids))
@@ -73,8 +87,8 @@ class Dialect:
     # a table of (session id, sequence) pairs given as one JSON array of pairs: columns
     # ``sid`` and ``after`` (tail -f of several sessions: one poll reads all of them)
     cursors_table = (
-        "(SELECT json_extract(value, '$[0]') AS sid, json_extract(value, '$[1]') AS after "
-        "FROM json_each(?))"
+        f"(SELECT {_unescaped(CURSOR_ID)} AS sid, "
+        "json_extract(value, '$[1]') AS after FROM json_each(?))"
     )
     # SQLite's LIKE ignores the case of ASCII letters only.
     contains = "LIKE ? ESCAPE '\\'"
@@ -157,6 +171,10 @@ class Dialect:
 
     def ids_param(self, ids: Iterable[str]) -> Any:
         return json_ids(ids)
+
+    def cursors_param(self, pairs: Iterable[tuple[str, int]]) -> Any:
+        """The parameter of ``cursors_table``."""
+        return json_cursors(pairs)
 
     def time_param(self, moment: datetime) -> Any:
         return format_db_time(moment)

@@ -14,7 +14,6 @@ judged, and the others go on.  Clock and sleep are parameters, as in ``follow``.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -128,10 +127,11 @@ async def _poll(
                     if session_id not in watch.sessions:
                         after = await _before(db, session_id, started)
                         watch.sessions[session_id] = _new(db, session_id, after, now, stale_after)
-            cursors = [[f.session_id, f.state.last_sequence] for f in watch.sessions.values()]
+            cursors = [(f.session_id, f.state.last_sequence) for f in watch.sessions.values()]
             if not cursors:
                 return []
-            return list(await db.fetchall(sql, (json.dumps(cursors), POLL_BATCH)))
+            cursors_param = db.dialect.cursors_param(cursors)
+            return list(await db.fetchall(sql, (cursors_param, POLL_BATCH)))
     except (DatabaseLocked, UnfinishedTransaction):
         return []  # a writer holds its lock past the busy timeout: nothing new yet
 
@@ -164,4 +164,3 @@ def following(
         judge: _Judge[ItemT] = _Judge(db, stale_after, now)
         watch.sessions[session_id] = Followed(session_id, state, last or now(), judge)
     return watch
-
