@@ -251,7 +251,8 @@ def _listing(row: Any) -> SessionListing:
         parse_db_time(row["created_at"]),
         parse_db_time(row["updated_at"]),
         row["message_count"] or 0,
-        row["snapshot_version"] or 0,
+        # SQLite sorts text above every number: a damaged version "two" is the max().
+        int_or_none(row["snapshot_version"]) or 0,
         row["child_count"] or 0,
         None if row["total_tokens"] is None else whole_number(row["total_tokens"]),
         parse_db_time(row["last_activity"]),
