@@ -35,7 +35,7 @@ from support import (
 )
 from zett_sessions.schema import RAW_COLUMNS
 from zett_sessions.sqlite.database import Database
-from zett_sessions.transcript import large_values
+from zett_sessions.transcript import jsonrows, large_values
 from zett_sessions.transcript import render as render_transcript
 
 ODD = "odd-rows"
@@ -156,7 +156,8 @@ def test_values_read_on_their_own_and_bodies_written_in_pieces_change_no_output(
     monkeypatch.setattr(large_values, "LARGE", large)
     monkeypatch.setattr(large_values, "CHUNK", 5)
     monkeypatch.setattr(large_values, "PIECES", 10**9)
-    monkeypatch.setattr(large_values, "text_chunks", counted)
+    for module in (large_values, jsonrows):  # where it is defined, and where it is called
+        monkeypatch.setattr(module, "text_chunks", counted)
     monkeypatch.setattr(render_transcript, "PIECE", 7)
 
     for args, before, after in zip(commands(location), expected, outputs(location), strict=True):
