@@ -144,8 +144,8 @@ def test_a_mistyped_option_suggests_the_nearest_option_of_the_command(
             "(see `zett-sessions --help`)",
         ),
         (
-            ["show", "a", "b"],
-            "Error: Got unexpected extra argument(s) (b) (see `zett-sessions show --help`)",
+            ["rename", "a", "b", "c"],
+            "Error: Got unexpected extra argument(s) (c) (see `zett-sessions rename --help`)",
         ),
         (
             ["list", "--sort"],
