@@ -209,7 +209,9 @@ def pytest_configure(config: pytest.Config) -> None:
 # in collection order.  "verify-codes": the run_last check reads the codes that the planting
 # modules' ``verify`` calls recorded in its own process.  "password-role": the one role the
 # test cluster makes authenticate with a password (pgcluster.PASSWORD_ROLE) is created and
-# dropped by each of these tests.  (pytest-xdist's own ``xdist_group`` marks do not group
+# dropped by each of these tests.  "standby": the one hot standby's replay is paused by some
+# of these tests and resumed on leaving, which would take another's lag away (or hold back the
+# rows another waits to see replayed).  (pytest-xdist's own ``xdist_group`` marks do not group
 # under pytest 9.2, whose node ids no longer take the suffix they rely on.)
 
 SHARED: dict[str, tuple[str, ...]] = {
@@ -221,6 +223,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         "tests/test_storage_postgres.py::test_pgpassword_and_pgpass_work_as_with_psql*",
         "tests/test_storage_postgres.py::test_a_wrong_password_is_access_denied_and_not_shown*",
     ),
+    "standby": ("tests/test_postgres_standby.py::*",),
 }
 
 
