@@ -58,8 +58,13 @@ class _Backend:
 
 
 class Relay:
-    def __init__(self, dsn: str) -> None:
+    """``dsn``'s server (or pooler) through a relay; ``terminates=False`` when ``dsn`` is a
+    pooler: its backend ids are its own, and a lost reply is then a client link that breaks
+    while the pooler's server connection lives on."""
+
+    def __init__(self, dsn: str, *, terminates: bool = True) -> None:
         self.dsn = dsn
+        self.terminates = terminates
         parts = urlsplit(dsn)
         self.target = (parts.hostname or "127.0.0.1", parts.port or 5432)
         self.server: asyncio.Server | None = None
@@ -141,11 +146,12 @@ class Relay:
 
     async def _kill(self) -> None:
         assert self.losing is not None and self.pid is not None
-        admin = await asyncpg.connect(self.dsn)
-        try:
-            await admin.fetchval("SELECT pg_terminate_backend($1, 10000)", self.pid)
-        finally:
-            await admin.close()
+        if self.terminates:
+            admin = await asyncpg.connect(self.dsn)
+            try:
+                await admin.fetchval("SELECT pg_terminate_backend($1, 10000)", self.pid)
+            finally:
+                await admin.close()
         self.lost += 1
         self.losing.set()
         self.losing = None

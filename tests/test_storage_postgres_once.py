@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pgrelay import Relay, terminate
+from pgtest import reached_at
 from zett_sessions import CompactedMessage, OutcomeUnknown, PostgresSessionStorage, UserMessage
 
 pytestmark = pytest.mark.usefixtures("pg_dsn")
@@ -62,6 +63,30 @@ def test_an_append_whose_reply_is_lost_after_commit_returns_its_sequence_once(
     assert lost == 3  # every append after the first lost its reply, after its commit
     assert returned == [1, 2, 3, 4]  # no error for a stored row
     assert stored == [1, 2, 3, 4]  # no row stored twice
+
+
+def test_an_append_whose_reply_is_lost_behind_a_pooler_returns_its_sequence_once(
+    pg_dsn: str, pg_pooler: str
+) -> None:
+    """PgBouncer in transaction mode between the storage and the server: the link to the
+    pooler breaks once the statement is done, so the storage reconnects through the pooler
+    (any server connection) to learn that the row landed."""
+
+    async def scenario() -> tuple[list[int], list[int], int, bool]:
+        async with Relay(reached_at(pg_pooler, pg_dsn), terminates=False) as relay:
+            async with PostgresSessionStorage(relay.url) as storage:
+                got = [await storage.append("s", "r", UserMessage(content="first"))]
+                storage.before_commit = _lose_reply(relay)
+                for n in range(3):
+                    got.append(await storage.append("s", "r", UserMessage(content=f"n{n}")))
+                pooled = not storage.database.caches_statements
+            return got, await _sequences(pg_dsn, "s"), relay.lost, pooled
+
+    returned, stored, lost, pooled = asyncio.run(scenario())
+    assert pooled  # the pooler was noticed: appends went as literal calls
+    assert lost == 3
+    assert returned == [1, 2, 3, 4]
+    assert stored == [1, 2, 3, 4]
 
 
 @SENT_AS
