@@ -893,10 +893,88 @@ def test_follow_many_polls_every_session_in_one_statement_and_picks_up_new_ones(
     assert sorted(seen) == sorted(
         [(plain, "back to work"), ("new-run", "first"), *(("new-run", f"n{n}") for n in range(3))]
     )
-    # each poll: the activity index and one read of every followed session's new rows,
-    # however many sessions there are; a session seen for the first time adds one lookup
-    # (poll 2 picks up two); nothing followed yet: no read of rows (poll 1)
-    assert statements[:3] == [1, 2 + 2, 2]
+    # each poll: the activity index, one read of every followed session's new rows and one
+    # of those deleted, however many sessions there are; a session seen for the first time
+    # adds one lookup (poll 2 picks up two); nothing followed yet: no read of rows (poll 1)
+    assert statements[:3] == [1, 3 + 2, 3]
+
+
+def test_follow_many_tells_each_deleted_session_once_and_ends_when_none_is_left(
+    databases: Databases,
+) -> None:
+    from zett_sessions.transcript.follow_many import Watch, follow_many, following
+
+    db = databases.sample(shared=False)
+    plain, tools, crashed = NEWEST_IDS["plain"], NEWEST_IDS["tools"], NEWEST_IDS["crashed"]
+
+    async def run() -> tuple[list[tuple[str, object]], int]:
+        reader = open_database(str(db), read_only=True)
+        seen: list[tuple[str, object]] = []
+        polls = 0
+        try:
+            await reader.open()
+            async with open_storage(str(db)) as writer:
+                states = []
+                for session_id in (plain, tools, crashed):
+                    last = (await writer.list_raw_messages(session_id))[-1].sequence
+                    state: TranscriptState[object] = TranscriptState(
+                        annotator_for(hold=False), last_sequence=last
+                    )
+                    states.append((session_id, state, None))
+                watch: Watch[object] = following(reader, states, None)
+
+                async def sleep(_: float) -> None:
+                    nonlocal polls
+                    polls += 1
+                    if polls == 1:
+                        await writer.delete_session(plain)
+                        await writer.append(tools, "live", UserMessage(content="still here"))
+                    elif polls == 2:
+                        # deleted and started again under its id: not a continuation
+                        await writer.delete_session(tools)
+                        await writer.append(tools, "again", UserMessage(content="a new run"))
+                    elif polls == 3:
+                        await writer.delete_session(crashed)
+                    elif polls > 3:
+                        raise AssertionError("the watch went on with nothing left to follow")
+
+                events = follow_many(reader, watch, record_from_row, interval=0, sleep=sleep)
+                async for session_id, event in events:
+                    gone = isinstance(event, Gone)
+                    seen.append((session_id, "gone" if gone else event.item.content))  # type: ignore[union-attr]
+        finally:
+            await reader.close()
+        return seen, polls
+
+    seen, polls = asyncio.run(asyncio.wait_for(run(), TIMEOUT))
+    assert seen == [
+        (tools, "still here"),  # a poll's new records come before what it found deleted
+        (plain, "gone"),
+        (tools, "gone"),
+        (crashed, "gone"),
+    ]
+    assert polls == 3  # it ended on its own once the last session was gone
+
+
+def test_tail_follow_of_several_sessions_names_each_deleted_one_and_ends_after_the_last(
+    databases: Databases,
+) -> None:
+    db = databases.sample(shared=False)
+    plain, tools = NEWEST_IDS["plain"], NEWEST_IDS["tools"]
+    with FollowProcess(db, "tail", "-f", plain, tools, "-n", "0", "--interval", "0.02") as follower:
+        follower.wait_for(lambda err: "Following 2 sessions" in err, "start", stderr=True)
+        delete(db, plain)
+        follower.wait_for(lambda err: f"Session {plain} was deleted" in err, "one", stderr=True)
+        append_messages(db, tools, UserMessage(content="the other goes on"))
+        follower.wait_for(lambda out: "the other goes on" in out, "the other's record")
+        delete(db, tools)
+        code, out, err = follower.finish()
+    assert code == 0, err
+    assert err.splitlines()[-2:] == [
+        f"Session {plain} was deleted; stopped following it.",
+        f"Session {tools} was deleted; stopped following it.",
+    ]
+    assert all(line.startswith(f"{tools} ") for line in out.splitlines()), out
 
 
 @pytest.mark.pooled

@@ -14,7 +14,7 @@ UNREADABLE = "\ufffd"  # what lenient decoding puts where a stored id has bytes 
 UNADDRESSABLE = "its id is not UTF-8 text; no text can name it"  # why such a session is left
 
 
-def _places(layout: Layout) -> list[tuple[str, str]]:
+def places(layout: Layout) -> list[tuple[str, str]]:
     """Where a session lives, as (table, id column): its session row, raw rows, snapshots."""
     places = [("raw_messages", "session_id"), ("session_snapshots", "session_id")]
     if layout.has_sessions_table:
@@ -24,7 +24,7 @@ def _places(layout: Layout) -> list[tuple[str, str]]:
 
 async def session_exists(db: SessionDatabase, session_id: str) -> bool:
     """A session exists when it has a session row, raw rows or snapshots."""
-    for table, column in _places(db.layout):
+    for table, column in places(db.layout):
         sql = f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1"
         if await db.fetchone(sql, (session_id,)) is not None:
             return True
@@ -53,7 +53,7 @@ async def resolve_session(db: SessionDatabase, text: str) -> str:
     below = "" if upper is None else "AND {column} < ?"
     bounds = (wanted, _CANDIDATE_LIMIT) if upper is None else (wanted, upper, _CANDIDATE_LIMIT)
     found: set[str] = set()
-    for table, column in _places(db.layout):
+    for table, column in places(db.layout):
         rows = await db.fetchall(
             f"SELECT DISTINCT {column} FROM {table} WHERE {column} >= ? "
             f"{below.format(column=column)} ORDER BY {column} LIMIT ?",

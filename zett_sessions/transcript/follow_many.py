@@ -8,7 +8,11 @@ id)``) which sessions were active within ``window``: a session seen there for th
 is followed from the first record stored after the watch began (one lookup, once per new
 session).  Each session keeps its own annotator (results pair with their calls) and its own
 judge of ``stale_after``: a run that looks dead is reported once (``Stale``) and no longer
-judged, and the others go on.  Clock and sleep are parameters, as in ``follow``.
+judged, and the others go on.  A poll that finds nothing more to read asks, in the same read
+and with one more statement, which followed sessions were deleted (``Gone``, as ``follow``
+tells it: the row last printed is gone, or nothing of the session is left); those are no
+longer followed, and with no session left and no ``--all`` the watch ends.  Clock and sleep
+are parameters, as in ``follow``.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ from datetime import datetime, timedelta
 from typing import Any, Generic
 
 from ..errors import DatabaseLocked, UnfinishedTransaction, UnsupportedLayout
+from ..queries.resolve import places
 from ..rows import raw_select
 from ..session_database import SessionDatabase
 from ..timeutil import utc_now
 from .annotate import Entry
-from .follow import POLL_BATCH, Lagging, Stale, _Judge
+from .follow import POLL_BATCH, Gone, Lagging, Stale, _Judge
 from .query import ItemT, TranscriptState, annotator_for
 
 
@@ -79,13 +84,15 @@ async def follow_many(
     stale_after: timedelta | None = None,
     now: Callable[[], datetime] = utc_now,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> AsyncGenerator[tuple[str, Entry[ItemT] | Stale[ItemT] | Lagging], None]:
+) -> AsyncGenerator[tuple[str, Entry[ItemT] | Stale[ItemT] | Lagging | Gone], None]:
     """``(session id, event)`` for every new record of the sessions in ``watch`` (and, with
     ``every_active``, of every session active within that window, picked up as it starts);
-    a ``Stale`` once per run that looks dead.  Ends only when the caller stops (Ctrl-C)."""
+    a ``Stale`` once per run that looks dead; a ``Gone`` once per session deleted.  Ends when
+    the caller stops (Ctrl-C), or when every session followed is gone and ``every_active``
+    is None."""
     started = now()
     while True:
-        rows = await _poll(db, watch, started, every_active, stale_after, now)
+        rows, gone = await _poll(db, watch, started, every_active, stale_after, now)
         for row in rows:
             followed = watch.sessions[row["session_id"]]
             item = build(row)
@@ -95,12 +102,14 @@ async def follow_many(
                 yield followed.session_id, entry
         if len(rows) == POLL_BATCH:
             continue
+        for session_id in gone:
+            if watch.sessions.pop(session_id, None) is not None:
+                yield session_id, Gone(session_id)
+        if not watch.sessions and every_active is None:
+            return
         for followed in list(watch.sessions.values()):
-            verdict = None if followed.dead else await _verdict(followed)
+            verdict = await _verdict(watch, followed)
             if verdict is not None:
-                if isinstance(verdict, Stale):
-                    followed.dead = True
-                    watch.dead.append(followed.session_id)
                 yield followed.session_id, verdict
         await sleep(interval)
 
@@ -112,9 +121,10 @@ async def _poll(
     every_active: timedelta | None,
     stale_after: timedelta | None,
     now: Callable[[], datetime],
-) -> list[Any]:
+) -> tuple[list[Any], list[str]]:
     """One short read: the sessions that became active (``every_active``), then the rows
-    after every followed session's last sequence, in one statement."""
+    after every followed session's last sequence, in one statement, and when those were all
+    there is, the followed sessions that were deleted, in one more."""
     sql = (
         f"SELECT {raw_select(db.layout, 'r')} FROM {db.dialect.cursors_table} c "
         "JOIN raw_messages r ON r.session_id = c.sid AND r.sequence > c.after "
@@ -129,15 +139,41 @@ async def _poll(
                         watch.sessions[session_id] = _new(db, session_id, after, now, stale_after)
             cursors = [(f.session_id, f.state.last_sequence) for f in watch.sessions.values()]
             if not cursors:
-                return []
+                return [], []
             cursors_param = db.dialect.cursors_param(cursors)
-            return list(await db.fetchall(sql, (cursors_param, POLL_BATCH)))
+            rows = list(await db.fetchall(sql, (cursors_param, POLL_BATCH)))
+            if len(rows) == POLL_BATCH:
+                return rows, []
+            gone = await db.fetchall(_gone_sql(db), (cursors_param,))
+            return rows, [row[0] for row in gone]
     except (DatabaseLocked, UnfinishedTransaction):
-        return []  # a writer holds its lock past the busy timeout: nothing new yet
+        return [], []  # a writer holds its lock past the busy timeout: nothing new yet
 
 
-async def _verdict(followed: Followed[ItemT]) -> Stale[ItemT] | Lagging | None:
-    return await followed.judge(followed.state.annotator.open_batch(), followed.idle_since)
+def _gone_sql(db: SessionDatabase) -> str:
+    """The followed sessions (``cursors_table``) deleted: the row at a cursor's sequence is
+    gone (the session may have been started again under its id, from sequence 1: not a
+    continuation), or no row of any table names the session."""
+    nowhere = " AND ".join(
+        f"NOT EXISTS (SELECT 1 FROM {table} t WHERE t.{column} = c.sid)"
+        for table, column in places(db.layout)
+    )
+    return (
+        f"SELECT c.sid FROM {db.dialect.cursors_table} c WHERE (c.after > 0 AND NOT EXISTS "
+        "(SELECT 1 FROM raw_messages r WHERE r.session_id = c.sid AND r.sequence = c.after)) "
+        f"OR ({nowhere})"
+    )
+
+
+async def _verdict(watch: Watch[ItemT], followed: Followed[ItemT]) -> Stale[ItemT] | Lagging | None:
+    """The judge's word on a quiet session not yet reported dead; a ``Stale`` marks it dead."""
+    if followed.dead:
+        return None
+    verdict = await followed.judge(followed.state.annotator.open_batch(), followed.idle_since)
+    if isinstance(verdict, Stale):
+        followed.dead = True
+        watch.dead.append(followed.session_id)
+    return verdict
 
 
 def _new(

@@ -4,7 +4,9 @@ Each session's last ``-n`` records are read as ``tail`` reads one (its own short
 transactions), then ``follow_many`` polls all of them with one read per poll.  Every line
 printed starts with its session's id, so ``grep`` keeps one run; JSON records carry their
 ``session_id`` already (NDJSON, as ``tail -f --json``).  A run that looks dead is named on
-stderr and the others are still followed; the watch remembers it for the exit code.
+stderr and the others are still followed; the watch remembers it for the exit code.  A
+session deleted meanwhile is named on stderr and no longer followed; once every session
+named is gone, ``tail`` ends (with ``--all`` it waits for the next run).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from rich.text import Text
 from ..render.output import Output
 from ..render.sanitize import sanitize
 from ..rows import record_from_row
-from .follow import Lagging, Stale, last_activity
+from .follow import Gone, Lagging, Stale, last_activity
 from .follow_many import Watch, follow_many, following
 from .query import Selection, TranscriptState, annotator_for, latest_boundary, log_end, row_item
 from .render import TranscriptRenderer, lagging_message, stale_message
@@ -80,6 +82,8 @@ async def tail_many(
                 out.warn(f"{sanitize(session_id)}: {message}")
             elif isinstance(news, Lagging):
                 out.warn(lagging_message(news))
+            elif isinstance(news, Gone):
+                out.note(f"Session {sanitize(session_id)} was deleted; stopped following it.")
             else:
                 _print(out, request, renderers, session_id, news)
             sys.stdout.flush()
