@@ -24,9 +24,13 @@ from support import LEGACY, NEWEST, copy_sample
 from verify_fixtures import append, build_clean, call, execute, found, result, verify
 from zett_sessions.demo import write_demo
 from zett_sessions.models import AssistantMessage, SystemMessage, UserMessage
+from zett_sessions.postgres import verify as pg_verify
+from zett_sessions.postgres.dialect import LAYOUT
+from zett_sessions.postgres.verify import PgReader
 from zett_sessions.sqlite.database import Database
 from zett_sessions.sqlite.verify import Reader
-from zett_sessions.verify.scan import object_flags, raw_scan_sql, scanned_row
+from zett_sessions.verify import scan
+from zett_sessions.verify.scan import ObjectFlags, raw_scan_sql, scanned_row
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 DATABASE_CODES = {
@@ -277,6 +281,7 @@ def test_python_scans_every_envelope_as_sqlites_json_functions_do(tmp_path: Path
             )
         }
     assert len(sql_rows) > 3 * len(ENVELOPES)
+    objects = ObjectFlags()  # what the reader judges them with: each pair comes back often
     mismatches = []
     for k, sid, seq, kind, ctx, ids, created, flags in sql_rows:
         row = plain[k]
@@ -287,9 +292,7 @@ def test_python_scans_every_envelope_as_sqlites_json_functions_do(tmp_path: Path
             row["role"],
             row["message_json"],
             created,
-            (flags & (16 | 32))
-            | row["times"]
-            | object_flags(row["metadata_json"], row["tags_json"]),
+            (flags & (16 | 32)) | row["times"] | objects(row["metadata_json"], row["tags_json"]),
         )
         ours = (k, sid, seq, kind, ctx, _ids(ids), created, flags)
         if (*mine[:5], _ids(mine[5]), *mine[6:]) != ours:
@@ -374,3 +377,69 @@ def test_the_schema_check_names_what_the_catalog_lacks(
     assert scoped.findings == [] and scoped.database.integrity_ok is None
     assert scoped.checked.skipped[0].check == "schema_check"
     assert code in scoped.checked.skipped[0].codes
+
+
+def test_a_repeated_pair_of_metadata_and_tags_is_parsed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    judged: list[tuple[object, object]] = []
+    real = scan.object_flags
+
+    def counted(metadata: object, tags: object) -> int:
+        judged.append((metadata, tags))
+        return real(metadata, tags)
+
+    monkeypatch.setattr(scan, "object_flags", counted)
+    objects = ObjectFlags()
+    long = '{"a": "' + "x" * ObjectFlags.SHORT + '"}'
+    pairs = [('{"a": 1}', "null"), ('{"a": 1}', "null"), (long, "{}"), (long, "{}")]
+    assert [objects(*pair) for pair in pairs] == [real(*pair) for pair in pairs]
+    assert judged == [('{"a": 1}', "null"), (long, "{}"), (long, "{}")]  # a long one is not kept
+
+
+# --- the reader: the server works while the checks run ------------------------------------
+
+
+def test_the_next_batch_is_asked_for_before_the_checks_take_this_one(
+    tmp_path: Path, pg_server: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn = new_schema(pg_server, request)
+    copy_into(build_clean(tmp_path / "clean.sqlite3"), dsn)
+    asked: list[int] = []
+    real = pg_verify.fetch_cursor
+
+    async def fetch(connection: Any, name: str, batch: int) -> list[Any]:
+        asked.append(batch)
+        return await real(connection, name, batch)
+
+    monkeypatch.setattr(pg_verify, "fetch_cursor", fetch)
+    with PgReader(dsn, LAYOUT) as reader, reader.snapshot():
+        batches = reader.scan_batches("", [], 2)
+        first = next(batches)
+        assert len(first) == 2
+        assert asked == [2, 2]  # the second batch is on its way while the first is checked
+        batches.close()  # the checks stop early: the batch on its way is let in
+        [again] = reader.fetch_raw([first[0][0]], ("sequence",))
+        assert (again["k"], again["sequence"]) == (first[0][0], first[0][2])
+
+
+def test_snapshot_payloads_come_with_their_rows_not_a_query_each(
+    tmp_path: Path, pg_server: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = build_clean(tmp_path / "clean.sqlite3")
+    _plant(path, PLANTINGS["payload"])
+    dsn = new_schema(pg_server, request)
+    copy_into(path, dsn)
+    read_again: list[Any] = []
+    real = PgReader.snapshot_payload
+
+    def payload(reader: PgReader, key: Any) -> Any:
+        read_again.append(key)
+        return real(reader, key)
+
+    monkeypatch.setattr(PgReader, "snapshot_payload", payload)
+    report = verify(dsn, now=NOW)
+    invalid = [f for f in report.findings if f.code == "snapshot_payload_invalid"]
+    assert len(invalid) == 1
+    assert report.checked.snapshots > 1
+    assert len(read_again) == 1  # only the invalid one, for its reason

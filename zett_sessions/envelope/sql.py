@@ -28,6 +28,7 @@ that key absent (``unproven``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..ids import prefix_upper_bound
@@ -341,14 +342,6 @@ def _scan_calls(column: str, path: str) -> str:
 
 _MISSING = object()
 _CALL_CLASSES = _call_classes()
-# What ``scan_codes`` tests each row against, derived once: every canonical opening (with the
-# flags it does not prove), and the opening of each kind whose ids the scan reads.
-_OPENINGS = tuple(
-    (spec, era, opening(spec, era), unproven(era)) for era in ERAS for spec in _scan_kinds()
-)
-_ID_KINDS = tuple(
-    (spec, _kind_opening(int(spec.kind))) for spec in _scan_kinds() if spec.role is not Role.PLAIN
-)
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # as SQLite writes JSON
 
 
@@ -378,19 +371,68 @@ def _sql_value(value: Any) -> Any:
     return value
 
 
-def _python_checks(spec: KindSpec, flags: tuple[str, ...], data: dict[str, Any]) -> bool:
-    """``_scan_code``'s checks (the first key aside: the opening proves it) on parsed ``data``
-    (``flags``: what the era's opening does not prove, ``unproven``)."""
-    if any(key in data for key in flags):
-        return False
-    for key, check, required in spec.checked:
-        if check is Check.TEXT and key != spec.first_key:
+@dataclass(frozen=True)
+class _Opening:
+    """One canonical opening, with what ``_scan_code`` still checks once it matches: the
+    flags the era does not prove (``unproven``), and the kind's text keys besides the first
+    (which the opening proves), each with whether it is required."""
+
+    text: str
+    flags: tuple[str, ...]
+    texts: tuple[tuple[str, bool], ...]
+    code: int  # the ``scan_class`` it proves
+
+    def proves(self, data: dict[str, Any]) -> bool:
+        """``_scan_code``'s checks on parsed ``data``."""
+        for key in self.flags:
             if key in data:
-                if not isinstance(data[key], str):
-                    return False
-            elif required:
                 return False
-    return True
+        for key, required in self.texts:
+            value = data.get(key, _MISSING)
+            if value is _MISSING:
+                if required:
+                    return False
+            elif not isinstance(value, str):
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What ``scan_codes`` tests an envelope of one kind against, found by its kind opening:
+    the kind's canonical openings (newest era first, as ``scan_class``'s ``WHEN``s), and how
+    its ids are read (``scan_ids``: a key and whether it holds calls; none for a plain kind)."""
+
+    openings: tuple[_Opening, ...]
+    ids_key: str | None
+    calls: bool
+
+
+def _heads() -> dict[str, _Head]:
+    heads: dict[str, _Head] = {}
+    for spec in _scan_kinds():
+        head = _kind_opening(int(spec.kind))
+        texts = tuple(
+            (key, required)
+            for key, check, required in spec.checked
+            if check is Check.TEXT and key != spec.first_key
+        )
+        code = int(spec.kind) * 4 + _scan_ctx(spec)
+        openings = tuple(_Opening(opening(spec, era), unproven(era), texts, code) for era in ERAS)
+        # an envelope starts with at most one kind's opening, so its kind opening finds the
+        # only openings it can start with
+        assert all(item.text.startswith(head) for item in openings)
+        ids_key = {
+            Role.CALLS: _calls_key(spec) if spec.role is Role.CALLS else None,
+            Role.RESULT: _result_key(spec) if spec.role is Role.RESULT else None,
+            Role.PLAIN: None,
+        }[spec.role]
+        heads[head] = _Head(openings, ids_key, spec.role is Role.CALLS)
+    return heads
+
+
+_HEADS = _heads()
+_HEAD_LENGTHS = tuple(sorted({len(head) for head in _HEADS}))
 
 
 def _python_calls(data: Any, key: str) -> Any:
@@ -416,25 +458,27 @@ def scan_codes(text: object) -> tuple[int, Any]:
     if envelope is _MISSING:
         return 0, None
     assert isinstance(text, str)
+    for length in _HEAD_LENGTHS:
+        head = _HEADS.get(text[:length])
+        if head is not None:
+            break
+    else:
+        return 0, None  # no kind's opening: no canonical opening, no ids
     first = envelope[0] if isinstance(envelope, list) and envelope else None
     data = first.get("data", _MISSING) if isinstance(first, dict) else _MISSING
     cls = 0
     if isinstance(envelope, list) and len(envelope) == 1:
-        for spec, _, starts, flags in _OPENINGS:
-            if text.startswith(starts):
-                if isinstance(data, dict) and _python_checks(spec, flags, data):
-                    cls = int(spec.kind) * 4 + _scan_ctx(spec)
+        for item in head.openings:
+            if text.startswith(item.text):
+                if isinstance(data, dict) and item.proves(data):
+                    cls = item.code
                 break
-    ids: Any = None
-    for spec, starts in _ID_KINDS:
-        if text.startswith(starts):
-            if spec.role is Role.CALLS:
-                ids = _python_calls(data, _calls_key(spec))
-            else:
-                value = data.get(_result_key(spec), _MISSING) if isinstance(data, dict) else None
-                ids = _sql_value(value)
-            break
-    return cls, ids
+    key = head.ids_key
+    if key is None:
+        return cls, None
+    if head.calls:
+        return cls, _python_calls(data, key)
+    return cls, _sql_value(data.get(key, _MISSING) if isinstance(data, dict) else None)
 
 
 def scan_facts(message: Message | UndecodableMessage) -> tuple[int, int, str | None]:

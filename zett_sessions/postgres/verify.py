@@ -7,6 +7,10 @@ only through a reader (``session_database.ScanReader``'s methods).  ``PgReader``
   runs in one of its own, as every statement must behind a pooler: ``settings``), rows
   through a server-side cursor; a synchronous facade over asyncpg on an event loop of its
   own, since a range is checked in a thread (or a child process) of its own, as on SQLite;
+* the next batch of a cursor is asked for before the checks take the current one, so the
+  server reads and sends it while Python checks (statements still run one at a time);
+* a snapshot's payload comes with its row and is judged there (``_SnapshotRow``), not fetched
+  by key for each snapshot;
 * times come as zett-agent's text form (``to_char`` in UTC), so the checks that compare and
   report them read what an SQLite file holds; a ``timestamptz`` holds only real times, so the
   timestamp-format checks never fire here;
@@ -23,11 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Awaitable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from ..closing import Closing
 from ..schema import AGENT_NAME_MAX, TIME_COLUMNS, TITLE_MAX, TOKEN_COLUMNS, Layout
+from ..verify.checks_snapshots import checkpoint_problem
 from ..verify.scan import (
     AGENT_NAME,
     PARENT_MISSING,
@@ -35,7 +40,7 @@ from ..verify.scan import (
     TIMING,
     TITLE,
     USAGE,
-    object_flags,
+    ObjectFlags,
     scanned_row,
 )
 from .connection import ASYNCPG_ERRORS, connect, declare_cursor, fetch_cursor, translate_error
@@ -44,6 +49,7 @@ from .dsn import mask_dsn
 from .settings import connection_settings
 
 _TIMES = frozenset(TIME_COLUMNS)
+T = TypeVar("T")
 
 
 def time_text(column: str) -> str:
@@ -128,13 +134,46 @@ def sessions_sql(where: str) -> str:
 
 
 def snapshots_sql(where: str) -> str:
-    """``scan.snapshots_sql`` on PostgreSQL: every payload is decoded in Python (snapshots are
-    few); the times are always in the stored form."""
+    """``scan.snapshots_sql`` on PostgreSQL, with the payload in place of ``payload_ok``: every
+    payload is decoded in Python (snapshots are few) as the rows stream (``_SnapshotRow``); the
+    times are always in the stored form."""
     return (
         "SELECT id AS rowid, session_id, version, compacted_through_sequence, "
-        f"0 AS payload_ok, 1 AS times_ok, {_select(('created_at', 'updated_at'))} "
+        f"message_json AS payload, 1 AS times_ok, {_select(('created_at', 'updated_at'))} "
         f"FROM session_snapshots{where} ORDER BY session_id, version"
     )
+
+
+_SNAPSHOT_COLUMNS = {
+    name: index
+    for index, name in enumerate(
+        (
+            "rowid",
+            "session_id",
+            "version",
+            "compacted_through_sequence",
+            "payload_ok",
+            "times_ok",
+            "created_at",
+            "updated_at",
+        )
+    )
+}
+
+
+class _SnapshotRow(tuple[Any, ...]):
+    """A row of ``scan.snapshots_sql`` (read by position or by name), its ``payload_ok``
+    decided by decoding the payload here: one query for every snapshot, where fetching each
+    payload by key when the checks ask (``snapshot_payload``) costs a round trip each.  The
+    payload itself is not kept."""
+
+    @classmethod
+    def judged(cls, row: Any) -> _SnapshotRow:
+        ok = int(checkpoint_problem(row[4]) is None)
+        return cls((*row[:4], ok, *row[5:]))
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(_SNAPSHOT_COLUMNS[key] if isinstance(key, str) else key)
 
 
 class PgReader(Closing):
@@ -146,6 +185,7 @@ class PgReader(Closing):
         self.path = mask_dsn(dsn)
         self.layout = layout
         self._loop = asyncio.new_event_loop()
+        self._turn = asyncio.Lock()  # one statement at a time: a batch may be on its way
         settings = connection_settings(dsn)
         setup = settings.setup(busy_timeout_ms)
         # BEGIN and the settings in one round trip (the simple protocol takes both)
@@ -160,8 +200,28 @@ class PgReader(Closing):
             raise
         self._in_transaction = False
 
-    def _run(self, work: Any) -> Any:
-        return self._loop.run_until_complete(work)
+    async def _in_turn(self, work: Awaitable[T]) -> T:
+        async with self._turn:
+            return await work
+
+    def _run(self, work: Awaitable[T]) -> T:
+        return self._loop.run_until_complete(self._in_turn(work))
+
+    def _start(self, work: Awaitable[T]) -> asyncio.Task[T]:
+        """Start ``work`` and turn the loop once, so that its request leaves now: the server
+        answers it while this thread does something else (``_run`` of the task waits for it)."""
+        task = self._loop.create_task(self._in_turn(work))
+        self._loop.run_until_complete(asyncio.sleep(0))
+        return task
+
+    def _settle(self, task: asyncio.Task[Any]) -> None:
+        """Let a started batch nobody reads arrive (the caller stopped early), so its error is
+        not left unseen; the connection takes the next statement after it anyway."""
+        if not task.done() and not self._loop.is_closed():
+            with contextlib.suppress(*ASYNCPG_ERRORS):
+                self._loop.run_until_complete(task)
+        if task.done() and not task.cancelled():
+            task.exception()
 
     def close(self) -> None:
         try:
@@ -209,12 +269,20 @@ class PgReader(Closing):
             return
         with self.errors():
             cursor = self._run(declare_cursor(self.conn, numbered(sql), params))
-        while True:
-            with self.errors():
-                rows = self._run(fetch_cursor(self.conn, cursor, batch))
-            if not rows:
-                return
-            yield rows
+        ahead = self._start(fetch_cursor(self.conn, cursor, batch))
+        try:
+            while True:
+                with self.errors():
+                    rows = self._loop.run_until_complete(ahead)
+                if len(rows) < batch:  # the cursor's last rows
+                    if rows:
+                        yield rows
+                    return
+                # the server reads the next batch while the caller checks this one
+                ahead = self._start(fetch_cursor(self.conn, cursor, batch))
+                yield rows
+        finally:
+            self._settle(ahead)
 
     def rows(self, sql: str, params: Sequence[Any] = (), batch: int = 512) -> Iterator[Any]:
         for chunk in self._batches(sql, params, batch):
@@ -225,6 +293,7 @@ class PgReader(Closing):
     def scan_batches(
         self, where: str, params: Sequence[Any], batch: int = 4096
     ) -> Iterator[list[Any]]:
+        objects = ObjectFlags()
         for rows in self._batches(raw_scan_sql(where), params, batch):
             yield [
                 scanned_row(
@@ -234,7 +303,7 @@ class PgReader(Closing):
                     row[3],
                     row[4],
                     row[7],
-                    row[8] | object_flags(row[5], row[6]),
+                    row[8] | objects(row[5], row[6]),
                 )
                 for row in rows
             ]
@@ -243,7 +312,8 @@ class PgReader(Closing):
         return self.rows(sessions_sql(where), params)
 
     def snapshot_rows(self, where: str, params: Sequence[Any]) -> Iterator[Any]:
-        return self.rows(snapshots_sql(where), params)
+        for row in self.rows(snapshots_sql(where), params, batch=64):
+            yield _SnapshotRow.judged(row)
 
     def fetch_raw(self, keys: list[Any], columns: tuple[str, ...]) -> list[Any]:
         return self.fetchall(

@@ -42,7 +42,13 @@ def latest_snapshot(snapshots: list[sqlite3.Row]) -> SnapshotState | None:
 
 def payload_problem(reader: ScanReader, rowid: Any) -> str | None:
     """Why the snapshot payload is not exactly one checkpoint with non-empty content."""
-    message = decode_checkpoint(reader.snapshot_payload(rowid))
+    return checkpoint_problem(reader.snapshot_payload(rowid))
+
+
+def checkpoint_problem(payload: object) -> str | None:
+    """``payload_problem`` of a payload already read (a backend that judges it as it streams
+    the snapshot rows)."""
+    message = decode_checkpoint(payload)
     if isinstance(message, UndecodableMessage):
         return message.reason
     assert isinstance(message, CompactedMessage)

@@ -294,6 +294,34 @@ def _is_object_text(text: object) -> bool:
     return isinstance(text, str) and text.startswith("{") and strict_loads(text) is not MISSING
 
 
+class ObjectFlags:
+    """``object_flags``, remembered per pair of texts: a log holds a few metadata and tags
+    texts over and over (a client's locale, a run's labels), and a lookup costs less than
+    parsing them again.  Only short texts are kept, and no more than ``KEPT`` pairs."""
+
+    SHORT = 256  # characters
+    KEPT = 4096
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[object, object], int] = {}
+
+    def __call__(self, metadata: object, tags: object) -> int:
+        pair = (metadata, tags)
+        known = self._known.get(pair)
+        if known is not None:
+            return known
+        flags = object_flags(metadata, tags)
+        if _short(metadata, self.SHORT) and _short(tags, self.SHORT):
+            if len(self._known) >= self.KEPT:
+                self._known.clear()
+            self._known[pair] = flags
+        return flags
+
+
+def _short(text: object, limit: int) -> bool:
+    return isinstance(text, str) and len(text) <= limit
+
+
 def scanned_row(
     key: Any, session_id: Any, sequence: Any, role: Any, text: object, created: Any, flags: int
 ) -> Row:
