@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pgtest import admin, copy_into, new_schema
+from pgtest import admin, copy_into, new_schema, query
 from support import LEGACY, NEWEST, copy_sample
 from verify_fixtures import append, build_clean, call, execute, found, result, verify
 from zett_sessions.demo import write_demo
@@ -30,7 +30,7 @@ from zett_sessions.postgres.verify import PgReader
 from zett_sessions.sqlite.database import Database
 from zett_sessions.sqlite.verify import Reader
 from zett_sessions.verify import scan
-from zett_sessions.verify.scan import ObjectFlags, raw_scan_sql, scanned_row
+from zett_sessions.verify.scan import FLAGS, ROWID, SUSPECT, ObjectFlags, raw_scan_sql, scanned_row
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 DATABASE_CODES = {
@@ -400,11 +400,34 @@ def test_a_repeated_pair_of_metadata_and_tags_is_parsed_once(
 # --- the reader: the server works while the checks run ------------------------------------
 
 
+def _on_server(
+    tmp_path: Path, pg_server: str, request: pytest.FixtureRequest, planting: str = "clean"
+) -> str:
+    """The clean database with ``planting`` made, copied to a new schema: its URL."""
+    path = build_clean(tmp_path / "clean.sqlite3")
+    _plant(path, PLANTINGS[planting])
+    dsn = new_schema(pg_server, request)
+    copy_into(path, dsn)
+    return dsn
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Any]:
+    """The first argument of every call of ``PgReader.<name>``, which still runs."""
+    asked: list[Any] = []
+    real = getattr(PgReader, name)
+
+    def recorded(reader: PgReader, first: Any, *rest: Any) -> Any:
+        asked.append(first)
+        return real(reader, first, *rest)
+
+    monkeypatch.setattr(PgReader, name, recorded)
+    return asked
+
+
 def test_the_next_batch_is_asked_for_before_the_checks_take_this_one(
     tmp_path: Path, pg_server: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    dsn = new_schema(pg_server, request)
-    copy_into(build_clean(tmp_path / "clean.sqlite3"), dsn)
+    dsn = _on_server(tmp_path, pg_server, request)
     asked: list[int] = []
     real = pg_verify.fetch_cursor
 
@@ -426,20 +449,26 @@ def test_the_next_batch_is_asked_for_before_the_checks_take_this_one(
 def test_snapshot_payloads_come_with_their_rows_not_a_query_each(
     tmp_path: Path, pg_server: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = build_clean(tmp_path / "clean.sqlite3")
-    _plant(path, PLANTINGS["payload"])
-    dsn = new_schema(pg_server, request)
-    copy_into(path, dsn)
-    read_again: list[Any] = []
-    real = PgReader.snapshot_payload
-
-    def payload(reader: PgReader, key: Any) -> Any:
-        read_again.append(key)
-        return real(reader, key)
-
-    monkeypatch.setattr(PgReader, "snapshot_payload", payload)
+    dsn = _on_server(tmp_path, pg_server, request, "payload")
+    read_again = _asked(monkeypatch, "snapshot_payload")
     report = verify(dsn, now=NOW)
     invalid = [f for f in report.findings if f.code == "snapshot_payload_invalid"]
     assert len(invalid) == 1
     assert report.checked.snapshots > 1
     assert len(read_again) == 1  # only the invalid one, for its reason
+
+
+def test_a_suspect_envelope_is_decoded_from_the_text_the_scan_read(
+    tmp_path: Path, pg_server: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn = _on_server(tmp_path, pg_server, request, "suspect-but-fine")
+    [(key, stored)] = query(dsn, f"SELECT id, message_json FROM raw_messages {RESULT}")
+    with PgReader(dsn, LAYOUT) as reader, reader.snapshot():
+        scanned = [row for batch in reader.scan_batches("", []) for row in batch]
+        assert [row[ROWID] for row in scanned if row[FLAGS] & SUSPECT] == [key]
+        asked = _asked(monkeypatch, "fetchall")
+        [detail] = reader.fetch_raw([key], ("message_json",))  # what the walk asks for it
+        assert asked == []  # the scan's text, not another round trip
+        assert (detail["k"], detail["message_json"]) == (key, stored)
+        reader.fetch_raw([key], ("message_json",))  # asked again (crash summaries may)
+        assert len(asked) == 1
