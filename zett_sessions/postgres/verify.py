@@ -8,7 +8,9 @@ only through a reader (``session_database.ScanReader``'s methods).  ``PgReader``
   through a server-side cursor; a synchronous facade over asyncpg on an event loop of its
   own, since a range is checked in a thread (or a child process) of its own, as on SQLite;
 * the next batch of a cursor is asked for before the checks take the current one, so the
-  server reads and sends it while Python checks (statements still run one at a time);
+  server reads and sends it while Python checks (statements still run one at a time); behind
+  a pooler, where no statement is cached, only its preparation leaves then, and the batch is
+  read when the checks ask for it, as before;
 * a snapshot's payload comes with its row and is judged there (``_SnapshotRow``), not fetched
   by key for each snapshot;
 * times come as zett-agent's text form (``to_char`` in UTC), so the checks that compare and
