@@ -42,6 +42,7 @@ from ..timeutil import as_utc
 from . import connection as pg  # its backoff and limits, looked up when used (tests set them)
 from .dialect import derived_text
 from .once import Sending
+from .pool import KeptPool
 from .schema import APPEND_FUNCTION, PARENT_FIXED_STATE
 from .settings import literal as text_literal
 
@@ -172,11 +173,14 @@ async def round_trip(
     for attempt in range(pg.MAX_ATTEMPTS):
         with database.errors(writing=True):
             connection = await pool.acquire()
+        clean = False
         try:
             sending.sent = True
             if before_send is not None:
                 await before_send(connection)
-            return await call.send(connection, prepared=database.caches_statements)
+            sequence = await call.send(connection, prepared=database.caches_statements)
+            clean = True
+            return sequence
         except asyncpg.PostgresError as error:
             if getattr(error, "sqlstate", None) == PARENT_FIXED_STATE:
                 raise ParentMismatch(PARENT_FIXED) from None
@@ -191,14 +195,15 @@ async def round_trip(
         except pg.DRIVER_ERRORS as error:
             raise pg.translate_error(error, database.shown, writing=True) from error
         finally:
-            await release(pool, connection)
+            await release(pool, connection, clean=clean)
         await asyncio.sleep(pg.backoff(attempt))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def release(pool: Any, connection: Any) -> None:
-    """Give ``connection`` back; a broken one is closed and replaced by the pool."""
+async def release(pool: KeptPool, connection: Any, *, clean: bool) -> None:
+    """Give ``connection`` back (kept for the next append when ``clean``: the call returned);
+    a broken one is closed and replaced by the pool."""
     try:
-        await pool.release(connection)
+        await pool.release(connection, clean=clean)
     except pg.DRIVER_ERRORS:
         connection.terminate()

@@ -70,6 +70,7 @@ from ..errors import (
 from ..session_database import check_busy_timeout
 from .dialect import LAYOUT, POSTGRES, numbered
 from .dsn import check_dsn, mask_dsn
+from .pool import KeptPool
 from .schema import (
     ALLOCATING_INDEXES,
     CREATE_MIGRATIONS_TABLE,
@@ -315,7 +316,7 @@ class PgDatabase:
         # SQLite's busy timeout 0 means "do not wait", 0 waits 1 ms.
         self.setup = self.settings.setup(busy_timeout_ms)
         self._setup_values = self.settings.values(busy_timeout_ms)
-        self._pool: Any = None
+        self._pool: KeptPool | None = None
         self._direct: list[bool] = []  # what the first connection found (``is_direct``)
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
@@ -345,7 +346,7 @@ class PgDatabase:
         except (asyncpg.PostgresError, *DRIVER_ERRORS) as error:
             raise self._driver_error(error, writing=writing) from error
 
-    async def pool(self) -> Any:
+    async def pool(self) -> KeptPool:
         """The pool, created on first use (concurrent first calls share one)."""
         if self._pool is not None:
             return self._pool
@@ -357,13 +358,15 @@ class PgDatabase:
             if self._pool is None:
                 with self.errors():
                     try:
-                        self._pool = await asyncpg.create_pool(
-                            self.settings.url,
-                            connect=self._connect,
-                            min_size=1,
-                            max_size=self.pool_size,
-                            timeout=self.connect_timeout,
-                            reset=keep_session,
+                        self._pool = KeptPool(
+                            await asyncpg.create_pool(
+                                self.settings.url,
+                                connect=self._connect,
+                                min_size=1,
+                                max_size=self.pool_size,
+                                timeout=self.connect_timeout,
+                                reset=keep_session,
+                            )
                         )
                     except ValueError as error:  # asyncpg's parsing of the URL (a bad port)
                         raise ValidationError(
