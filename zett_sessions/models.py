@@ -201,11 +201,16 @@ class WireModel(ValueModel):
     def newest_keys(self) -> tuple[str, ...]:
         """Keys zett-agent writes today: every field in declaration order, then any unknown
         keys a decoded envelope carried (data from a newer writer is kept, not dropped)."""
-        return (*type(self).model_fields, *(self.model_extra or {}))
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = _FIELD_NAMES[type(self)] = tuple(type(self).model_fields)
+        extra = self.__pydantic_extra__
+        return (*names, *extra) if extra else names
 
 
 _setattr = object.__setattr__
 _NESTED: dict[type[WireModel], tuple[str, ...]] = {}
+_FIELD_NAMES: dict[type[WireModel], tuple[str, ...]] = {}  # each class's, asked per write
 
 
 def _nested_fields(cls: type[WireModel]) -> tuple[str, ...]:

@@ -40,9 +40,17 @@ class _BadBytes(ValueError):
 # --- writing -----------------------------------------------------------------------------
 
 
+# ``json.dumps`` with these settings builds an encoder per call; one made once writes the same.
+_WRITER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+# Values that are their own wire form, tested by exact type first: most values of a message are
+# text or flags, and the checks below them (a model, an enum…) are the cost of every append.
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
 def dumps(value: Any) -> str:
     """JSON text with the writer's settings (raw UTF-8, no NaN/Infinity, default separators)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return _WRITER.encode(value)
 
 
 def envelope_text(kind: int, data: Any) -> str:
@@ -56,6 +64,8 @@ def to_wire(value: Any, *, as_stored: bool = True) -> Any:
     ``as_stored``: a decoded model keeps the keys its envelope had (to show it as stored);
     otherwise every model gets the newest era's full key set (to write it).
     """
+    if type(value) in _AS_IS:
+        return value
     if isinstance(value, WireModel):
         extras = value.model_extra or {}
         keys = value.wire_keys if as_stored else value.newest_keys

@@ -44,6 +44,10 @@ def _json_fault(value: Any) -> str | None:
     return f"{type(value).__name__} is not a JSON value"
 
 
+# ``json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)``, made once.
+_SORTED_WRITER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
 def encode_json_object(value: Mapping[str, Any] | None, what: str) -> str:
     """Validate and encode metadata or tags (``what``) as zett-agent does: sorted keys.
 
@@ -67,7 +71,7 @@ def encode_json_object(value: Mapping[str, Any] | None, what: str) -> str:
     fault = _json_fault(value)
     if fault:
         raise ValidationError(f"{field} must be JSON serializable ({fault})")
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return _SORTED_WRITER.encode(value)
 
 
 def decode_json_object(text: object, what: str) -> tuple[dict[str, Any], str | None]:
