@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 SESSIONS_DDL = """CREATE TABLE agent_sessions (
 \tid VARCHAR(36) NOT NULL, 
@@ -187,7 +188,7 @@ class Layout:
     def note(self) -> str:
         return LAYOUT_NOTES[self.name]
 
-    @property
+    @cached_property  # asked before every write
     def missing_indexes(self) -> tuple[str, ...]:
         return tuple(
             name

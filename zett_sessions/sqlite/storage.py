@@ -323,30 +323,29 @@ def _one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Any:
     return rows[0] if rows else None
 
 
+# ``append``'s reads in one statement (one trip through sqlite3 instead of two): the next
+# sequence, whether the session row exists, and its parent.
+_NEXT_SEQUENCE_AND_PARENT = (
+    "SELECT (SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = ?1) + 1, "
+    "s.id IS NOT NULL, s.parent_session_id "
+    "FROM (SELECT 1) LEFT JOIN agent_sessions AS s ON s.id = ?1"
+)
+
+
 def _append_row(row: NewRawRow, conn: sqlite3.Connection) -> int:
     """``append``'s statements (inside ``BEGIN IMMEDIATE``, in the connection's thread)."""
     session_id = row.session_id
     now = utc_now()
     now_text = format_db_time(now)
-    sequence = (
-        _one(
-            conn,
-            "SELECT coalesce(max(sequence), 0) FROM raw_messages WHERE session_id = ?",
-            (session_id,),
-        )[0]
-        + 1
-    )
-    existing = _one(
-        conn, "SELECT parent_session_id FROM agent_sessions WHERE id = ?", (session_id,)
-    )
-    if existing is None:
+    sequence, known, parent = conn.execute(_NEXT_SEQUENCE_AND_PARENT, (session_id,)).fetchone()
+    if not known:
         conn.execute(
             "INSERT INTO agent_sessions (id, parent_session_id, session_type, title, "
             "agent_name, created_at, updated_at) VALUES (?, ?, 0, ?, ?, ?, ?)",
             (session_id, row.parent_session_id, row.title, row.agent_name, now_text, now_text),
         ).close()
     else:
-        check_parent(existing["parent_session_id"], row.parent_session_id)
+        check_parent(parent, row.parent_session_id)
         conn.execute(
             "UPDATE agent_sessions SET title = coalesce(?, title), "
             "agent_name = coalesce(?, agent_name), updated_at = ? WHERE id = ?",
