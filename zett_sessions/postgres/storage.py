@@ -43,7 +43,7 @@ from ..ids import new_uuid7
 from ..models import RawMessageRecord, SessionSummary, SessionView
 from ..rows import (
     raw_select,
-    record_from_row,
+    records_from_rows,
     session_select,
     snapshot_from_row,
     snapshot_select,
@@ -177,7 +177,7 @@ class PostgresSessionStorage(SessionStoreBase):
                 session_id,
                 boundary,
             )
-            return session_view(session_id, session, snapshot, rows)
+            return session_view(session_id, session, snapshot, records_from_rows(rows))
 
         view: SessionView = await self._read(read, session_view(session_id, None, None, []))
         return view
@@ -405,7 +405,7 @@ class PostgresSessionStorage(SessionStoreBase):
                 f"AND sequence > $2 {upper} ORDER BY sequence LIMIT $3 OFFSET $4",
                 *params,
             )
-            return [record_from_row(row) for row in rows]
+            return records_from_rows(rows)
 
         records: list[RawMessageRecord] = await self._read(read, [])
         return records

@@ -25,7 +25,7 @@ from ..models import (
     SessionSummary,
     SessionView,
 )
-from ..rows import record_from_row, summary_from_row
+from ..rows import summary_from_row
 from .rules import (
     NewRawRow,
     NewSession,
@@ -260,7 +260,10 @@ class SessionStoreBase(AsyncClosing):
 
 
 def session_view(
-    session_id: str, session: Any, snapshot: ContextSnapshot | None, rows: Sequence[Any]
+    session_id: str,
+    session: Any,
+    snapshot: ContextSnapshot | None,
+    raw_tail: list[RawMessageRecord],
 ) -> SessionView:
     """``load``'s view from its session row (``None``: none), latest snapshot and raw tail;
     ``DamagedSnapshot`` when that snapshot's payload is not one checkpoint message."""
@@ -273,7 +276,7 @@ def session_view(
         title=summary.title if summary else None,
         agent_name=summary.agent_name if summary else None,
         snapshot=snapshot,
-        raw_tail=[record_from_row(row) for row in rows],
+        raw_tail=raw_tail,
     )
 
 
