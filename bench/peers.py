@@ -232,6 +232,9 @@ async def zett_reads(path: Path, facts: dict[str, Any], repeat: int) -> dict[str
                 repeat, lambda: asyncio.to_thread(fetched, path, facts["large"])
             ),
             large_floor=await best(repeat, lambda: asyncio.to_thread(floor, path, facts["large"])),
+            large_typed=await best(
+                repeat, lambda: asyncio.to_thread(typed_floor, path, facts["large"])
+            ),
             small=await best(repeat, lambda: storage.list_raw_messages(facts["small"])),
             small_load=await best(repeat, lambda: storage.load(facts["small"])),
         )
@@ -264,6 +267,48 @@ def floor(path: Path, session_id: str) -> list[object]:
         validator = KINDS[element["kind"]].cls.__pydantic_validator__
         models.append(validator.validate_python(element["data"], extra="allow"))
     return models
+
+
+def typed_floor(path: Path, session_id: str) -> list[object]:
+    """What a history of typed records cannot skip: ``floor`` and, per row, the record itself
+    (its times parsed, metadata and tags decoded, every column set as one dict on a
+    ``RawMessageRecord``), in one thread with the collector paused, as the stores build theirs.
+    Nothing is checked: no defect found, no fallback parser, no key order remembered."""
+    import gc
+    from datetime import datetime
+
+    from zett_sessions.envelope.codec import loads_with_bytes
+    from zett_sessions.envelope.jsontext import loads
+    from zett_sessions.envelope.table import KINDS
+    from zett_sessions.models import RawMessageRecord
+    from zett_sessions.schema import RAW_COLUMNS
+
+    fields = set(RawMessageRecord.model_fields)
+    names = [name.removesuffix("_json") for name in RAW_COLUMNS]  # message, metadata, tags
+    times = [index for index, name in enumerate(RAW_COLUMNS) if name.endswith("_at")]
+    message, metadata, tags = (
+        RAW_COLUMNS.index(name) for name in ("message_json", "metadata_json", "tags_json")
+    )
+    records: list[object] = []
+    gc.disable()
+    try:
+        for row in fetched(path, session_id):
+            values = list(row)
+            for index in times:
+                if values[index] is not None:
+                    values[index] = datetime.fromisoformat(values[index] + "+00:00")
+            [element] = loads_with_bytes(row[message])
+            validator = KINDS[element["kind"]].cls.__pydantic_validator__
+            values[message] = validator.validate_python(element["data"], extra="allow")
+            values[metadata], values[tags] = loads(row[metadata]), loads(row[tags])
+            record = object.__new__(RawMessageRecord)
+            columns = dict(zip(names, values, strict=True))
+            object.__setattr__(record, "__dict__", {**columns, "defects": ()})
+            object.__setattr__(record, "__pydantic_fields_set__", set(fields))
+            records.append(record)
+    finally:
+        gc.enable()
+    return records
 
 
 async def openai_reads(path: Path, facts: dict[str, Any], repeat: int) -> dict[str, float]:
@@ -555,6 +600,7 @@ def report(
     for key, what in (
         ("large fetch", "its record columns fetched"),
         ("large floor", "those fetched and each message parsed and validated, no record built"),
+        ("large typed", "those and each record built from its row, unchecked, collector paused"),
     ):
         print(
             f"\nthe {count}-message history, {what}: {_cell(z, key, 'ms')}, "
