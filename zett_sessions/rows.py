@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from .envelope import decode_checkpoint, decode_envelope
 from .envelope.columns import decode_json_object
 from .models import ContextSnapshot, RawMessageRecord, SessionSummary
-from .schema import RAW_COLUMNS, SESSION_COLUMNS, TIMING_COLUMNS, Layout
+from .schema import RAW_COLUMNS, SESSION_COLUMNS, Layout
 from .timeutil import parse_db_time
 from .values import int_or_none
 from .values import text_or_none as text_or_none  # re-exported: the row readers' helper
@@ -91,9 +91,6 @@ def _construct(cls: type[M], values: dict[str, Any]) -> M:
     return model
 
 
-_NO_TIMING: dict[str, Any] = dict.fromkeys(TIMING_COLUMNS)
-
-
 _fromisoformat = datetime.fromisoformat
 
 
@@ -110,40 +107,6 @@ def _time(value: object) -> datetime | None:
     return parse_db_time(value)
 
 
-def _integer(value: Any) -> int | None:
-    """``int_or_none`` for driver values, which are never ``bool`` or another ``int`` subclass."""
-    return value if type(value) is int else None
-
-
-# The positions of the columns in a ``raw_select`` row.
-_CACHE_READ_TOKENS = RAW_COLUMNS.index("cache_read_tokens")
-_CACHE_WRITE_TOKENS = RAW_COLUMNS.index("cache_write_tokens")
-_COMPLETED_AT = RAW_COLUMNS.index("completed_at")
-_CONTENT = RAW_COLUMNS.index("content")
-_CONTENT_COMPLETED_AT = RAW_COLUMNS.index("content_completed_at")
-_CONTENT_DURATION_NS = RAW_COLUMNS.index("content_duration_ns")
-_CONTENT_STARTED_AT = RAW_COLUMNS.index("content_started_at")
-_CREATED_AT = RAW_COLUMNS.index("created_at")
-_DURATION_NS = RAW_COLUMNS.index("duration_ns")
-_ID = RAW_COLUMNS.index("id")
-_INPUT_TOKENS = RAW_COLUMNS.index("input_tokens")
-_MESSAGE_JSON = RAW_COLUMNS.index("message_json")
-_METADATA_JSON = RAW_COLUMNS.index("metadata_json")
-_OUTPUT_TOKENS = RAW_COLUMNS.index("output_tokens")
-_REASONING_COMPLETED_AT = RAW_COLUMNS.index("reasoning_completed_at")
-_REASONING_DURATION_NS = RAW_COLUMNS.index("reasoning_duration_ns")
-_REASONING_STARTED_AT = RAW_COLUMNS.index("reasoning_started_at")
-_REASONING_TOKENS = RAW_COLUMNS.index("reasoning_tokens")
-_REQUEST_ID = RAW_COLUMNS.index("request_id")
-_ROLE = RAW_COLUMNS.index("role")
-_SEQUENCE = RAW_COLUMNS.index("sequence")
-_SESSION_ID = RAW_COLUMNS.index("session_id")
-_STARTED_AT = RAW_COLUMNS.index("started_at")
-_TAGS_JSON = RAW_COLUMNS.index("tags_json")
-_TOOL_NAME = RAW_COLUMNS.index("tool_name")
-_UPDATED_AT = RAW_COLUMNS.index("updated_at")
-
-
 def _json_object(text: object, what: str, defects: list[str]) -> dict[str, Any]:
     """``decode_json_object``, its defect appended; the text zett-agent writes for none, ``{}``,
     without a parse."""
@@ -158,7 +121,8 @@ def _json_object(text: object, what: str, defects: list[str]) -> dict[str, Any]:
 def record_from_row(row: sqlite3.Row) -> RawMessageRecord:
     """Build a record from a row selected with ``raw_select`` (columns in ``RAW_COLUMNS``
     order, unpacked at once: ``sqlite3.Row`` finds a name by comparing it with every column's,
-    and a subscript per column costs more than the unpacking); never raises on bad values.
+    and a subscript per column costs more than the unpacking; ``tests/test_rows_reference.py``
+    reads them by name and compares); never raises on bad values.
 
     One pass over the row: every column is read once and every field set once (a time a row
     repeats, created = updated, started = completed, is parsed once and shared: a ``datetime``
@@ -265,8 +229,9 @@ def collector_paused() -> Iterator[None]:
     A record holds about eight containers (models, their dicts and field sets), none in a cycle:
     while a history is built the collector finds no garbage in them, yet it scans them again and
     again as the list grows, and the records it promotes bring on full collections of the whole
-    process (a fifth to a third of building 3,000 records; ``bench/peers.py``).  Paused, the
-    objects are scanned once, at the next collection after it is back on.  It is the
+    process (a fifth of a 3,000-message history's CPU at the median, and now and then a full
+    collection costing several times the history).  Paused, the objects are scanned once, at
+    the next collection after it is back on.  It is the
     process's collector, so the pause is short (one batch, no ``await`` inside) and ends in
     ``finally``; a batch in another thread meanwhile finds it off and leaves it alone.
     """
