@@ -422,11 +422,11 @@ def _heads() -> dict[str, _Head]:
         # an envelope starts with at most one kind's opening, so its kind opening finds the
         # only openings it can start with
         assert all(item.text.startswith(head) for item in openings)
-        ids_key = {
-            Role.CALLS: _calls_key(spec) if spec.role is Role.CALLS else None,
-            Role.RESULT: _result_key(spec) if spec.role is Role.RESULT else None,
-            Role.PLAIN: None,
-        }[spec.role]
+        ids_key = None
+        if spec.role is Role.CALLS:
+            ids_key = _calls_key(spec)
+        elif spec.role is Role.RESULT:
+            ids_key = _result_key(spec)
         heads[head] = _Head(openings, ids_key, spec.role is Role.CALLS)
     return heads
 

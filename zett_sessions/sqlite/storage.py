@@ -24,7 +24,6 @@ from ..models import (
     SessionView,
 )
 from ..rows import (
-    collector_paused,
     raw_select,
     records_from_rows,
     session_select,
@@ -323,12 +322,11 @@ def _records(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> lis
     fetched: the rows are still in that core's cache (built in the event loop's thread, the
     same work took a sixth longer) and the loop is free meanwhile.  Plain tuples, not
     ``sqlite3.Row`` (``record_from_row`` unpacks them), and the collector paused over the fetch
-    too: neither holds a cycle."""
+    too (``records_from_rows`` steps the cursor itself): neither holds a cycle."""
     cursor = conn.cursor()
     cursor.row_factory = None
     try:
-        with collector_paused():
-            return records_from_rows(cursor.execute(sql, params).fetchall())
+        return records_from_rows(cursor.execute(sql, params))
     finally:
         cursor.close()
 
