@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import Result
@@ -956,27 +957,6 @@ def test_follow_many_tells_each_deleted_session_once_and_ends_when_none_is_left(
     assert polls == 3  # it ended on its own once the last session was gone
 
 
-def test_tail_follow_of_several_sessions_names_each_deleted_one_and_ends_after_the_last(
-    databases: Databases,
-) -> None:
-    db = databases.sample(shared=False)
-    plain, tools = NEWEST_IDS["plain"], NEWEST_IDS["tools"]
-    with FollowProcess(db, "tail", "-f", plain, tools, "-n", "0", "--interval", "0.02") as follower:
-        follower.wait_for(lambda err: "Following 2 sessions" in err, "start", stderr=True)
-        delete(db, plain)
-        follower.wait_for(lambda err: f"Session {plain} was deleted" in err, "one", stderr=True)
-        append_messages(db, tools, UserMessage(content="the other goes on"))
-        follower.wait_for(lambda out: "the other goes on" in out, "the other's record")
-        delete(db, tools)
-        code, out, err = follower.finish()
-    assert code == 0, err
-    assert err.splitlines()[-2:] == [
-        f"Session {plain} was deleted; stopped following it.",
-        f"Session {tools} was deleted; stopped following it.",
-    ]
-    assert all(line.startswith(f"{tools} ") for line in out.splitlines()), out
-
-
 @pytest.mark.pooled
 def test_tail_follow_all_prefixes_each_line_and_names_a_dead_run_then_exits_6(
     databases: Databases,
@@ -998,3 +978,119 @@ def test_tail_follow_all_prefixes_each_line_and_names_a_dead_run_then_exits_6(
     assert "run-dead #1 assistant" in out
     assert "run-alive: the run looks dead" not in err  # no open tool call: never judged dead
     assert err.splitlines()[-1] == "Stopped. 1 run(s) looked dead: run-dead"
+
+
+# --- following several sessions in-process: each poll's pause drives the writer ----------------
+
+
+def follow_many_pausing_at(
+    monkeypatch: pytest.MonkeyPatch, location: str, on_pause: Callable[[Any, int], Awaitable[None]]
+) -> None:
+    """Make ``tail -f A B …`` call ``on_pause(writer, n)`` at its n-th pause between polls (a
+    storage on ``location`` open for the command's duration) instead of sleeping."""
+    import contextlib
+
+    from zett_sessions.transcript import follow_many as module
+    from zett_sessions.transcript import tail_many
+
+    real = module.follow_many
+
+    async def paused(*args: Any, **kwargs: Any) -> Any:
+        async with contextlib.AsyncExitStack() as stack:
+            writer = await stack.enter_async_context(open_storage(location))
+            polls = 0
+
+            async def sleep(_: float) -> None:
+                nonlocal polls
+                polls += 1
+                if polls > 20:
+                    raise AssertionError("the watch went on after the test was done")
+                await on_pause(writer, polls)
+
+            async with contextlib.aclosing(real(*args, sleep=sleep, **kwargs)) as events:
+                async for event in events:
+                    yield event
+
+    monkeypatch.setattr(tail_many, "follow_many", paused)
+
+
+def unprefixed(stdout: str) -> str:
+    """``stdout`` of ``tail -f A B …`` without the session id before each line."""
+    return "\n".join(line.split(" ", 1)[1] for line in stdout.splitlines())
+
+
+@pytest.mark.pooled
+def test_tail_follow_of_several_sessions_prints_prefixed_lines_until_the_last_is_deleted(
+    databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, plain, tools = databases.sample(shared=False), NEWEST_IDS["plain"], NEWEST_IDS["tools"]
+
+    async def on_pause(writer: Any, poll: int) -> None:
+        if poll == 1:
+            await writer.append(tools, "live", UserMessage(content="first line\nsecond line"))
+        elif poll == 2:
+            await writer.delete_session(plain)
+        elif poll == 3:
+            await writer.delete_session(tools)
+
+    follow_many_pausing_at(monkeypatch, db, on_pause)
+    r = tail(db, "-f", plain, tools, "-n", "1")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert numbers(unprefixed(r.stdout)) == [3, 11, 12]
+    assert [line.split(" ", 1)[0] for line in lines if "#" in line] == [plain, tools, tools]
+    assert all(line.startswith((f"{plain} ", f"{tools} ")) for line in lines), r.stdout
+    assert f"{tools}   first line" in r.stdout and f"{tools}   second line" in r.stdout
+    assert r.stderr.splitlines() == [
+        "Following 2 sessions (Ctrl-C to stop)…",
+        f"Session {plain} was deleted; stopped following it.",
+        f"Session {tools} was deleted; stopped following it.",
+    ]
+
+
+def test_tail_follow_of_several_sessions_as_json_is_ndjson_naming_each_session(
+    databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = databases.sample(shared=False)
+    plain, tools = NEWEST_IDS["plain"], NEWEST_IDS["tools"]
+
+    async def on_pause(writer: Any, poll: int) -> None:
+        if poll == 1:
+            await writer.append(plain, "live", AssistantMessage(content="not a user"))
+            await writer.append(plain, "live", UserMessage(content="new in plain"))
+        else:
+            await writer.delete_session(plain)
+            await writer.delete_session(tools)
+
+    follow_many_pausing_at(monkeypatch, db, on_pause)
+    r = tail(db, "-f", plain, tools, "-n", "1", "--role", "user", "--json")
+    assert r.exit_code == 0, r.stderr
+    records = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(record["session_id"], record["role"]) for record in records] == [
+        (plain, "user"),
+        (tools, "user"),
+        (plain, "user"),
+    ]
+    assert records[-1]["content"] == "new in plain"
+
+
+def test_tail_follow_all_picks_up_a_run_started_later_and_ctrl_c_stops_it(
+    databases: Databases, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = databases.sample(shared=False)
+
+    async def on_pause(writer: Any, poll: int) -> None:
+        if poll == 1:
+            await writer.create_session(session_id="run-new", title="started late")
+            await writer.append("run-new", "late", UserMessage(content="working"))
+        elif poll == 2:
+            await writer.append("run-new", "late", AssistantMessage(content="done"))
+        else:
+            raise KeyboardInterrupt
+
+    follow_many_pausing_at(monkeypatch, db, on_pause)
+    r = tail(db, "-f", "--all", "-n", "0")
+    assert r.exit_code == 0, r.stderr
+    assert numbers(unprefixed(r.stdout)) == [1, 2]
+    assert all(line.startswith("run-new ") for line in r.stdout.splitlines()), r.stdout
+    assert r.stderr.splitlines() == ["Following every active session (Ctrl-C to stop)…", "Stopped."]
