@@ -85,6 +85,58 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("TERM", "dumb")
 
 
+# --- coverage of the code that runs only in child processes -------------------------------
+#
+# Under ``--cov`` (``.ci/run``) the children these modules start are measured too: the console
+# script's start-up, the progress bar on a terminal, Ctrl-C, verify's worker processes.  Only
+# these, because measuring every child would double the suite's time for no new lines.
+# Coverage's own start-up hook (the ``.pth`` file it installs) starts measuring in a child
+# that finds ``COVERAGE_PROCESS_START`` set; each child writes a data file of its own beside
+# the run's, and pytest-cov combines them at the end.
+
+MEASURED_CHILDREN = (
+    "test_cli_progress.py",
+    "test_cli_interrupt.py",
+    "test_verify_children.py",
+    "test_cli_help.py",
+)
+
+
+@pytest.fixture(autouse=True)
+def measured_children(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    path = request.node.path.relative_to(TESTS_DIR).as_posix()
+    config = (
+        _child_coverage_config(tmp_path_factory)
+        if any(fnmatch.fnmatch(path, pattern) for pattern in MEASURED_CHILDREN)
+        else None
+    )
+    if config is None:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COVERAGE_PROCESS_START", str(config))
+        yield
+
+
+def _child_coverage_config(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A coverage configuration for children (``None`` when this run is not measured)."""
+    try:
+        import coverage
+    except ImportError:
+        return None
+    current = coverage.Coverage.current()
+    if current is None:
+        return None
+    config = tmp_path_factory.getbasetemp() / "coverage-children.ini"
+    if not config.exists():
+        data_file = Path(current.config.data_file).resolve()
+        sources = ", ".join(current.config.source or ())
+        config.write_text(f"[run]\nsource = {sources}\nparallel = true\ndata_file = {data_file}\n")
+    return config
+
+
 # --- layer-specific fixtures below --------------------------------------------------------
 
 
