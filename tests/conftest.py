@@ -107,11 +107,7 @@ def measured_children(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     path = request.node.path.relative_to(TESTS_DIR).as_posix()
-    config = (
-        _child_coverage_config(tmp_path_factory)
-        if any(fnmatch.fnmatch(path, pattern) for pattern in MEASURED_CHILDREN)
-        else None
-    )
+    config = _child_coverage_config(tmp_path_factory) if _matches(path, MEASURED_CHILDREN) else None
     if config is None:
         yield
         return
@@ -158,9 +154,9 @@ def time_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]
 #
 # Marked here by path and name rather than in the test files, so that editing a test never
 # conflicts with this list.  Slow: whole files of sweeps and soaks, and the single tests that
-# start processes or run hypothesis for seconds (`--durations` finds them; each takes a second
-# or more on the 2-core development machine).  tests/test_slow_marks.py checks every name here
-# is still a test in its file.
+# start processes, run hypothesis for seconds or sweep every command (`--durations` finds them;
+# each takes a second or more, over its parameters, on the 2-core development machine).
+# tests/test_slow_marks.py checks every name here is still a test in its file.
 
 SLOW_FILES = ("test_hardening_*.py", "stress/*.py")
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
@@ -219,8 +215,34 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     # real processes that wait out a time budget: a regex's per text, the blocked loop's alarm
     "test_cli_search.py": (
         "test_a_regex_that_backtracks_without_end_gives_that_text_up_with_exit_7",
+        "test_search_holds_no_lock_while_its_output_waits_in_a_full_pipe",
     ),
-    "test_cli_interrupt.py": ("test_one_signal_ends_work_that_blocks_the_loop",),
+    "test_cli_secrets.py": (
+        "test_an_own_pattern_that_backtracks_without_end_is_a_usage_error_in_bounded_time",
+    ),
+    "test_cli_interrupt.py": (
+        "test_one_signal_ends_work_that_blocks_the_loop",
+        "test_work_that_blocks_the_loop_is_ended_where_it_blocks",
+    ),
+    # a reader process holding its output while the test writes
+    "test_cli_show.py": ("test_show_holds_no_lock_while_its_output_waits_in_a_full_pipe",),
+    # every inspection command once more: as a select-only role, on the standby, through the
+    # pooler, and each planted fault on both backends
+    "test_cli_postgres.py": ("test_a_role_that_may_only_select_runs_every_inspection",),
+    "test_postgres_standby.py": (
+        "test_every_inspection_on_the_standby_prints_what_it_prints_on_the_primary",
+    ),
+    "test_postgres_pooler.py": (
+        "test_every_inspection_through_the_pooler_prints_what_it_prints_direct",
+    ),
+    "test_verify_postgres.py": ("test_each_planted_fault_is_found_alike_on_both_backends",),
+    "test_seed_examples.py": ("test_concurrent_processes_append_contiguously",),
+    # the README's commands and programs as a newcomer runs them, in processes
+    "test_readme_examples.py": (
+        "test_the_quick_start_runs_as_printed",
+        "test_documented_python_block_runs",
+    ),
+    "test_cli_progress.py": ("test_nothing_is_drawn_when_stderr_is_no_terminal",),
     "test_make_db.py": ("test_deterministic",),
     # every value of four sessions read as a large one; peak RSS of real processes
     "test_large_values.py": (
@@ -230,12 +252,35 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A command's test runs on every backend (the ``backend`` parameter); the fast loop runs it on
+# SQLite only, and PostgreSQL through the backends' own tests (the storage contract, the
+# seeds' examples, test_cli_postgres, the pooler's and the standby's), which stay in it.
+BACKEND_TWIN_FILES = (
+    "test_cli_*.py",
+    "test_retention_*.py",
+    "test_completions.py",
+    "test_show_*.py",
+    "test_large_values.py",
+)
+
+
 def is_slow(item: pytest.Item) -> bool:
     path = item.path.relative_to(TESTS_DIR).as_posix()
     name = getattr(item, "originalname", item.name)
-    return any(fnmatch.fnmatch(path, pattern) for pattern in SLOW_FILES) or name in (
-        SLOW_TESTS.get(path, ())
+    return (
+        _matches(path, SLOW_FILES)
+        or name in SLOW_TESTS.get(path, ())
+        or (_backend(item) not in (None, "sqlite") and _matches(path, BACKEND_TWIN_FILES))
     )
+
+
+def _backend(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("backend")
+
+
+def _matches(path: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(path, pattern) for pattern in patterns)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -248,7 +293,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "run_last: run after every other selected test (reads what they recorded)"
+        "markers",
+        "run_last: run after the other tests of its SHARED group (reads what they recorded)",
     )
     config.addinivalue_line(
         "markers", "pooled: run on PostgreSQL through PgBouncer too (backend 'pgbouncer')"
@@ -303,5 +349,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``run_last`` tests after the others; then SHARED's groups first, so that one worker
+    starts on each while the others take the rest (a long group left to the end would be
+    what the whole run waits for)."""
     last = [item for item in items if item.get_closest_marker("run_last")]
     items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last
+    grouped = [item for item in items if shared_group(item.nodeid)]
+    items[:] = grouped + [item for item in items if not shared_group(item.nodeid)]

@@ -7,7 +7,7 @@ import importlib
 import inspect
 from pathlib import Path
 
-from conftest import SLOW_FILES, SLOW_TESTS, TESTS_DIR
+from conftest import BACKEND_TWIN_FILES, SLOW_FILES, SLOW_TESTS, TESTS_DIR
 
 
 def defined_tests(module_path: str) -> set[str]:
@@ -21,7 +21,7 @@ def defined_tests(module_path: str) -> set[str]:
 
 
 def test_every_slow_pattern_matches_a_test_file() -> None:
-    for pattern in SLOW_FILES:
+    for pattern in (*SLOW_FILES, *BACKEND_TWIN_FILES):
         assert list(TESTS_DIR.glob(pattern)), pattern
 
 
