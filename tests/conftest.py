@@ -104,16 +104,15 @@ MEASURED_CHILDREN = (
 
 @pytest.fixture(autouse=True)
 def measured_children(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     path = request.node.path.relative_to(TESTS_DIR).as_posix()
-    config = _child_coverage_config(tmp_path_factory) if _matches(path, MEASURED_CHILDREN) else None
-    if config is None:
-        yield
-        return
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("COVERAGE_PROCESS_START", str(config))
-        yield
+    if _matches(path, MEASURED_CHILDREN):
+        config = _child_coverage_config(tmp_path_factory)
+        if config is not None:
+            monkeypatch.setenv("COVERAGE_PROCESS_START", str(config))
 
 
 def _child_coverage_config(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
@@ -352,7 +351,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """``run_last`` tests after the others; then SHARED's groups first, so that one worker
     starts on each while the others take the rest (a long group left to the end would be
     what the whole run waits for)."""
-    last = [item for item in items if item.get_closest_marker("run_last")]
-    items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last
-    grouped = [item for item in items if shared_group(item.nodeid)]
-    items[:] = grouped + [item for item in items if not shared_group(item.nodeid)]
+    items.sort(
+        key=lambda item: (
+            shared_group(item.nodeid) is None,
+            item.get_closest_marker("run_last") is not None,
+        )
+    )

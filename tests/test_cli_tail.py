@@ -996,8 +996,7 @@ def follow_many_pausing_at(
     real = module.follow_many
 
     async def paused(*args: Any, **kwargs: Any) -> Any:
-        async with contextlib.AsyncExitStack() as stack:
-            writer = await stack.enter_async_context(open_storage(location))
+        async with open_storage(location) as writer:
             polls = 0
 
             async def sleep(_: float) -> None:
