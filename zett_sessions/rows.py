@@ -231,9 +231,9 @@ def collector_paused() -> Iterator[None]:
     again as the list grows, and the records it promotes bring on full collections of the whole
     process (a fifth of a 3,000-message history's CPU at the median, and now and then a full
     collection costing several times the history).  Paused, the objects are scanned once, at
-    the next collection after it is back on.  It is the
-    process's collector, so the pause is short (one batch, no ``await`` inside) and ends in
-    ``finally``; a batch in another thread meanwhile finds it off and leaves it alone.
+    the next collection after it is back on.  It is the process's collector, so the pause is
+    short (one batch, no ``await`` inside) and ends in ``finally``; a batch in another thread
+    meanwhile finds it off and leaves it alone.
     """
     if not gc.isenabled():
         yield
